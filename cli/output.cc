@@ -1,0 +1,58 @@
+#include "cli/output.h"
+
+#include <algorithm>
+#include <iostream>
+
+namespace tessera::cli {
+
+int ReportError(const Error& error) {
+  std::cerr << "tessera: error: " << error.message << "\n";
+  return ExitCodeFor(error.code);
+}
+
+void Warn(const std::string& message) {
+  std::cerr << "tessera: warning: " << message << "\n";
+}
+
+TextTable::TextTable(std::vector<std::string> header,
+                     std::vector<bool> right_aligned)
+    : right_(std::move(right_aligned)) {
+  rows_.push_back(std::move(header));
+  right_.resize(rows_.front().size(), false);
+}
+
+void TextTable::AddRow(std::vector<std::string> row) {
+  rows_.push_back(std::move(row));
+}
+
+namespace {
+// Display width, counting each UTF-8 code point once.
+size_t Width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+}  // namespace
+
+std::string TextTable::Render(const std::string& indent) const {
+  std::vector<size_t> width(right_.size(), 0);
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], Width(row[c]));
+    }
+  }
+  std::string out;
+  for (const auto& row : rows_) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      const std::string pad(width[c] - Width(row[c]), ' ');
+      line += right_[c] ? pad + row[c] : row[c] + pad;
+      if (c + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,20 @@
+# CUDA is optional: the CUDA parts are built only when a toolkit is found, and
+# nothing else depends on them. PITFALLS: nvcc 13 needs sm_75+, C++17 only, and
+# no 'native' architecture (the build machines have no GPU).
+include(CheckLanguage)
+option(TESSERA_CUDA "Build CUDA components when a CUDA toolkit is found" ON)
+set(TESSERA_HAVE_CUDA OFF)
+if(TESSERA_CUDA AND NOT TESSERA_SANITIZE)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 75 80 90)
+    endif()
+    enable_language(CUDA)
+    set(TESSERA_HAVE_CUDA ON)
+  endif()
+endif()
+message(STATUS "tessera: CUDA components ${TESSERA_HAVE_CUDA}")
+if(TESSERA_HAVE_CUDA)
+  add_subdirectory(cuda)
+endif()

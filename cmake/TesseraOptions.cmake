@@ -1,0 +1,17 @@
+# Compiler warnings and sanitizers, shared by every target through the
+# INTERFACE target tessera_options.
+add_library(tessera_options INTERFACE)
+target_compile_options(tessera_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Woverloaded-virtual -Wimplicit-fallthrough)
+if(TESSERA_WERROR)
+  target_compile_options(tessera_options INTERFACE -Werror)
+endif()
+
+if(TESSERA_SANITIZE)
+  string(REPLACE ";" "," _tessera_san "${TESSERA_SANITIZE}")
+  message(STATUS "tessera: building with -fsanitize=${_tessera_san}")
+  target_compile_options(tessera_options INTERFACE
+    -fsanitize=${_tessera_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(tessera_options INTERFACE -fsanitize=${_tessera_san})
+endif()

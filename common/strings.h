@@ -1,0 +1,27 @@
+#ifndef TESSERA_COMMON_STRINGS_H_
+#define TESSERA_COMMON_STRINGS_H_
+
+// Small formatting helpers shared by every component's human output.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+// "25,557,032"
+std::string WithThousands(int64_t n);
+
+// Bytes in binary units: "97.5 MiB", "1.2 GiB", "512 B".
+std::string HumanBytes(int64_t bytes);
+
+// Splits `s` at every `sep`; empty pieces are kept.
+std::vector<std::string_view> Split(std::string_view s, char sep);
+
+// Parses a non-negative decimal integer; false on anything else or overflow.
+bool ParseInt64(std::string_view s, int64_t* out);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_STRINGS_H_

@@ -1,0 +1,192 @@
+// LoadModel: read, parse, validate, bind, infer shapes, convert.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "graph/onnx_internal.h"
+
+namespace tessera::graph {
+namespace {
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    return BadInput(path + ": no such file");
+  }
+  if (std::filesystem::is_directory(status)) {
+    return BadInput(path + ": is a directory, not an ONNX model file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return BadInput(path + ": cannot be opened for reading");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return BadInput(path + ": read error");
+  return std::move(bytes).str();
+}
+
+Result<onnx::ModelProto> ParseModel(const std::string& path,
+                                    const std::string& bytes) {
+  if (bytes.empty()) return BadInput(path + ": empty file, not an ONNX model");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return BadInput(path +
+                    ": not an ONNX model (the bytes do not parse as an ONNX "
+                    "ModelProto; is the file truncated or of another "
+                    "format?)");
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    return BadInput(path + ": not an ONNX model (" +
+                    (model.has_graph() ? "no IR version" : "no graph") +
+                    "; is the file truncated or of another format?)");
+  }
+  if (model.ir_version() >= 3 && model.opset_import_size() == 0) {
+    return BadInput(path + ": the model imports no operator set (IR version " +
+                    std::to_string(model.ir_version()) +
+                    " requires one; is the file truncated?)");
+  }
+  return model;
+}
+
+void CollectDomains(const onnx::GraphProto& g,
+                    std::map<std::string, int>* nodes_per_domain) {
+  for (const auto& node : g.node()) {
+    ++(*nodes_per_domain)[node.domain()];
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) CollectDomains(a.g(), nodes_per_domain);
+      for (const auto& sub : a.graphs()) CollectDomains(sub, nodes_per_domain);
+    }
+  }
+}
+
+std::string DomainName(const std::string& d) {
+  return d.empty() || d == "ai.onnx" ? "ai.onnx" : d;
+}
+
+// Unknown domains and opsets newer than this build's ONNX: warnings only.
+void CheckOpsets(const onnx::ModelProto& model,
+                 std::vector<std::string>* warnings) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
+  std::map<std::string, int> nodes_per_domain;
+  CollectDomains(model.graph(), &nodes_per_domain);
+  for (const auto& op : model.opset_import()) {
+    const std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    auto it = known.Map().find(domain);
+    if (it == known.Map().end()) continue;  // reported per node below
+    if (op.version() > it->second.second) {
+      warnings->push_back("opset " + DomainName(domain) + " " +
+                          std::to_string(op.version()) +
+                          " is newer than this build of ONNX knows (up to " +
+                          std::to_string(it->second.second) +
+                          "); operators may lack shape inference");
+    }
+  }
+  for (const auto& [domain, count] : nodes_per_domain) {
+    if (known.Map().count(domain) || domain == "ai.onnx") continue;
+    warnings->push_back("unknown operator domain '" + domain + "' (" +
+                        std::to_string(count) +
+                        " nodes): their shapes cannot be inferred and later "
+                        "costing uses a flagged fallback");
+  }
+}
+
+void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
+  // error_mode 0 skips nodes whose inference fails; data propagation lets
+  // Shape -> Gather -> Concat -> Reshape chains produce concrete shapes.
+  const onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
+                                            /*strict_mode_val=*/0,
+                                            /*data_prop_val=*/true);
+  try {
+    onnx::shape_inference::InferShapes(
+        *model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    warnings->push_back(std::string("shape inference stopped early: ") +
+                        e.what());
+  }
+}
+
+void AddWeights(const OpGraph& g, std::set<std::string_view>* seen,
+                WeightStats* stats) {
+  for (const TensorId t : g.weights()) {
+    const TensorView v = g.tensor(t);
+    if (!seen->insert(v.name).second) continue;
+    ++stats->tensors;
+    stats->elements += std::max<int64_t>(v.elements, 0);
+    stats->bytes += std::max<int64_t>(v.bytes, 0);
+  }
+  for (size_t s = 0; s < g.num_subgraphs(); ++s) {
+    AddWeights(g.subgraph(static_cast<uint32_t>(s)), seen, stats);
+  }
+}
+
+void AddUnknownShapes(const OpGraph& g, bool is_main,
+                      std::vector<UnknownShape>* out) {
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    const TensorView v = g.tensor(t);
+    if (v.shape_known() || v.kind == TensorKind::kOuterScope) continue;
+    UnknownShape u{
+        std::string(v.name), is_main ? "" : std::string(g.name()), {}};
+    for (const NodeId n : g.consumers(t)) {
+      const NodeView nv = g.node(n);
+      u.consumers.push_back(std::string(nv.op_type) + " " +
+                            std::string(nv.name));
+    }
+    out->push_back(std::move(u));
+  }
+  for (size_t s = 0; s < g.num_subgraphs(); ++s) {
+    AddUnknownShapes(g.subgraph(static_cast<uint32_t>(s)), false, out);
+  }
+}
+
+}  // namespace
+
+Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
+  auto bytes = ReadFile(path);
+  if (!bytes) return bytes.error();
+  auto parsed = ParseModel(path, *bytes);
+  if (!parsed) return parsed.error();
+  bytes = std::string();  // release the file's bytes early
+  onnx::ModelProto& proto = *parsed;
+
+  Model model;
+  model.path = path;
+  CheckOpsets(proto, &model.warnings);
+  auto changed =
+      internal::BindInputs(options, proto.mutable_graph(), &model.warnings);
+  if (!changed) return changed.error().WithContext(path);
+  if (*changed) internal::ClearInferredShapes(proto.mutable_graph());
+  InferShapes(&proto, &model.warnings);
+
+  auto graph = internal::ConvertGraph(proto.graph());
+  if (!graph) return graph.error().WithContext(path);
+  if (!internal::IsTopologicallySorted(**graph)) {
+    // ONNX requires sorted nodes and shape inference relies on it: sort, then
+    // infer and convert once more.
+    internal::SortNodes(**graph, proto.mutable_graph());
+    InferShapes(&proto, &model.warnings);
+    graph = internal::ConvertGraph(proto.graph());
+    if (!graph) return graph.error().WithContext(path);
+  }
+  model.graph = std::move(graph).value();
+
+  model.producer_name = proto.producer_name();
+  model.producer_version = proto.producer_version();
+  model.graph_name = proto.graph().name();
+  model.domain = proto.domain();
+  model.ir_version = proto.ir_version();
+  model.model_version = proto.model_version();
+  for (const auto& op : proto.opset_import()) {
+    model.opsets.push_back({op.domain(), op.version()});
+  }
+  std::set<std::string_view> seen;
+  AddWeights(*model.graph, &seen, &model.weights);
+  AddUnknownShapes(*model.graph, true, &model.unknown_shapes);
+  return model;
+}
+
+}  // namespace tessera::graph

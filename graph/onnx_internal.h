@@ -1,0 +1,39 @@
+#ifndef TESSERA_GRAPH_ONNX_INTERNAL_H_
+#define TESSERA_GRAPH_ONNX_INTERNAL_H_
+
+// ONNX protobuf <-> OpGraph, used inside graph/ only.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "graph/graph.h"
+
+namespace tessera::graph::internal {
+
+// Converts a (shape-inferred) ONNX graph into an OpGraph: Constant outputs
+// become weights, subgraphs become nested OpGraphs, and tensors a subgraph
+// reads from enclosing graphs become implicit inputs of its node.
+Result<std::unique_ptr<OpGraph>> ConvertGraph(const onnx::GraphProto& graph);
+
+// True if every graph (and subgraph) lists its nodes in topological order.
+bool IsTopologicallySorted(const OpGraph& graph);
+
+// Reorders the nodes of `proto` (and its subgraphs) into the topological
+// order of `graph`, which must have been converted from `proto`.
+void SortNodes(const OpGraph& graph, onnx::GraphProto* proto);
+
+// Applies --input and --batch to the main graph's inputs. Returns whether a
+// dimension changed; appends to `warnings` when a binding had no effect.
+Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
+                        std::vector<std::string>* warnings);
+
+// Drops value_info and output shapes (keeping element types) everywhere so
+// that shape inference recomputes them after a binding changed the inputs.
+void ClearInferredShapes(onnx::GraphProto* graph);
+
+}  // namespace tessera::graph::internal
+
+#endif  // TESSERA_GRAPH_ONNX_INTERNAL_H_

