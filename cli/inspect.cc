@@ -113,7 +113,10 @@ int RunInspect(const InspectArgs& args) {
     options.inputs.push_back(std::move(binding).value());
   }
   if (args.batch) options.batch = *args.batch;
+  Progress progress("loading " + args.model);
+  options.progress = [&](std::string_view stage) { progress.Stage(stage); };
   auto model = graph::LoadModel(args.model, options);
+  progress.Done();
   if (!model) return ReportError(model.error());
   for (const std::string& w : model->warnings) Warn(args.model + ": " + w);
 

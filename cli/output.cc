@@ -1,6 +1,10 @@
 #include "cli/output.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 namespace tessera::cli {
@@ -12,6 +16,28 @@ int ReportError(const Error& error) {
 
 void Warn(const std::string& message) {
   std::cerr << "tessera: warning: " << message << "\n";
+}
+
+namespace {
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Progress::Progress(std::string subject)
+    : subject_(std::move(subject)), enabled_(isatty(2) != 0), start_(Now()) {}
+
+void Progress::Stage(std::string_view stage) {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r\033[K%s: %.*s (%.1f s)", subject_.c_str(),
+               static_cast<int>(stage.size()), stage.data(), Now() - start_);
+  std::fflush(stderr);
+}
+
+void Progress::Done() {
+  if (enabled_) std::fprintf(stderr, "\r\033[K");
 }
 
 TextTable::TextTable(std::vector<std::string> header,

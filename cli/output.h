@@ -5,6 +5,7 @@
 // aligned text tables on stdout.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -14,6 +15,20 @@ namespace tessera::cli {
 // Prints "tessera: error: ..." and returns the error's exit code.
 int ReportError(const Error& error);
 void Warn(const std::string& message);
+
+// Progress lines on stderr ("loading model.onnx: inferring shapes (1.2 s)")
+// when stderr is a terminal; silent otherwise, so scripts see clean output.
+class Progress {
+ public:
+  explicit Progress(std::string subject);
+  void Stage(std::string_view stage);
+  void Done();
+
+ private:
+  std::string subject_;
+  bool enabled_;
+  double start_;
+};
 
 // A left-aligned text table; columns listed in `right_aligned` are padded on
 // the left (numbers).

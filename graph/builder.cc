@@ -100,12 +100,12 @@ NodeId OpGraphBuilder::AddNode(std::string_view name, std::string_view op_type,
   r.op_type = Intern(op_type);
   r.domain = Intern(domain);
   r.in_begin = static_cast<uint32_t>(nt.size());
-  r.in_count = static_cast<uint16_t>(inputs.size());
-  r.implicit_count = static_cast<uint16_t>(implicit_inputs.size());
+  r.in_count = static_cast<uint32_t>(inputs.size());
+  r.implicit_count = static_cast<uint32_t>(implicit_inputs.size());
   nt.insert(nt.end(), inputs.begin(), inputs.end());
   nt.insert(nt.end(), implicit_inputs.begin(), implicit_inputs.end());
   r.out_begin = static_cast<uint32_t>(nt.size());
-  r.out_count = static_cast<uint16_t>(outputs.size());
+  r.out_count = static_cast<uint32_t>(outputs.size());
   nt.insert(nt.end(), outputs.begin(), outputs.end());
   r.sub_begin = static_cast<uint32_t>(g_->node_subgraphs_.size());
   r.attr_begin = static_cast<uint32_t>(g_->attrs_.size());

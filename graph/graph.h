@@ -14,6 +14,7 @@
 // changes afterwards, so concurrent readers need no locking.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -165,7 +166,7 @@ class OpGraph {
   struct NodeRecord {
     uint32_t name, op_type, domain;  // string ids
     uint32_t in_begin;               // into node_inputs_
-    uint16_t in_count, implicit_count, out_count, sub_count;
+    uint32_t in_count, implicit_count, out_count, sub_count;
     uint32_t out_begin, sub_begin, attr_begin, attr_count;
   };
   struct TensorRecord {
@@ -255,6 +256,9 @@ Result<InputBinding> ParseInputBinding(std::string_view text);
 struct LoadOptions {
   std::vector<InputBinding> inputs;
   std::optional<int64_t> batch;  // sets symbolic/exported leading dims
+  // Called at the start of each loading stage ("parsing", "inferring
+  // shapes", ...) so a front end can show progress on large models.
+  std::function<void(std::string_view stage)> progress;
 };
 
 // Loads, validates, binds and shape-infers the ONNX model at `path`. Weight

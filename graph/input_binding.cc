@@ -130,7 +130,8 @@ Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
     }
     for (size_t i = 0; i < b.dims.size(); ++i) {
       Dim* d = s->mutable_dim(static_cast<int>(i));
-      if (d->has_dim_value() && d->dim_value() != b.dims[i]) {
+      // The leading (batch) dimension is rebound silently, as --batch does.
+      if (i > 0 && d->has_dim_value() && d->dim_value() != b.dims[i]) {
         warnings->push_back("--input '" + b.name + "': dimension " +
                             std::to_string(i) + " overrides the model's " +
                             std::to_string(d->dim_value()) + " with " +

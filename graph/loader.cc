@@ -1,4 +1,5 @@
 // LoadModel: read, parse, validate, bind, infer shapes, convert.
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,6 +34,12 @@ Result<std::string> ReadFile(const std::string& path) {
 Result<onnx::ModelProto> ParseModel(const std::string& path,
                                     const std::string& bytes) {
   if (bytes.empty()) return BadInput(path + ": empty file, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return BadInput(path +
+                    ": larger than 2 GiB, which protobuf cannot parse; save "
+                    "the weights as external data (onnx.save_model(..., "
+                    "save_as_external_data=True))");
+  }
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     return BadInput(path +
@@ -101,13 +108,67 @@ void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
   const onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
                                             /*strict_mode_val=*/0,
                                             /*data_prop_val=*/true);
-  try {
-    onnx::shape_inference::InferShapes(
-        *model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    warnings->push_back(std::string("shape inference stopped early: ") +
-                        e.what());
+  // Merge conflicts with shapes stored in the file still throw and stop
+  // inference altogether; then the stored shapes were stale: drop them and
+  // infer from the inputs alone.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      onnx::shape_inference::InferShapes(
+          *model, onnx::OpSchemaRegistry::Instance(), options);
+      return;
+    } catch (const std::exception& e) {
+      if (attempt == 1) {
+        warnings->push_back(std::string("shape inference stopped early: ") +
+                            e.what());
+      }
+      internal::ClearInferredShapes(model->mutable_graph());
+    }
   }
+}
+
+bool HasUnknownShapes(const OpGraph& g) {
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    if (!g.tensor(t).shape_known()) return true;
+  }
+  return false;
+}
+
+// Where ONNX's data propagation left shapes unknown, folds the integer shape
+// computations in a scratch copy, re-infers it, and copies the inferred
+// shapes back into `model` (whose structure stays as it was). Returns whether
+// anything was folded.
+bool FoldShapesInto(onnx::ModelProto* model) {
+  // Each round can expose new Shape inputs; a handful of rounds reach the
+  // fixed point on every model we have seen (PaddleOCR's take two).
+  constexpr int kMaxRounds = 8;
+  onnx::ModelProto scratch = *model;
+  bool any = false;
+  std::vector<std::string> scratch_warnings;  // the first pass reported
+  for (int round = 0; round < kMaxRounds; ++round) {
+    if (internal::FoldShapeComputations(scratch.mutable_graph()) == 0) break;
+    any = true;
+    // Folded values are int64; a stored int32 type would conflict.
+    internal::ClearInferredShapes(scratch.mutable_graph());
+    InferShapes(&scratch, &scratch_warnings);
+  }
+  if (!any) return false;
+  onnx::GraphProto* g = model->mutable_graph();
+  *g->mutable_value_info() = scratch.graph().value_info();
+  // Folded tensors are initializers in the scratch copy: keep their types.
+  for (int i = g->initializer_size(); i < scratch.graph().initializer_size();
+       ++i) {
+    const onnx::TensorProto& t = scratch.graph().initializer(i);
+    onnx::ValueInfoProto* vi = g->add_value_info();
+    vi->set_name(t.name());
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    auto* shape = tt->mutable_shape();
+    for (const int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+  }
+  for (int i = 0; i < g->output_size(); ++i) {
+    *g->mutable_output(i)->mutable_type() = scratch.graph().output(i).type();
+  }
+  return true;
 }
 
 void AddWeights(const OpGraph& g, std::set<std::string_view>* seen,
@@ -146,8 +207,13 @@ void AddUnknownShapes(const OpGraph& g, bool is_main,
 }  // namespace
 
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
+  const auto stage = [&](std::string_view what) {
+    if (options.progress) options.progress(what);
+  };
+  stage("reading");
   auto bytes = ReadFile(path);
   if (!bytes) return bytes.error();
+  stage("parsing");
   auto parsed = ParseModel(path, *bytes);
   if (!parsed) return parsed.error();
   bytes = std::string();  // release the file's bytes early
@@ -160,17 +226,27 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
       internal::BindInputs(options, proto.mutable_graph(), &model.warnings);
   if (!changed) return changed.error().WithContext(path);
   if (*changed) internal::ClearInferredShapes(proto.mutable_graph());
+  stage("inferring shapes");
   InferShapes(&proto, &model.warnings);
 
+  stage("building the graph");
   auto graph = internal::ConvertGraph(proto.graph());
   if (!graph) return graph.error().WithContext(path);
   if (!internal::IsTopologicallySorted(**graph)) {
     // ONNX requires sorted nodes and shape inference relies on it: sort, then
     // infer and convert once more.
+    stage("sorting nodes and inferring shapes again");
     internal::SortNodes(**graph, proto.mutable_graph());
     InferShapes(&proto, &model.warnings);
     graph = internal::ConvertGraph(proto.graph());
     if (!graph) return graph.error().WithContext(path);
+  }
+  if (HasUnknownShapes(**graph)) {
+    stage("folding shape computations");
+    if (FoldShapesInto(&proto)) {
+      graph = internal::ConvertGraph(proto.graph());
+      if (!graph) return graph.error().WithContext(path);
+    }
   }
   model.graph = std::move(graph).value();
 

@@ -34,6 +34,13 @@ Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
 // that shape inference recomputes them after a binding changed the inputs.
 void ClearInferredShapes(onnx::GraphProto* graph);
 
+// Evaluates integer shape computations (Shape, Cast, Gather, Slice, Concat,
+// Squeeze, Unsqueeze, Add/Sub/Mul/Div on small int tensors) whose inputs are
+// known, replacing their nodes by initializers so that shape inference can
+// use the values. For a scratch copy of the graph only: it changes the
+// graph's structure. Returns how many nodes it replaced.
+int FoldShapeComputations(onnx::GraphProto* graph);
+
 }  // namespace tessera::graph::internal
 
 #endif  // TESSERA_GRAPH_ONNX_INTERNAL_H_
