@@ -78,14 +78,22 @@ void OpGraphBuilder::SetShape(TensorId t, DataType dtype,
   r.rank = static_cast<int32_t>(dims->size());
   r.dim_begin = static_cast<uint32_t>(g_->dims_.size());
   g_->dims_.insert(g_->dims_.end(), dims->begin(), dims->end());
+  // Sizes that overflow int64 (only a corrupt file has them) stay unknown
+  // rather than wrapping around to something small.
   int64_t elements = 1;
   for (const int64_t d : *dims) {
-    if (!IsKnownDim(d)) return;
-    elements *= d;
+    if (!IsKnownDim(d) || __builtin_mul_overflow(elements, d, &elements)) {
+      return;
+    }
   }
   r.elements = elements;
   const int bits = DataTypeBits(dtype);
-  if (bits > 0) r.bytes = (elements * bits + 7) / 8;
+  int64_t total_bits = 0;
+  if (bits > 0 &&
+      !__builtin_mul_overflow(elements, int64_t{bits}, &total_bits) &&
+      total_bits <= INT64_MAX - 7) {
+    r.bytes = (total_bits + 7) / 8;
+  }
 }
 
 NodeId OpGraphBuilder::AddNode(std::string_view name, std::string_view op_type,

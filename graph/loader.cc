@@ -226,21 +226,21 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
       internal::BindInputs(options, proto.mutable_graph(), &model.warnings);
   if (!changed) return changed.error().WithContext(path);
   if (*changed) internal::ClearInferredShapes(proto.mutable_graph());
-  stage("inferring shapes");
-  InferShapes(&proto, &model.warnings);
 
-  stage("building the graph");
+  // Validate the structure before ONNX's shape inference sees it: ONNX 1.12
+  // crashes on some malformed graphs (e.g. Shape of an undefined tensor).
+  stage("validating the graph");
   auto graph = internal::ConvertGraph(proto.graph());
   if (!graph) return graph.error().WithContext(path);
   if (!internal::IsTopologicallySorted(**graph)) {
-    // ONNX requires sorted nodes and shape inference relies on it: sort, then
-    // infer and convert once more.
-    stage("sorting nodes and inferring shapes again");
+    // ONNX requires sorted nodes and shape inference relies on it.
     internal::SortNodes(**graph, proto.mutable_graph());
-    InferShapes(&proto, &model.warnings);
-    graph = internal::ConvertGraph(proto.graph());
-    if (!graph) return graph.error().WithContext(path);
   }
+  stage("inferring shapes");
+  InferShapes(&proto, &model.warnings);
+  stage("building the graph");
+  graph = internal::ConvertGraph(proto.graph());
+  if (!graph) return graph.error().WithContext(path);
   if (HasUnknownShapes(**graph)) {
     stage("folding shape computations");
     if (FoldShapesInto(&proto)) {

@@ -145,6 +145,23 @@ Result<TensorId> GraphConverter::Resolve(const std::string& name,
                   "input nor an initializer");
 }
 
+// Weights must have a size: dims >= 0 whose product fits in int64.
+Status CheckWeightDims(const std::string& graph, const std::string& name,
+                       const std::vector<int64_t>& dims) {
+  int64_t elements = 1;
+  for (const int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) {
+      std::string text;
+      for (const int64_t x : dims)
+        text += (text.empty() ? "" : "x") + std::to_string(x);
+      return BadInput("graph '" + graph + "': weight '" + name +
+                      "' has invalid dims " + text +
+                      " (negative or too large; is the file corrupted?)");
+    }
+  }
+  return {};
+}
+
 // The value of a Constant node: its dtype and dims.
 Shape ConstantValueShape(const onnx::NodeProto& node) {
   for (const auto& a : node.attribute()) {
@@ -174,7 +191,8 @@ Shape ConstantValueShape(const onnx::NodeProto& node) {
 
 TensorId GraphConverter::AddOutput(const onnx::NodeProto& node,
                                    const std::string& name) {
-  if (node.op_type() == "Constant" && node.domain().empty()) {
+  if (node.op_type() == "Constant" &&
+      (node.domain().empty() || node.domain() == "ai.onnx")) {
     return AddWithShape(builder_, name, ConstantValueShape(node),
                         TensorKind::kConstant);
   }
@@ -255,6 +273,13 @@ Status GraphConverter::AddNode(const onnx::NodeProto& node, int index) {
     if (!t) return t.error();
     implicit.push_back(*t);
   }
+  if (node.op_type() == "Constant" && node.output_size() == 1) {
+    const Shape value = ConstantValueShape(node);
+    if (value.dims) {
+      TESSERA_RETURN_IF_ERROR(
+          CheckWeightDims(proto_.name(), node.output(0), *value.dims));
+    }
+  }
   for (const auto& name : node.output()) {
     outputs.push_back(name.empty() ? kNoTensor : AddOutput(node, name));
   }
@@ -268,6 +293,8 @@ Result<std::unique_ptr<OpGraph>> GraphConverter::Convert(
     std::vector<std::string>* captured) {
   CollectTypesAndNames();
   for (const auto& t : proto_.initializer()) {
+    TESSERA_RETURN_IF_ERROR(
+        CheckWeightDims(proto_.name(), t.name(), Dims(t.dims())));
     builder_.AddTensor(t.name(), DataTypeFromOnnx(t.data_type()),
                        Dims(t.dims()), TensorKind::kInitializer);
   }
