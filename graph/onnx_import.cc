@@ -78,32 +78,21 @@ void GraphConverter::CollectTypesAndNames() {
 }
 
 Shape GraphConverter::ShapeOf(const onnx::TypeProto& type) {
-  const onnx::TypeProto_Tensor* t = nullptr;
-  if (type.has_tensor_type()) t = &type.tensor_type();
-  Shape s;
-  if (t == nullptr) {
-    if (type.has_sparse_tensor_type()) {
-      const auto& st = type.sparse_tensor_type();
-      s.dtype = DataTypeFromOnnx(st.elem_type());
-      if (!st.has_shape()) return s;
-      s.dims.emplace();
-      for (const auto& d : st.shape().dim()) {
-        s.dims->push_back(d.has_dim_value() && d.dim_value() >= 0
-                              ? d.dim_value()
-                              : builder_.Symbol(d.dim_param()));
-      }
+  // Dense and sparse tensor types carry the same (elem_type, shape) pair.
+  const auto convert = [this](const auto& t) {
+    Shape s{DataTypeFromOnnx(t.elem_type()), std::nullopt};
+    if (!t.has_shape()) return s;
+    s.dims.emplace();
+    for (const auto& d : t.shape().dim()) {
+      s.dims->push_back(d.has_dim_value() && d.dim_value() >= 0
+                            ? d.dim_value()
+                            : builder_.Symbol(d.dim_param()));
     }
-    return s;  // sequences, maps, optionals: no tensor shape
-  }
-  s.dtype = DataTypeFromOnnx(t->elem_type());
-  if (!t->has_shape()) return s;
-  s.dims.emplace();
-  for (const auto& d : t->shape().dim()) {
-    s.dims->push_back(d.has_dim_value() && d.dim_value() >= 0
-                          ? d.dim_value()
-                          : builder_.Symbol(d.dim_param()));
-  }
-  return s;
+    return s;
+  };
+  if (type.has_tensor_type()) return convert(type.tensor_type());
+  if (type.has_sparse_tensor_type()) return convert(type.sparse_tensor_type());
+  return {};  // sequences, maps, optionals: no tensor shape
 }
 
 Shape GraphConverter::ShapeOfName(std::string_view name) {
