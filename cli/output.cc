@@ -36,7 +36,7 @@ void Progress::Stage(std::string_view stage) {
   std::fflush(stderr);
 }
 
-void Progress::Done() {
+void Progress::Done() const {
   if (enabled_) std::fprintf(stderr, "\r\033[K");
 }
 

@@ -22,7 +22,7 @@ class Progress {
  public:
   explicit Progress(std::string subject);
   void Stage(std::string_view stage);
-  void Done();
+  void Done() const;
 
  private:
   std::string subject_;

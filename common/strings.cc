@@ -19,7 +19,7 @@ std::string WithThousands(int64_t n) {
 
 std::string HumanBytes(int64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
+  auto value = static_cast<double>(bytes);
   size_t unit = 0;
   while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
     value /= 1024.0;

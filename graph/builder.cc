@@ -277,7 +277,7 @@ std::string OpGraphBuilder::DescribeCycle(
     seen_at[n] = static_cast<int>(path.size());
     path.push_back(n);
     for (auto [it, end] = boost::in_edges(n, dag); it != end; ++it) {
-      const NodeId p = static_cast<NodeId>(boost::source(*it, dag));
+      const auto p = static_cast<NodeId>(boost::source(*it, dag));
       if (indegree[p] > 0) {
         n = p;
         break;

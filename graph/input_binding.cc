@@ -56,7 +56,7 @@ std::vector<onnx::ValueInfoProto*> FedInputs(onnx::GraphProto* g) {
   for (const auto& t : g->initializer()) inits.insert(t.name());
   std::vector<onnx::ValueInfoProto*> fed;
   for (auto& v : *g->mutable_input()) {
-    if (!inits.count(v.name())) fed.push_back(&v);
+    if (!inits.contains(v.name())) fed.push_back(&v);
   }
   return fed;
 }
@@ -70,7 +70,8 @@ onnx::TensorShapeProto* ShapeOf(onnx::ValueInfoProto* v) {
 
 void BindBatch(int64_t batch, const std::vector<onnx::ValueInfoProto*>& fed,
                bool* changed, std::vector<std::string>* warnings) {
-  std::vector<Dim*> symbolic, fixed;
+  std::vector<Dim*> symbolic;
+  std::vector<Dim*> fixed;
   for (onnx::ValueInfoProto* v : fed) {
     onnx::TensorShapeProto* s = ShapeOf(v);
     if (s == nullptr || s->dim_size() == 0) continue;

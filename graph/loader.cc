@@ -94,7 +94,7 @@ void CheckOpsets(const onnx::ModelProto& model,
     }
   }
   for (const auto& [domain, count] : nodes_per_domain) {
-    if (known.Map().count(domain) || domain == "ai.onnx") continue;
+    if (known.Map().contains(domain) || domain == "ai.onnx") continue;
     warnings->push_back("unknown operator domain '" + domain + "' (" +
                         std::to_string(count) +
                         " nodes): their shapes cannot be inferred and later "

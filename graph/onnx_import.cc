@@ -15,7 +15,7 @@ struct Scope {
   std::unordered_set<std::string_view> names;
   bool DefinedAbove(std::string_view name) const {
     for (const Scope* s = parent; s; s = s->parent) {
-      if (s->names.count(name)) return true;
+      if (s->names.contains(name)) return true;
     }
     return false;
   }
@@ -115,7 +115,7 @@ std::string Label(const onnx::NodeProto& node, int index) {
 Result<TensorId> GraphConverter::Resolve(const std::string& name,
                                          const onnx::NodeProto* by, int index) {
   if (auto t = builder_.Find(name)) return *t;
-  if (scope_.names.count(name)) {
+  if (scope_.names.contains(name)) {
     return AddWithShape(builder_, name, ShapeOfName(name),
                         TensorKind::kActivation);
   }
@@ -247,7 +247,9 @@ Status GraphConverter::AddNode(const onnx::NodeProto& node, int index) {
       }
     }
   }
-  std::vector<TensorId> inputs, implicit, outputs;
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> implicit;
+  std::vector<TensorId> outputs;
   for (const auto& name : node.input()) {
     if (name.empty()) {
       inputs.push_back(kNoTensor);

@@ -13,7 +13,7 @@ OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
 OpGraph::~OpGraph() = default;
 
 std::string_view OpGraph::str(uint32_t id) const {
-  return std::string_view(arena_.data() + str_offset_[id]);
+  return {arena_.data() + str_offset_[id]};
 }
 
 std::string_view OpGraph::name() const { return str(name_); }

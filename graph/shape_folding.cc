@@ -109,7 +109,6 @@ class Folder {
   std::optional<IntTensor> Concat(const onnx::NodeProto& n) const;
   std::optional<IntTensor> Slice(const onnx::NodeProto& n) const;
   std::optional<IntTensor> Arithmetic(const onnx::NodeProto& n) const;
-  std::optional<IntTensor> Constant(const onnx::NodeProto& n) const;
 
   std::unordered_map<std::string, IntTensor> values_;
   std::unordered_map<std::string, Values> shapes_;
@@ -184,7 +183,9 @@ std::optional<IntTensor> Folder::Concat(const onnx::NodeProto& n) const {
 std::optional<IntTensor> Folder::Slice(const onnx::NodeProto& n) const {
   const IntTensor* data = Value(n, 0);
   if (!data || data->scalar) return std::nullopt;
-  int64_t start = 0, end = 0, step = 1;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t step = 1;
   if (const auto* s = Attr(n, "starts"); s && s->ints_size() == 1) {
     // Attribute form (opset < 10, and some exporters' output at 11).
     const auto* e = Attr(n, "ends");
@@ -235,7 +236,7 @@ std::optional<IntTensor> Folder::Arithmetic(const onnx::NodeProto& n) const {
   return out;
 }
 
-std::optional<IntTensor> Folder::Constant(const onnx::NodeProto& n) const {
+std::optional<IntTensor> ConstantValue(const onnx::NodeProto& n) {
   if (const auto* v = Attr(n, "value")) return TensorValues(v->t());
   if (const auto* v = Attr(n, "value_ints")) {
     return Vector(Values(v->ints().begin(), v->ints().end()));
@@ -258,7 +259,7 @@ std::optional<IntTensor> Folder::Evaluate(const onnx::NodeProto& n) const {
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     return Arithmetic(n);
   }
-  if (op == "Constant") return Constant(n);
+  if (op == "Constant") return ConstantValue(n);
   return std::nullopt;
 }
 
