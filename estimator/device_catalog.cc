@@ -1,0 +1,1 @@
+#include "estimator/device_catalog.h"

@@ -1,0 +1,1 @@
+#include "estimator/op_cost.h"

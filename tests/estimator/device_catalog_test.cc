@@ -1,0 +1,3 @@
+#include "estimator/device_catalog.h"
+
+#include <gtest/gtest.h>

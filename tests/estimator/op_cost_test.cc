@@ -1,0 +1,3 @@
+#include "estimator/op_cost.h"
+
+#include <gtest/gtest.h>
