@@ -344,6 +344,23 @@ void OpGraphBuilder::BuildIndices() {
   std::sort(g.node_index_.begin(), g.node_index_.end());
 }
 
+void OpGraphBuilder::ShrinkToFit() {
+  // Growth by doubling leaves up to half of each array unused; the graph is
+  // frozen now, so give that back.
+  OpGraph& g = *g_;
+  g.arena_.shrink_to_fit();
+  g.str_offset_.shrink_to_fit();
+  g.nodes_.shrink_to_fit();
+  g.tensors_.shrink_to_fit();
+  g.node_tensors_.shrink_to_fit();
+  g.dims_.shrink_to_fit();
+  g.attrs_.shrink_to_fit();
+  g.attr_ints_.shrink_to_fit();
+  g.attr_floats_.shrink_to_fit();
+  g.attr_strings_.shrink_to_fit();
+  g.weights_.shrink_to_fit();
+}
+
 Result<std::unique_ptr<OpGraph>> OpGraphBuilder::Build() && {
   TESSERA_RETURN_IF_ERROR(CheckProducers());
   BuildConsumersAndDag();
@@ -351,6 +368,7 @@ Result<std::unique_ptr<OpGraph>> OpGraphBuilder::Build() && {
   BuildIndices();
   tensor_ids_.clear();
   interned_.clear();
+  ShrinkToFit();
   return std::move(g_);
 }
 

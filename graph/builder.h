@@ -67,6 +67,7 @@ class OpGraphBuilder {
   std::string DescribeCycle(const std::vector<uint32_t>& indegree) const;
   void BuildConsumersAndDag();
   void BuildIndices();
+  void ShrinkToFit();
 
   std::unique_ptr<OpGraph> g_;
   std::unordered_map<std::string, TensorId> tensor_ids_;
