@@ -2,7 +2,136 @@
 #define TESSERA_ESTIMATOR_DEVICE_CATALOG_H_
 
 // The device catalog: GPUs (and the CPU kind used for calibration) with the
-// datasheet figures the time and memory models need. Built in; extended or
-// overridden from YAML. Being written for the estimator issue.
+// datasheet figures the time and memory models need. Built in
+// (device_table.cc, which states the conventions for every figure) and
+// extended or overridden from YAML (MergeYaml). Also the unit parsers that
+// every YAML file of tessera shares ("80GiB", "25GB/s", "5us").
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "graph/graph.h"
+
+namespace tessera::estimator {
+
+enum class DeviceKind : uint8_t { kGpu, kCpu };
+// "gpu" or "cpu".
+std::string_view DeviceKindName(DeviceKind kind);
+
+// One device model. Throughputs are dense peaks (no structured sparsity) in
+// operations per second; bandwidths are bytes per second in ONE direction.
+// For a dtype class the device has no tensor-core path for (TF32/BF16 before
+// Ampere, ...), the figure is the rate of its fallback path, so every figure
+// is positive and usable as is.
+struct DeviceSpec {
+  std::string name;          // catalog key, e.g. "a100-80gb"
+  std::string display_name;  // e.g. "NVIDIA A100 80GB SXM"
+  DeviceKind kind = DeviceKind::kGpu;
+  int64_t memory_bytes = 0;     // the marketed "GB" read as GiB
+  double fp32_flops = 0;        // FP32 on CUDA cores / SIMD, no tensor cores
+  double tf32_flops = 0;        // FP32 matmul/conv through TF32 tensor cores
+  double fp16_flops = 0;        // FP16 tensor cores, FP32 accumulate
+  double bf16_flops = 0;        // BF16 tensor cores, FP32 accumulate
+  double int8_ops = 0;          // INT8 tensor cores, OPS
+  double memory_bandwidth = 0;  // device memory, bytes/s
+  // All NVLinks of one GPU together, per direction; 0 when it has none.
+  double nvlink_bandwidth = 0;
+  double pcie_bandwidth = 0;     // host link, per direction
+  double launch_overhead_s = 0;  // fixed cost of one kernel / operator
+  std::string sources;           // the datasheets the figures come from
+};
+
+// FP64 has no field of its own: ONNX models almost never compute in fp64.
+// Datacenter GPUs (V100, A100, H100) run it at 1/2 the FP32 rate; consumer
+// parts are 1/32-1/64, so this is optimistic for them.
+inline constexpr double kFp64SlowdownFallback = 2.0;
+
+// Peak operations per second of `device` for arithmetic in `dtype`.
+// tensor_cores: the operator is a matmul/conv that may use tensor cores (for
+// fp32 that means TF32 is allowed). Without them every dtype runs at the
+// fp32 figure. fp64 uses the fp32 figure / kFp64SlowdownFallback; integer
+// types other than 8-bit, bool and undefined use the fp32 figure.
+double PeakFlops(const DeviceSpec& device, graph::DataType dtype,
+                 bool tensor_cores);
+
+// Fixed cost of one kernel on a GPU: cudaLaunchKernel takes 2-4 us of host
+// time and frameworks add their dispatch; 5 us is the usual middle figure.
+inline constexpr double kGpuLaunchOverheadSeconds = 5e-6;
+// Per-node cost of ONNX Runtime's CPU provider outside the kernel (a few us
+// on small ops); nominal, calibration refits the time model around it.
+inline constexpr double kCpuOpOverheadSeconds = 2e-6;
+
+// A catalog of device models keyed by name. Copyable value; not safe for
+// concurrent mutation (MergeYaml), safe for concurrent readers.
+class DeviceCatalog {
+ public:
+  DeviceCatalog() = default;
+
+  // The built-in devices, in the order `tessera devices` lists them.
+  static DeviceCatalog BuiltIn();
+
+  // nullptr when `name` is unknown. The pointer is valid until the next
+  // MergeYaml or until the catalog is destroyed.
+  const DeviceSpec* Find(std::string_view name) const;
+  // As Find, but an unknown name is a kBadInput error listing known names.
+  Result<const DeviceSpec*> Get(std::string_view name) const;
+
+  std::vector<std::string> Names() const;
+  const std::vector<DeviceSpec>& devices() const { return devices_; }
+
+  // Adds or overrides devices from the YAML file at `path`:
+  //
+  //   devices:
+  //     - name: a100-80gb-pcie    # required; new name or existing one
+  //       base: a100-80gb         # optional: start from a copy of this one
+  //       display_name: "NVIDIA A100 80GB PCIe"
+  //       kind: gpu               # gpu | cpu
+  //       memory: 80GiB           # B, KB, MB, GB, TB, KiB, MiB, GiB, TiB
+  //       memory_bandwidth: 1935GB/s   # B/s, KB/s, ... TB/s, KiB/s ... TiB/s
+  //       fp32_tflops: 19.5       # plain numbers, 10^12 per second
+  //       tf32_tflops: 156
+  //       fp16_tflops: 312
+  //       bf16_tflops: 312
+  //       int8_tops: 624
+  //       nvlink_bandwidth: 300GB/s    # per direction; 0 for none
+  //       pcie_bandwidth: 32GB/s       # per direction
+  //       launch_overhead: 5us    # ns, us, µs, ms, s
+  //       sources: "where the figures come from"
+  //
+  // An entry naming an existing device without `base` overrides only the
+  // fields it gives. A new device without `base` must give memory,
+  // memory_bandwidth, fp32_tflops and pcie_bandwidth; its other throughputs
+  // default to fp32_tflops (no tensor cores), nvlink to 0, launch overhead
+  // to the GPU/CPU default. Entries apply in order, so `base` may name a
+  // device defined earlier in the same file. On any error the catalog is
+  // left unchanged and the message names the file, line, entry and field.
+  Status MergeYaml(const std::string& path);
+
+ private:
+  explicit DeviceCatalog(std::vector<DeviceSpec> devices)
+      : devices_(std::move(devices)) {}
+  DeviceSpec* FindMutable(std::string_view name);
+
+  std::vector<DeviceSpec> devices_;
+};
+
+// Unit parsers shared by every YAML file of tessera. A number (decimal point
+// and exponent allowed, no sign) followed by an optional space and a
+// required, case-sensitive unit. Decimal units are powers of 10 (GB = 1e9),
+// binary units powers of 2 (GiB = 2^30). Negative, non-finite or unitless
+// values are errors whose message quotes the input and the accepted units.
+
+// Sizes: "80GiB", "24 GB", "512MiB", "1.5TiB" -> bytes (rounded).
+Result<int64_t> ParseBytes(std::string_view text);
+// Bandwidths: "25GB/s", "3.35TB/s", "900 MiB/s" -> bytes per second.
+Result<double> ParseBandwidth(std::string_view text);
+// Durations: "5us", "5µs", "1ms", "100ns", "2s" -> seconds.
+Result<double> ParseSeconds(std::string_view text);
+
+}  // namespace tessera::estimator
 
 #endif  // TESSERA_ESTIMATOR_DEVICE_CATALOG_H_

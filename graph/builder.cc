@@ -70,6 +70,7 @@ std::optional<TensorId> OpGraphBuilder::Find(std::string_view name) const {
 void OpGraphBuilder::SetShape(TensorId t, DataType dtype,
                               std::optional<std::span<const int64_t>> dims) {
   OpGraph::TensorRecord& r = g_->tensors_[t];
+  if (float_type_ && IsFloat(dtype)) dtype = *float_type_;
   r.dtype = dtype;
   r.rank = -1;
   r.elements = -1;

@@ -24,6 +24,10 @@ class OpGraphBuilder {
   OpGraphBuilder& operator=(const OpGraphBuilder&) = delete;
   ~OpGraphBuilder();
 
+  // From now on, tensors declared with a floating-point dtype (fp16, bf16,
+  // fp32, fp64) get `to` instead: "what if this model ran in half precision".
+  void RetypeFloats(DataType to) { float_type_ = to; }
+
   // The dimension value that stands for symbol `name` (e.g. "batch").
   int64_t Symbol(std::string_view name);
 
@@ -73,6 +77,7 @@ class OpGraphBuilder {
   std::unordered_map<std::string, TensorId> tensor_ids_;
   std::unordered_map<std::string, uint32_t> interned_;
   std::vector<std::pair<TensorId, NodeId>> double_producers_;
+  std::optional<DataType> float_type_;
 };
 
 }  // namespace tessera::graph

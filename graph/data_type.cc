@@ -71,6 +71,19 @@ int DataTypeBits(DataType type) {
   return 0;
 }
 
+bool IsFloat(DataType type) {
+  return type == DataType::kFloat16 || type == DataType::kBfloat16 ||
+         type == DataType::kFloat32 || type == DataType::kFloat64;
+}
+
+Result<DataType> ParseFloatType(std::string_view text) {
+  if (text == "fp32" || text == "float32") return DataType::kFloat32;
+  if (text == "fp16" || text == "float16") return DataType::kFloat16;
+  if (text == "bf16" || text == "bfloat16") return DataType::kBfloat16;
+  return BadInput("--dtype '" + std::string(text) +
+                  "': expected fp32, fp16 or bf16");
+}
+
 DataType DataTypeFromOnnx(int32_t code) {
   if (code < 0 || code > static_cast<int32_t>(DataType::kBfloat16)) {
     return DataType::kUndefined;

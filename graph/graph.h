@@ -57,6 +57,10 @@ enum class DataType : uint8_t {
 std::string_view DataTypeName(DataType type);
 // Bits per element; 0 for string and undefined (their size is not known).
 int DataTypeBits(DataType type);
+// fp16, bf16, fp32 or fp64.
+bool IsFloat(DataType type);
+// Parses "fp32"/"float32", "fp16"/"float16", "bf16"/"bfloat16".
+Result<DataType> ParseFloatType(std::string_view text);
 // Maps an ONNX data type code; unknown codes give kUndefined.
 DataType DataTypeFromOnnx(int32_t code);
 
@@ -256,6 +260,9 @@ Result<InputBinding> ParseInputBinding(std::string_view text);
 struct LoadOptions {
   std::vector<InputBinding> inputs;
   std::optional<int64_t> batch;  // sets symbolic/exported leading dims
+  // Re-types every floating-point tensor (weights included), e.g. to size a
+  // model in half precision.
+  std::optional<DataType> float_type;
   // Called at the start of each loading stage ("parsing", "inferring
   // shapes", ...) so a front end can show progress on large models.
   std::function<void(std::string_view stage)> progress;

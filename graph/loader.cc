@@ -239,12 +239,12 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
   stage("inferring shapes");
   InferShapes(&proto, &model.warnings);
   stage("building the graph");
-  graph = internal::ConvertGraph(proto.graph());
+  graph = internal::ConvertGraph(proto.graph(), options.float_type);
   if (!graph) return graph.error().WithContext(path);
   if (HasUnknownShapes(**graph)) {
     stage("folding shape computations");
     if (FoldShapesInto(&proto)) {
-      graph = internal::ConvertGraph(proto.graph());
+      graph = internal::ConvertGraph(proto.graph(), options.float_type);
       if (!graph) return graph.error().WithContext(path);
     }
   }

@@ -28,9 +28,11 @@ struct Shape {
 
 class GraphConverter {
  public:
-  GraphConverter(const onnx::GraphProto& proto, const Scope* outer)
-      : proto_(proto), builder_(proto.name()) {
+  GraphConverter(const onnx::GraphProto& proto, const Scope* outer,
+                 std::optional<DataType> float_type)
+      : proto_(proto), builder_(proto.name()), float_type_(float_type) {
     scope_.parent = outer;
+    if (float_type) builder_.RetypeFloats(*float_type);
   }
 
   // On success, `captured` lists the outer-scope names this graph reads.
@@ -48,6 +50,7 @@ class GraphConverter {
 
   const onnx::GraphProto& proto_;
   OpGraphBuilder builder_;
+  std::optional<DataType> float_type_;
   Scope scope_;
   std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
   std::vector<std::string> captured_;
@@ -231,7 +234,7 @@ Status GraphConverter::AddNode(const onnx::NodeProto& node, int index) {
     if (a.has_g()) graphs.push_back(&a.g());
     for (const auto& g : a.graphs()) graphs.push_back(&g);
     for (const onnx::GraphProto* g : graphs) {
-      GraphConverter sub(*g, &scope_);
+      GraphConverter sub(*g, &scope_, float_type_);
       std::vector<std::string> names;
       auto built = sub.Convert(&names);
       if (!built) {
@@ -314,8 +317,9 @@ Result<std::unique_ptr<OpGraph>> GraphConverter::Convert(
 
 }  // namespace
 
-Result<std::unique_ptr<OpGraph>> ConvertGraph(const onnx::GraphProto& graph) {
-  return GraphConverter(graph, nullptr).Convert(nullptr);
+Result<std::unique_ptr<OpGraph>> ConvertGraph(
+    const onnx::GraphProto& graph, std::optional<DataType> float_type) {
+  return GraphConverter(graph, nullptr, float_type).Convert(nullptr);
 }
 
 bool IsTopologicallySorted(const OpGraph& graph) {

@@ -16,7 +16,10 @@ namespace tessera::graph::internal {
 // Converts a (shape-inferred) ONNX graph into an OpGraph: Constant outputs
 // become weights, subgraphs become nested OpGraphs, and tensors a subgraph
 // reads from enclosing graphs become implicit inputs of its node.
-Result<std::unique_ptr<OpGraph>> ConvertGraph(const onnx::GraphProto& graph);
+// `float_type`: see LoadOptions::float_type.
+Result<std::unique_ptr<OpGraph>> ConvertGraph(
+    const onnx::GraphProto& graph,
+    std::optional<DataType> float_type = std::nullopt);
 
 // True if every graph (and subgraph) lists its nodes in topological order.
 bool IsTopologicallySorted(const OpGraph& graph);

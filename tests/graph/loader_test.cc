@@ -55,6 +55,31 @@ TEST(LoadModel, LoadsSmallCnn) {
   EXPECT_TRUE(model->warnings.empty());
 }
 
+TEST(LoadModel, RetypesFloatTensorsForWhatIfPrecision) {
+  TempDir dir;
+  const std::string path = dir.Write("cnn.onnx", testlib::SmallCnn(1));
+  auto fp32 = LoadModel(path, {});
+  ASSERT_TRUE(fp32) << fp32.error().message;
+  LoadOptions half;
+  half.float_type = DataType::kBfloat16;
+  auto bf16 = LoadModel(path, half);
+  ASSERT_TRUE(bf16) << bf16.error().message;
+  EXPECT_EQ(bf16->weights.elements, fp32->weights.elements);
+  EXPECT_EQ(2 * bf16->weights.bytes, fp32->weights.bytes);
+  const OpGraph& g = *bf16->graph;
+  EXPECT_EQ(g.tensor(*g.FindTensor("conv_out")).dtype, DataType::kBfloat16);
+  EXPECT_EQ(g.tensor(*g.FindTensor("conv_out")).bytes, 4 * 8 * 8 * 2);
+}
+
+TEST(ParseFloatType, AcceptsShortAndLongNames) {
+  EXPECT_EQ(*ParseFloatType("fp16"), DataType::kFloat16);
+  EXPECT_EQ(*ParseFloatType("bfloat16"), DataType::kBfloat16);
+  EXPECT_EQ(*ParseFloatType("fp32"), DataType::kFloat32);
+  auto bad = ParseFloatType("int8");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kBadInput);
+}
+
 TEST(LoadModel, ReportsProgressStages) {
   TempDir dir;
   std::vector<std::string> stages;
