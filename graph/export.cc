@@ -79,7 +79,8 @@ std::string ModelSummaryJson(const Model& model) {
         {"opsets", opsets}}},
       {"warnings", model.warnings},
   };
-  return j.dump(2);
+  // Names come from the file: replace invalid UTF-8 rather than throw.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
 void WriteDot(const OpGraph& g, std::ostream& out) {

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "graph/onnx_internal.h"
 
@@ -102,30 +101,6 @@ void CheckOpsets(const onnx::ModelProto& model,
   }
 }
 
-void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
-  // error_mode 0 skips nodes whose inference fails; data propagation lets
-  // Shape -> Gather -> Concat -> Reshape chains produce concrete shapes.
-  const onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
-                                            /*strict_mode_val=*/0,
-                                            /*data_prop_val=*/true);
-  // Merge conflicts with shapes stored in the file still throw and stop
-  // inference altogether; then the stored shapes were stale: drop them and
-  // infer from the inputs alone.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    try {
-      onnx::shape_inference::InferShapes(
-          *model, onnx::OpSchemaRegistry::Instance(), options);
-      return;
-    } catch (const std::exception& e) {
-      if (attempt == 1) {
-        warnings->push_back(std::string("shape inference stopped early: ") +
-                            e.what());
-      }
-      internal::ClearInferredShapes(model->mutable_graph());
-    }
-  }
-}
-
 bool HasUnknownShapes(const OpGraph& g) {
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     if (!g.tensor(t).shape_known()) return true;
@@ -149,7 +124,7 @@ bool FoldShapesInto(onnx::ModelProto* model) {
     any = true;
     // Folded values are int64; a stored int32 type would conflict.
     internal::ClearInferredShapes(scratch.mutable_graph());
-    InferShapes(&scratch, &scratch_warnings);
+    internal::InferShapes(&scratch, &scratch_warnings);
   }
   if (!any) return false;
   onnx::GraphProto* g = model->mutable_graph();
@@ -222,6 +197,9 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
   Model model;
   model.path = path;
   CheckOpsets(proto, &model.warnings);
+  for (std::string& w : internal::DescribeUnknownOperators(&proto)) {
+    model.warnings.push_back(std::move(w));
+  }
   auto changed =
       internal::BindInputs(options, proto.mutable_graph(), &model.warnings);
   if (!changed) return changed.error().WithContext(path);
@@ -237,7 +215,7 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
     internal::SortNodes(**graph, proto.mutable_graph());
   }
   stage("inferring shapes");
-  InferShapes(&proto, &model.warnings);
+  internal::InferShapes(&proto, &model.warnings);
   stage("building the graph");
   graph = internal::ConvertGraph(proto.graph(), options.float_type);
   if (!graph) return graph.error().WithContext(path);

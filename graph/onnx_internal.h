@@ -44,6 +44,30 @@ void ClearInferredShapes(onnx::GraphProto* graph);
 // graph's structure. Returns how many nodes it replaced.
 int FoldShapeComputations(onnx::GraphProto* graph);
 
+// Runs ONNX shape inference on `model` in a forked child process (ONNX
+// crashes on some corrupted models) and merges the inferred types back;
+// problems become warnings. See graph/shape_inference.cc.
+void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings);
+
+// While alive, hides the nodes of `model` whose (domain, op type) has no
+// schema at the model's opset in a private domain, so that ONNX's shape
+// inference (which crashes on them) skips them; restores them on
+// destruction. The model's nodes must not be added, removed or moved
+// meanwhile.
+class UnknownOperators {
+ public:
+  explicit UnknownOperators(onnx::ModelProto* model);
+  UnknownOperators(const UnknownOperators&) = delete;
+  UnknownOperators& operator=(const UnknownOperators&) = delete;
+  ~UnknownOperators();
+
+ private:
+  std::vector<std::pair<onnx::NodeProto*, std::string>> hidden_;
+};
+
+// One warning per unknown operator type of `model` (see UnknownOperators).
+std::vector<std::string> DescribeUnknownOperators(onnx::ModelProto* model);
+
 }  // namespace tessera::graph::internal
 
 #endif  // TESSERA_GRAPH_ONNX_INTERNAL_H_

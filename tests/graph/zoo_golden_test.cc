@@ -196,6 +196,53 @@ TEST(ZooTruncation, ResNet50PrefixesLoadOrFailCleanly) {
   EXPECT_GT(failed, 0);
 }
 
+// Corruptions the fuzzer found that crash ONNX 1.12's own shape inference
+// (Python's onnx crashes on them too): tessera loads with a warning instead.
+TEST(ZooCorruption, ShapeInferenceCrashBecomesAWarning) {
+  onnx::ModelProto m;
+  {
+    std::ifstream in(ZooDir() + "/gpt2.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&in));
+  }
+  // A shape constant feeding Concat -> Reshape becomes ~1.6e14.
+  bool changed = false;
+  for (auto& node : *m.mutable_graph()->mutable_node()) {
+    if (node.name() != "/h.2/attn/Constant_12") continue;
+    std::string* raw =
+        node.mutable_attribute(0)->mutable_t()->mutable_raw_data();
+    (*raw)[5] = static_cast<char>(0x93);
+    changed = true;
+  }
+  ASSERT_TRUE(changed);
+  testlib::TempDir dir;
+  const std::string path = dir.Write("corrupt.onnx", m.SerializeAsString());
+  auto model = LoadModel(path, {});
+  ASSERT_TRUE(model) << model.error().message;
+  bool warned = false;
+  for (const std::string& w : model->warnings) {
+    warned |= w.find("shape inference crashed") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_FALSE(model->unknown_shapes.empty());
+}
+
+TEST(ZooCorruption, UnknownStandardOperatorIsAWarning) {
+  onnx::ModelProto m;
+  {
+    std::ifstream in(ZooDir() + "/gpt2.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&in));
+  }
+  m.mutable_graph()->mutable_node(71)->set_op_type("LayerNormalUzation");
+  testlib::TempDir dir;
+  const std::string path = dir.Write("typo.onnx", m.SerializeAsString());
+  auto model = LoadModel(path, {});
+  ASSERT_TRUE(model) << model.error().message;
+  ASSERT_FALSE(model->warnings.empty());
+  EXPECT_NE(model->warnings.front().find("ai.onnx:LayerNormalUzation"),
+            std::string::npos)
+      << model->warnings.front();
+}
+
 std::string ModelName(const ::testing::TestParamInfo<ZooModel>& param) {
   return param.param.name;
 }
