@@ -6,6 +6,7 @@
 
 #include "cli/inspect.h"
 #include "cli/output.h"
+#include "cli/profile.h"
 
 namespace {
 
@@ -38,6 +39,71 @@ void AddInspect(CLI::App& app, tessera::cli::InspectArgs& args) {
       ->type_name("FILE");
 }
 
+constexpr const char* kProfileExamples = R"(
+Examples:
+  tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
+  tessera profile models/zoo/gpt2.onnx --device h100-sxm --batch 8 --train --dtype bf16 --top 20
+  tessera profile models/zoo/bert_base.onnx --device t4 --json     # every operator
+  tessera profile models/zoo/vit_b_16.onnx --device l4 --csv > ops.csv
+  tessera profile model.onnx --device my-gpu --devices my-devices.yaml
+
+Memory: weights + the peak of live activations (inference), or weights +
+gradients + optimizer state + activations kept for backward (--train); the
+headroom for the CUDA context and fragmentation is reported apart.
+Exit codes: 0 success, 2 bad input (unknown device, unbound input, ...).)";
+
+constexpr const char* kDevicesExamples = R"(
+Examples:
+  tessera devices
+  tessera devices --json
+  tessera devices --devices models/devices.example.yaml)";
+
+void AddProfile(CLI::App& app, tessera::cli::ProfileArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Per-operator FLOPs, bytes, memory and time of a model on "
+      "one device; peak memory and whether it fits");
+  cmd->footer(kProfileExamples);
+  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("--device", args.device, "Catalog device (tessera devices)")
+      ->capture_default_str();
+  cmd->add_option("--devices", args.devices_yaml,
+                  "YAML file adding or overriding catalog devices")
+      ->type_name("FILE");
+  cmd->add_option("--input", args.inputs,
+                  "Bind an input's shape, NAME=DxDxD (repeatable)")
+      ->type_name("NAME=DIMS");
+  cmd->add_option("--batch", args.batch, "Set the batch dimension")
+      ->type_name("N");
+  cmd->add_flag("--train", args.train,
+                "Training step: forward, backward and optimizer");
+  cmd->add_option("--dtype", args.dtype,
+                  "Re-type float tensors: fp32, fp16 or bf16");
+  cmd->add_option("--optimizer", args.optimizer,
+                  "adam, sgd, sgd-momentum or none (with --train)")
+      ->capture_default_str();
+  cmd->add_option("--headroom", args.headroom,
+                  "Allocator fragmentation as a fraction of the model's "
+                  "memory (default 0.08)")
+      ->type_name("F");
+  cmd->add_option("--top", args.top, "Operators listed, by time")
+      ->capture_default_str();
+  cmd->add_flag("--json", args.json, "One JSON object with every operator");
+  cmd->add_flag("--csv", args.csv, "One CSV row per operator");
+}
+
+void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "devices",
+      "The device catalog: memory, peak throughput per dtype, "
+      "bandwidths, and the datasheets they come from");
+  cmd->footer(kDevicesExamples);
+  cmd->add_option("--devices", args.devices_yaml,
+                  "YAML file adding or overriding catalog devices")
+      ->type_name("FILE");
+  cmd->add_flag("--json", args.json, "Print the catalog as JSON");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,6 +117,10 @@ int main(int argc, char** argv) {
       "examples.");
   tessera::cli::InspectArgs inspect;
   AddInspect(app, inspect);
+  tessera::cli::ProfileArgs profile;
+  AddProfile(app, profile);
+  tessera::cli::DevicesArgs devices;
+  AddDevices(app, devices);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -59,6 +129,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("inspect")) return tessera::cli::RunInspect(inspect);
+    if (app.got_subcommand("profile")) return tessera::cli::RunProfile(profile);
+    if (app.got_subcommand("devices")) return tessera::cli::RunDevices(devices);
   } catch (const std::exception& e) {
     return tessera::cli::ReportError(
         tessera::Internal(std::string("unexpected failure: ") + e.what()));

@@ -8,7 +8,10 @@
 // checks.
 
 #include "estimator/device_catalog.h"
+#include "estimator/memory_model.h"
 #include "estimator/op_cost.h"
+#include "estimator/profile.h"
+#include "estimator/time_model.h"
 #include "graph/graph.h"
 
 #endif  // TESSERA_ESTIMATOR_ESTIMATOR_H_

@@ -1,0 +1,267 @@
+// `tessera profile`: what each operator of a model costs on one device, its
+// peak memory, its time per step, and whether it fits.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "cli/profile.h"
+#include "common/strings.h"
+#include "estimator/estimator.h"
+
+namespace tessera::cli {
+namespace {
+
+using estimator::Profile;
+using graph::Model;
+
+std::string Giga(int64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f G", static_cast<double>(n) / 1e9);
+  return buf;
+}
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", seconds * 1e3);
+  return buf;
+}
+
+std::string Percent(double part, double whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", whole > 0 ? 100 * part / whole : 0);
+  return buf;
+}
+
+std::string NodeName(const graph::OpGraph& g, graph::NodeId n) {
+  const auto v = g.node(n);
+  return v.name.empty() ? "#" + std::to_string(n) : std::string(v.name);
+}
+
+int64_t BatchOf(const Model& m, const ProfileArgs& args) {
+  if (args.batch) return *args.batch;
+  const graph::OpGraph& g = *m.graph;
+  if (g.inputs().empty()) return 1;
+  const auto dims = g.tensor(g.inputs()[0]).dims;
+  return dims && !dims->empty() && (*dims)[0] > 0 ? (*dims)[0] : 1;
+}
+
+void PrintJson(const Model& m, const Profile& p, const ProfileArgs& args) {
+  const graph::OpGraph& g = *m.graph;
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const auto& op : p.ops) {
+    const auto& c = op.cost;
+    ops.push_back({{"name", NodeName(g, op.node)},
+                   {"op_type", std::string(g.node(op.node).op_type)},
+                   {"op_class", std::string(OpClassName(c.op_class))},
+                   {"macs", c.macs},
+                   {"flops", c.flops},
+                   {"bytes_read", c.bytes_read},
+                   {"bytes_written", c.bytes_written},
+                   {"weight_bytes", c.weight_bytes},
+                   {"output_bytes", c.output_bytes},
+                   {"workspace_bytes", c.workspace_bytes},
+                   {"time_ms", op.seconds * 1e3},
+                   {"exact", c.exact},
+                   {"note", c.note}});
+  }
+  const auto& mem = p.memory;
+  nlohmann::ordered_json j = {
+      {"device", args.device},
+      {"batch", BatchOf(m, args)},
+      {"mode", args.train ? "training" : "inference"},
+      {"totals",
+       {{"macs", p.macs},
+        {"flops", p.flops},
+        {"weight_bytes", mem.weights},
+        {"peak_memory_bytes", mem.total()},
+        {"time_ms", p.seconds * 1e3},
+        {"fits", p.fits}}},
+      {"memory",
+       {{"weights", mem.weights},
+        {"gradients", mem.gradients},
+        {"optimizer_state", mem.optimizer_state},
+        {"activations", mem.activations},
+        {"workspace", mem.workspace},
+        {"peak_at", mem.peak_at == graph::kNoNode ? std::string()
+                                                  : NodeName(g, mem.peak_at)},
+        {"headroom", p.headroom_bytes}}},
+      {"inexact_ops", p.inexact_ops},
+      {"ops", ops}};
+  std::cout << j.dump(2, ' ', false,
+                      nlohmann::ordered_json::error_handler_t::replace)
+            << "\n";
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void PrintCsv(const Model& m, const Profile& p) {
+  const graph::OpGraph& g = *m.graph;
+  std::cout << "name,op_type,op_class,macs,flops,bytes_read,bytes_written,"
+               "weight_bytes,output_bytes,workspace_bytes,time_ms,exact,note\n";
+  for (const auto& op : p.ops) {
+    const auto& c = op.cost;
+    std::cout << CsvField(NodeName(g, op.node)) << ","
+              << g.node(op.node).op_type << "," << OpClassName(c.op_class)
+              << "," << c.macs << "," << c.flops << "," << c.bytes_read << ","
+              << c.bytes_written << "," << c.weight_bytes << ","
+              << c.output_bytes << "," << c.workspace_bytes << ","
+              << op.seconds * 1e3 << "," << (c.exact ? 1 : 0) << ","
+              << CsvField(c.note) << "\n";
+  }
+}
+
+void PrintOps(const Model& m, const Profile& p, int top) {
+  const graph::OpGraph& g = *m.graph;
+  std::vector<const estimator::OpProfile*> order;
+  for (const auto& op : p.ops) order.push_back(&op);
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return a->seconds > b->seconds; });
+  const size_t shown = std::min(order.size(), static_cast<size_t>(top));
+  std::cout << "operators (top " << shown << " of " << order.size()
+            << " by time)\n";
+  TextTable t({"operator", "type", "MACs", "FLOPs", "read", "written",
+               "time ms", "share"},
+              {false, false, true, true, true, true, true, true});
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& op = *order[i];
+    std::string name = NodeName(g, op.node);
+    if (!op.cost.exact) name += " *";
+    t.AddRow({name, std::string(g.node(op.node).op_type), Giga(op.cost.macs),
+              Giga(op.cost.flops), HumanBytes(op.cost.bytes_read),
+              HumanBytes(op.cost.bytes_written), Ms(op.seconds),
+              Percent(op.seconds, p.seconds)});
+  }
+  std::cout << t.Render();
+}
+
+void PrintClasses(const Profile& p) {
+  std::cout << "\nby operator class\n";
+  TextTable t({"class", "ops", "MACs", "FLOPs", "bytes", "time ms", "share"},
+              {false, true, true, true, true, true, true});
+  for (size_t c = 0; c < p.classes.size(); ++c) {
+    const auto& ct = p.classes[c];
+    if (ct.ops == 0) continue;
+    t.AddRow({std::string(
+                  estimator::OpClassName(static_cast<estimator::OpClass>(c))),
+              std::to_string(ct.ops), Giga(ct.macs), Giga(ct.flops),
+              HumanBytes(ct.bytes), Ms(ct.seconds),
+              Percent(ct.seconds, p.seconds)});
+  }
+  std::cout << t.Render();
+}
+
+void PrintTotals(const Model& m, const Profile& p,
+                 const estimator::DeviceSpec& d, const ProfileArgs& args) {
+  const auto& mem = p.memory;
+  std::cout << "\ntotals\n";
+  TextTable t({"", ""});
+  t.AddRow({"MACs", Giga(p.macs) + " (forward)"});
+  t.AddRow(
+      {"FLOPs", Giga(p.flops) + (args.train ? " (forward + backward)" : "")});
+  t.AddRow({"weights", HumanBytes(mem.weights) + ", " +
+                           WithThousands(m.weights.elements) + " elements"});
+  std::string need =
+      HumanBytes(mem.total()) + " = weights " + HumanBytes(mem.weights);
+  if (args.train) {
+    need += " + gradients " + HumanBytes(mem.gradients) + " + optimizer " +
+            HumanBytes(mem.optimizer_state) + " + activations kept " +
+            HumanBytes(mem.activations);
+  } else {
+    need += " + live activations " + HumanBytes(mem.activations);
+  }
+  need += " + workspace " + HumanBytes(mem.workspace);
+  t.AddRow({"memory", need});
+  if (mem.peak_at != graph::kNoNode) {
+    t.AddRow({"peak at", graph::DescribeNode(*m.graph, mem.peak_at)});
+  }
+  t.AddRow({"headroom", HumanBytes(p.headroom_bytes) +
+                            " (CUDA context + allocator fragmentation)"});
+  t.AddRow({"device",
+            d.display_name + ", " + HumanBytes(d.memory_bytes) + ": " +
+                (p.fits ? "fits" : "DOES NOT FIT") + " (" +
+                Percent(static_cast<double>(mem.total() + p.headroom_bytes),
+                        static_cast<double>(d.memory_bytes)) +
+                " used)"});
+  t.AddRow({"time/step",
+            Ms(p.seconds) + " ms" +
+                (args.train ? " (optimizer " + Ms(p.optimizer_seconds) + " ms)"
+                            : "")});
+  const std::string r = t.Render();
+  std::cout << r.substr(r.find('\n') + 1);
+  if (p.inexact_ops > 0) {
+    std::cout << "\n* " << p.inexact_ops
+              << " operators are costed with a fallback or an unknown "
+                 "(--json gives each one's note)\n";
+  }
+}
+
+}  // namespace
+
+int RunProfile(const ProfileArgs& args) {
+  estimator::DeviceCatalog catalog = estimator::DeviceCatalog::BuiltIn();
+  if (!args.devices_yaml.empty()) {
+    if (Status s = catalog.MergeYaml(args.devices_yaml); !s) {
+      return ReportError(s.error());
+    }
+  }
+  auto device = catalog.Get(args.device);
+  if (!device) return ReportError(device.error().WithContext("--device"));
+  graph::LoadOptions load;
+  for (const std::string& text : args.inputs) {
+    auto binding = graph::ParseInputBinding(text);
+    if (!binding) return ReportError(binding.error());
+    load.inputs.push_back(std::move(binding).value());
+  }
+  if (args.batch) load.batch = *args.batch;
+  if (!args.dtype.empty()) {
+    auto dtype = graph::ParseFloatType(args.dtype);
+    if (!dtype) return ReportError(dtype.error());
+    load.float_type = *dtype;
+  }
+  estimator::ProfileOptions options;
+  options.training = args.train;
+  auto optimizer = estimator::ParseOptimizer(args.optimizer);
+  if (!optimizer) return ReportError(optimizer.error());
+  options.optimizer = *optimizer;
+  if (args.headroom) {
+    if (*args.headroom < 0 || *args.headroom > 1) {
+      return ReportError(BadInput("--headroom " +
+                                  std::to_string(*args.headroom) +
+                                  ": expected a fraction in [0, 1]"));
+    }
+    options.fragmentation = *args.headroom;
+  }
+  Progress progress("profiling " + args.model);
+  load.progress = [&](std::string_view stage) { progress.Stage(stage); };
+  auto model = graph::LoadModel(args.model, load);
+  progress.Done();
+  if (!model) return ReportError(model.error());
+  for (const std::string& w : model->warnings) Warn(args.model + ": " + w);
+  auto profile = estimator::ProfileModel(*model, **device, options);
+  if (!profile) return ReportError(profile.error().WithContext(args.model));
+  if (args.json) {
+    PrintJson(*model, *profile, args);
+  } else if (args.csv) {
+    PrintCsv(*model, *profile);
+  } else {
+    std::cout << args.model << " on " << args.device << " ("
+              << (*device)->display_name << "), batch " << BatchOf(*model, args)
+              << ", " << (args.train ? "training" : "inference") << ", "
+              << (args.dtype.empty() ? "dtypes as exported" : args.dtype)
+              << "\n\n";
+    PrintOps(*model, *profile, args.top);
+    PrintClasses(*profile);
+    PrintTotals(*model, *profile, **device, args);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

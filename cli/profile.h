@@ -1,0 +1,38 @@
+#ifndef TESSERA_CLI_PROFILE_H_
+#define TESSERA_CLI_PROFILE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+struct ProfileArgs {
+  std::string model;
+  std::string device = "a100-80gb";
+  std::string devices_yaml;  // --devices: extra/overriding catalog entries
+  std::vector<std::string> inputs;
+  std::optional<long long> batch;
+  bool train = false;
+  std::string dtype;  // "" = as exported
+  std::string optimizer = "adam";
+  std::optional<double> headroom;
+  int top = 10;
+  bool json = false;
+  bool csv = false;
+};
+
+// `tessera profile`: per-operator cost, memory and time on one device.
+int RunProfile(const ProfileArgs& args);
+
+struct DevicesArgs {
+  std::string devices_yaml;
+  bool json = false;
+};
+
+// `tessera devices`: the device catalog with its sources.
+int RunDevices(const DevicesArgs& args);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_PROFILE_H_
