@@ -2,14 +2,11 @@
 // and checks its exit code, stdout and stderr.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "tests/cli/cli_runner.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera {
@@ -18,17 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testlib::RunResult;
 
 class InspectCli : public ::testing::Test {
  protected:
@@ -36,19 +23,8 @@ class InspectCli : public ::testing::Test {
     model_ = dir_.Write("cnn.onnx", testlib::SmallCnn("N"));
   }
 
-  // Runs `tessera ARGS` (ARGS already shell-quoted) with stdout and stderr
-  // captured in files of the test's directory.
   RunResult Run(const std::string& args) const {
-    const std::string out = dir_.File("stdout.txt");
-    const std::string err = dir_.File("stderr.txt");
-    const std::string command = std::string("'") + TESSERA_BIN + "' " + args +
-                                " >'" + out + "' 2>'" + err + "'";
-    const int status = std::system(command.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
+    return testlib::RunTessera(args, dir_);
   }
 
   testlib::TempDir dir_;
@@ -110,7 +86,7 @@ TEST_F(InspectCli, WritesDotToAFile) {
   const std::string dot = dir_.File("graph.dot");
   const RunResult r = Run("inspect '" + model_ + "' --dot '" + dot + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(ReadAll(dot), StartsWith("digraph"));
+  EXPECT_THAT(testlib::ReadFile(dot), StartsWith("digraph"));
   EXPECT_THAT(r.out, HasSubstr("nodes"));  // the description still prints
 }
 

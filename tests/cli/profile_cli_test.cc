@@ -1,0 +1,119 @@
+// End-to-end tests of `tessera profile` and `tessera devices`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testlib::RunResult;
+
+const std::string kResNet =
+    std::string("'") + TESSERA_SOURCE_DIR + "/models/zoo/resnet50.onnx'";
+
+class ProfileCli : public ::testing::Test {
+ protected:
+  RunResult Run(const std::string& args) const {
+    return testlib::RunTessera(args, dir_);
+  }
+  testlib::TempDir dir_;
+};
+
+TEST_F(ProfileCli, PrintsTablesAndTotals) {
+  const RunResult r =
+      Run("profile " + kResNet + " --device a100-80gb --batch 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("operators (top 10 of 175 by time)"));
+  EXPECT_THAT(r.out, HasSubstr("by operator class"));
+  EXPECT_THAT(r.out, HasSubstr("130.854 G"));  // 32 x 4.089 GMACs
+  EXPECT_THAT(r.out, HasSubstr("fits"));
+}
+
+TEST_F(ProfileCli, JsonHasTheDocumentedKeysAndEveryOperator) {
+  const RunResult r = Run("profile " + kResNet + " --device t4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["device"], "t4");
+  EXPECT_EQ(j["batch"], 1);
+  EXPECT_EQ(j["mode"], "inference");
+  for (const char* key : {"macs", "flops", "weight_bytes", "peak_memory_bytes",
+                          "time_ms", "fits"}) {
+    EXPECT_TRUE(j["totals"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["totals"]["macs"], 4'089'184'256);
+  ASSERT_EQ(j["ops"].size(), 175u);
+  for (const char* key :
+       {"name", "op_type", "macs", "flops", "bytes_read", "bytes_written",
+        "weight_bytes", "output_bytes", "workspace_bytes", "time_ms"}) {
+    EXPECT_TRUE(j["ops"][0].contains(key)) << key;
+  }
+}
+
+TEST_F(ProfileCli, TrainingInHalfPrecision) {
+  const RunResult r = Run("profile " + kResNet +
+                          " --device h100-sxm --batch 8 --train --dtype bf16 "
+                          "--optimizer sgd-momentum --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "training");
+  EXPECT_EQ(j["totals"]["weight_bytes"], 2 * 25'610'152);
+  // Momentum (fp32) + fp32 master weights under mixed precision.
+  EXPECT_EQ(j["memory"]["optimizer_state"], 8 * 25'610'152);
+}
+
+TEST_F(ProfileCli, CsvHasOneRowPerOperator) {
+  const RunResult r = Run("profile " + kResNet + " --device l4 --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int lines = 0;
+  for (const char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 1 + 175);
+  EXPECT_THAT(r.out, HasSubstr("name,op_type,op_class,macs"));
+}
+
+TEST_F(ProfileCli, UnknownDeviceListsTheKnownOnes) {
+  const RunResult r = Run("profile " + kResNet + " --device a100-81gb");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown device 'a100-81gb'"));
+  EXPECT_THAT(r.err, HasSubstr("h100-sxm"));
+}
+
+TEST_F(ProfileCli, BadDtypeAndOptimizerAreBadInput) {
+  EXPECT_EQ(Run("profile " + kResNet + " --dtype int4").exit_code, 2);
+  EXPECT_EQ(Run("profile " + kResNet + " --train --optimizer lamb").exit_code,
+            2);
+  EXPECT_EQ(Run("profile " + kResNet + " --headroom 2").exit_code, 2);
+}
+
+TEST_F(ProfileCli, UnboundInputSaysWhichToBind) {
+  const std::string model = dir_.Write("cnn.onnx", testlib::SmallCnn("N"));
+  const RunResult r = Run("profile '" + model + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("input 'x'"));
+  EXPECT_EQ(Run("profile '" + model + "' --batch 4").exit_code, 0);
+}
+
+TEST_F(ProfileCli, DevicesListsTheCatalogWithSources) {
+  const RunResult r = Run("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("a100-80gb"));
+  EXPECT_THAT(r.out, HasSubstr("sources"));
+  const RunResult j = Run("devices --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_GE(nlohmann::json::parse(j.out).size(), 13u);
+  const RunResult extra =
+      Run("devices --devices '" + std::string(TESSERA_SOURCE_DIR) +
+          "/models/devices.example.yaml'");
+  ASSERT_EQ(extra.exit_code, 0) << extra.err;
+  EXPECT_THAT(extra.out, HasSubstr("a100-80gb-pcie"));
+  const std::string bad =
+      dir_.Write("bad.yaml", "devices: [ {name: x, memory: lots} ]\n");
+  EXPECT_EQ(Run("devices --devices '" + bad + "'").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace tessera
