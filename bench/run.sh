@@ -4,12 +4,19 @@
 #   bash bench/run.sh [--smoke] [extra google-benchmark flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/bench/graph/graph_bench ] || bash scripts/setup.sh build
+BENCHES=(build/bench/graph/graph_bench build/bench/estimator/estimator_bench)
+for b in "${BENCHES[@]}"; do
+  [ -x "$b" ] || bash scripts/setup.sh build
+done
+smoke=false
 if [ "${1:-}" = "--smoke" ]; then
+  smoke=true
   shift
-  ./build/bench/graph/graph_bench --benchmark_filter='/1000$|resnet50' \
-    --benchmark_min_time=0.01 "$@"
-else
-  ./build/bench/graph/graph_bench --benchmark_repetitions=5 \
-    --benchmark_report_aggregates_only=true "$@"
 fi
+for b in "${BENCHES[@]}"; do
+  if $smoke; then
+    "$b" --benchmark_filter='/1000$|resnet50' --benchmark_min_time=0.01 "$@"
+  else
+    "$b" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "$@"
+  fi
+done

@@ -12,46 +12,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/common/synthetic_graph.h"
 #include "graph/builder.h"
 #include "graph/graph.h"
 
 namespace tessera::graph {
 namespace {
 
-// A chain of Relu/Add pairs with a residual edge every other node.
-std::unique_ptr<OpGraph> BuildResidualChain(int64_t n) {
-  OpGraphBuilder b("synthetic");
-  const int64_t dims[] = {8, 1024};
-  TensorId prev =
-      b.AddTensor("x", DataType::kFloat32, dims, TensorKind::kInput);
-  b.MarkInput(prev);
-  TensorId skip = prev;
-  for (int64_t i = 0; i < n; ++i) {
-    const std::string name = "t" + std::to_string(i);
-    const TensorId out =
-        b.AddTensor(name, DataType::kFloat32, dims, TensorKind::kActivation);
-    if (i % 2 == 0) {
-      const TensorId in[] = {prev};
-      const TensorId o[] = {out};
-      b.AddNode("relu" + std::to_string(i), "Relu", "", in, o);
-    } else {
-      const TensorId in[] = {prev, skip};
-      const TensorId o[] = {out};
-      b.AddNode("add" + std::to_string(i), "Add", "", in, o);
-      skip = out;
-    }
-    prev = out;
-  }
-  b.MarkOutput(prev);
-  return std::move(b).Build().value();
-}
-
 void BM_BuildOpGraph(benchmark::State& state) {
   const int64_t n = state.range(0);
   size_t bytes = 0;
   for (auto _ : state) {
     const size_t before = mallinfo2().uordblks;
-    auto g = BuildResidualChain(n);
+    auto g = bench::BuildResidualChain(n);
     bytes = mallinfo2().uordblks - before;
     benchmark::DoNotOptimize(g.get());
   }
