@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # README command 1: set up a fresh Debian 12 machine, build, and run the main
-# job on a bundled model with the built-in default cluster.
+# job on a bundled model: describe it, then profile it on an A100-80GB (the
+# GPU of the built-in default cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
 echo
 echo "$ tessera inspect models/zoo/resnet50.onnx"
 ./build/cli/tessera inspect models/zoo/resnet50.onnx
+echo
+echo "$ tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32"
+./build/cli/tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
