@@ -7,6 +7,9 @@
 #include "cli/inspect.h"
 #include "cli/output.h"
 #include "cli/profile.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "cli/calibrate.h"
+#endif
 
 namespace {
 
@@ -46,6 +49,12 @@ Examples:
   tessera profile models/zoo/bert_base.onnx --device t4 --json     # every operator
   tessera profile models/zoo/vit_b_16.onnx --device l4 --csv > ops.csv
   tessera profile model.onnx --device my-gpu --devices my-devices.yaml
+  tessera profile det.onnx --device cpu --input x=1x3x640x640 --calibration ort_profile.json
+
+Calibration (--calibration): fits the per-class efficiencies and the
+per-operator overhead to measured times of this model's operators (ONNX
+Runtime's profile, tests/ort/run_profile.mjs, or a name,ms CSV), holding
+every 4th matched operator out to report an honest error.
 
 Memory: weights + the peak of live activations (inference), or weights +
 gradients + optimizer state + activations kept for backward (--train); the
@@ -90,6 +99,10 @@ void AddProfile(CLI::App& app, tessera::cli::ProfileArgs& args) {
       ->capture_default_str();
   cmd->add_flag("--json", args.json, "One JSON object with every operator");
   cmd->add_flag("--csv", args.csv, "One CSV row per operator");
+  cmd->add_option("--calibration", args.calibration,
+                  "Fit the time model to this model's measured operator "
+                  "times first: ONNX Runtime profile JSON or name,ms CSV")
+      ->type_name("FILE");
 }
 
 void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
@@ -103,6 +116,45 @@ void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
       ->type_name("FILE");
   cmd->add_flag("--json", args.json, "Print the catalog as JSON");
 }
+
+#ifdef TESSERA_HAVE_CUDA
+constexpr const char* kCalibrateExamples = R"(
+Examples:
+  tessera calibrate                              # YAML for GPU 0 on stdout
+  tessera calibrate --gpu 1 --name my-a100 --base a100-80gb -o my-a100.yaml
+  tessera profile model.onnx --devices my-a100.yaml --device my-a100
+  tessera calibrate --quick --json               # the raw measurements
+
+Measures cuBLAS GEMM throughput (fp32, tf32, fp16, bf16, int8), device
+memory bandwidth, pinned host<->device and peer-to-peer transfers (fitted as
+latency + bytes / bandwidth) and kernel launch overhead. Takes seconds on
+a datacenter GPU, longer on small ones (--quick: smaller problems).
+Exit codes: 0 success, 2 no CUDA device / bad --gpu, --name or --base,
+1 a benchmark failed.)";
+
+void AddCalibrate(CLI::App& app, tessera::cli::CalibrateArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Measure a GPU (GEMM throughput per dtype, memory bandwidth, "
+      "transfers, launch overhead) and write a device YAML");
+  cmd->footer(kCalibrateExamples);
+  cmd->add_option("--gpu", args.gpu, "CUDA device index")
+      ->capture_default_str();
+  cmd->add_option("--name", args.name,
+                  "Catalog name of the entry (default calibrated-gpuN)")
+      ->type_name("NAME");
+  cmd->add_option("--base", args.base,
+                  "Catalog device whose figures the entry starts from")
+      ->type_name("CATALOG_NAME");
+  cmd->add_option("-o,--output", args.output,
+                  "Write the YAML to FILE (default: stdout)")
+      ->type_name("FILE");
+  cmd->add_flag("--json", args.json,
+                "Print the measurements (and the YAML) as JSON on stdout");
+  cmd->add_flag("--quick", args.quick,
+                "Smaller problems, fewer repetitions (seconds, not a minute)");
+}
+#endif
 
 }  // namespace
 
@@ -121,6 +173,10 @@ int main(int argc, char** argv) {
   AddProfile(app, profile);
   tessera::cli::DevicesArgs devices;
   AddDevices(app, devices);
+#ifdef TESSERA_HAVE_CUDA
+  tessera::cli::CalibrateArgs calibrate;
+  AddCalibrate(app, calibrate);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -131,6 +187,11 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return tessera::cli::RunInspect(inspect);
     if (app.got_subcommand("profile")) return tessera::cli::RunProfile(profile);
     if (app.got_subcommand("devices")) return tessera::cli::RunDevices(devices);
+#ifdef TESSERA_HAVE_CUDA
+    if (app.got_subcommand("calibrate")) {
+      return tessera::cli::RunCalibrate(calibrate);
+    }
+#endif
   } catch (const std::exception& e) {
     return tessera::cli::ReportError(
         tessera::Internal(std::string("unexpected failure: ") + e.what()));

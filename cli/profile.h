@@ -20,6 +20,9 @@ struct ProfileArgs {
   int top = 10;
   bool json = false;
   bool csv = false;
+  // Measured operator times of this model (ORT profile JSON or name,ms CSV)
+  // to fit the time model to before profiling.
+  std::string calibration;
 };
 
 // `tessera profile`: per-operator cost, memory and time on one device.

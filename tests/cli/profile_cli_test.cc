@@ -115,5 +115,28 @@ TEST_F(ProfileCli, DevicesListsTheCatalogWithSources) {
   EXPECT_EQ(Run("devices --devices '" + bad + "'").exit_code, 2);
 }
 
+// Measured times of a few ResNet-50 operators (made up, in ms): the fit
+// runs, reports its errors on stderr with --json, and a bad line is named.
+TEST_F(ProfileCli, CalibrationFitsMeasuredTimesAndNamesABadLine) {
+  const std::string csv = dir_.Write(
+      "times.csv",
+      "name,ms\n/conv1/Conv,2.1\n/bn1/BatchNormalization,0.4\n"
+      "/relu/Relu,0.3\n/maxpool/MaxPool,0.25\n"
+      "/layer1/layer1.0/conv1/Conv,0.3\n/layer1/layer1.0/conv2/Conv,2.0\n"
+      "/layer1/layer1.0/relu/Relu,0.08\n/layer1/layer1.0/conv3/Conv,0.9\n");
+  const RunResult r = Run("profile " + kResNet +
+                          " --device cpu --json --calibration '" + csv + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("calibration: 8 ops matched, MAPE before"));
+  EXPECT_THAT(r.err, HasSubstr("(held-out ops: before"));
+  EXPECT_EQ(nlohmann::json::parse(r.out)["device"], "cpu");
+  const std::string bad =
+      dir_.Write("bad.csv", "name,ms\n/conv1/Conv,2.1\n/relu/Relu,slow\n");
+  const RunResult e =
+      Run("profile " + kResNet + " --device cpu --calibration '" + bad + "'");
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.err, HasSubstr("bad.csv:3: 'slow'"));
+}
+
 }  // namespace
 }  // namespace tessera
