@@ -30,6 +30,20 @@ constexpr double kMaxEfficiency = 10.0;
 constexpr double kMaxOverheadSeconds = 1e-3;
 // An overhead of 0 cannot be scaled in log space: the search starts it here.
 constexpr double kOverheadFloorSeconds = 1e-8;
+// A smooth roofline (TimeModel::roofline_p): with a sharp max, an
+// efficiency that never wins the max leaves the MAPE flat and the search
+// stalls on plateaus. The second fit starts p here and searches it in
+// [kMinRooflineP, kMaxRooflineP].
+constexpr double kFitRooflineP = 4.0;
+constexpr double kMinRooflineP = 1.0;
+constexpr double kMaxRooflineP = 64.0;
+// Cache spill (TimeModel::spill_*): the cache size is searched in
+// [64 KiB, 1 GiB], from 4 MiB (a typical last-level cache share), the
+// slowdown of DRAM against cache in [1, 20], from 1 (no spill).
+constexpr double kMinSpillBytes = 64.0 * 1024;
+constexpr double kMaxSpillBytes = 1024.0 * 1024 * 1024;
+constexpr double kStartSpillBytes = 4.0 * 1024 * 1024;
+constexpr double kMaxSpillSlowdown = 20.0;
 // Coordinate descent: each round tries every parameter times
 // kStep^(-kGridSteps..kGridSteps), then halves the step (in log space).
 constexpr int kRounds = 12;
@@ -158,6 +172,7 @@ Result<std::vector<Measurement>> ParseCsv(const std::string& path,
 struct Sample {
   size_t op_class;
   double compute_s, memory_s;  // flops / peak, bytes / bandwidth
+  double bytes;
   double measured_s;
   bool free;  // no kernel: the time model predicts 0
 };
@@ -170,7 +185,9 @@ struct Params {
 double Predict(const Sample& s, const Params& p) {
   if (s.free) return 0.0;
   const ClassEfficiency& e = p.model.efficiency[s.op_class];
-  return std::max(s.compute_s / e.compute, s.memory_s / e.memory) +
+  return RooflineSeconds(s.compute_s / e.compute,
+                         MemorySeconds(s.bytes, s.memory_s, e.memory, p.model),
+                         p.model) +
          p.overhead_s;
 }
 
@@ -204,14 +221,14 @@ Matched Match(const CalibrationSet& set, const DeviceSpec& device) {
     }
     const OpCost& c = costs[*n];
     const int64_t bytes = c.bytes_read + c.bytes_written;
-    const bool tensor_cores =
-        c.op_class == OpClass::kMatrix || c.op_class == OpClass::kConvolution;
+    const bool tensor_cores = UsesTensorCores(c.op_class);
     const double peak = PeakFlops(device, ComputeType(g, *n), tensor_cores);
     const double bw = device.memory_bandwidth;
     m.samples.push_back({static_cast<size_t>(c.op_class),
                          peak > 0 ? static_cast<double>(c.flops) / peak : 0.0,
                          bw > 0 ? static_cast<double>(bytes) / bw : 0.0,
-                         meas.seconds, c.flops == 0 && bytes == 0});
+                         static_cast<double>(bytes), meas.seconds,
+                         c.flops == 0 && bytes == 0});
   }
   return m;
 }
@@ -246,13 +263,22 @@ void SearchOne(const std::vector<Sample>& train, Params& p, double* value,
   *value = best_value;
 }
 
-Params Fit(const std::vector<Sample>& train, const Params& start) {
-  Params p = start;
-  p.overhead_s = std::max(p.overhead_s, kOverheadFloorSeconds);
-  std::array<int, kNumOpClasses> ops{};
-  for (const Sample& s : train) {
-    if (!s.free) ++ops[s.op_class];
-  }
+// The class whose efficiencies a class with too few training operators
+// shares: dense convolution for depthwise and spatial ones (a model may
+// have a single 3x3 stem), otherwise none (it keeps its start values).
+size_t Parent(size_t c) {
+  const auto oc = static_cast<OpClass>(c);
+  return oc == OpClass::kDepthwiseConvolution ||
+                 oc == OpClass::kSpatialConvolution
+             ? static_cast<size_t>(OpClass::kConvolution)
+             : c;
+}
+
+// Coordinate descent from `p` over the efficiencies of the classes with
+// `ops` >= kMinOpsPerClass, the overhead, the cache spill and, for a smooth
+// roofline (roofline_p > 0), p. Returns the training MAPE reached.
+double Descend(const std::vector<Sample>& train,
+               const std::array<int, kNumOpClasses>& ops, Params& p) {
   double best = Mape(train, p, nullptr);
   double step = kInitialLogStep;
   for (int round = 0; round < kRounds; ++round, step /= 2) {
@@ -266,6 +292,47 @@ Params Fit(const std::vector<Sample>& train, const Params& start) {
     }
     SearchOne(train, p, &p.overhead_s, kOverheadFloorSeconds,
               kMaxOverheadSeconds, step, &best);
+    if (p.model.roofline_p > 0) {
+      SearchOne(train, p, &p.model.roofline_p, kMinRooflineP, kMaxRooflineP,
+                step, &best);
+    }
+    SearchOne(train, p, &p.model.spill_slowdown, 1.0, kMaxSpillSlowdown, step,
+              &best);
+    SearchOne(train, p, &p.model.spill_bytes, kMinSpillBytes, kMaxSpillBytes,
+              step, &best);
+  }
+  return best;
+}
+
+// Fits twice, from `start`'s roofline and from a smooth one (p =
+// kFitRooflineP), and keeps the lower training MAPE. Operators of a class
+// with too few training operators count as their Parent's, and the class
+// takes its parent's fitted efficiencies.
+Params Fit(const std::vector<Sample>& samples, const Params& start) {
+  std::array<int, kNumOpClasses> ops{};
+  for (const Sample& s : samples) {
+    if (!s.free) ++ops[s.op_class];
+  }
+  auto tied = [&ops](size_t c) {
+    return ops[c] < kMinOpsPerClass && Parent(c) != c &&
+           ops[Parent(c)] >= kMinOpsPerClass;
+  };
+  std::vector<Sample> train = samples;
+  for (Sample& s : train) {
+    if (tied(s.op_class)) s.op_class = Parent(s.op_class);
+  }
+  Params sharp = start;
+  if (sharp.model.spill_slowdown == 1.0) {
+    sharp.model.spill_bytes = kStartSpillBytes;
+  }
+  sharp.overhead_s = std::max(sharp.overhead_s, kOverheadFloorSeconds);
+  Params smooth = sharp;
+  if (smooth.model.roofline_p == 0.0) smooth.model.roofline_p = kFitRooflineP;
+  const double sharp_mape = Descend(train, ops, sharp);
+  const double smooth_mape = Descend(train, ops, smooth);
+  Params p = smooth_mape < sharp_mape ? smooth : sharp;
+  for (size_t c = 0; c < kNumOpClasses; ++c) {
+    if (tied(c)) p.model.efficiency[c] = p.model.efficiency[Parent(c)];
   }
   return p;
 }

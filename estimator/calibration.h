@@ -75,11 +75,14 @@ struct CalibrationReport {
   std::vector<SetTotals> training_totals, heldout_totals;
 };
 
-// Fits `start`'s per-class efficiencies (compute and memory) and the
-// device's per-operator overhead to the training measurements, minimizing
-// their mean absolute percentage error by coordinate descent in log space
-// (deterministic). Only classes with at least 5 training operators with a
-// kernel change. kBadInput
+// Fits `start`'s per-class efficiencies (compute and memory), its cache
+// spill (spill_bytes, spill_slowdown), the device's per-operator overhead
+// and, from a smooth roofline, its p, to the training measurements,
+// minimizing their mean absolute percentage error by coordinate descent in
+// log space (deterministic); it descends from `start`'s roofline and from a
+// smooth one and keeps the lower MAPE. Only classes with at least 5
+// training operators with a kernel change; depthwise and spatial
+// convolutions with fewer share the dense convolutions' fit. kBadInput
 // when no training measurement names a node with a kernel.
 Result<CalibrationReport> Calibrate(const std::vector<CalibrationSet>& training,
                                     const std::vector<CalibrationSet>& heldout,

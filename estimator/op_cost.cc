@@ -336,6 +336,10 @@ std::string_view OpClassName(OpClass op_class) {
       return "data_movement";
     case OpClass::kControlFlow:
       return "control_flow";
+    case OpClass::kDepthwiseConvolution:
+      return "depthwise_convolution";
+    case OpClass::kSpatialConvolution:
+      return "spatial_convolution";
   }
   return "unknown";
 }

@@ -49,6 +49,15 @@ enum class OpClass : uint8_t {
   kNormalization,
   kDataMovement,
   kControlFlow,
+  // Convolutions with one input channel per group (group == input
+  // channels > 1): a few MACs per weight and no reuse across channels, so
+  // they behave nothing like dense convolutions.
+  kDepthwiseConvolution,
+  // Dense (group 1) convolutions with a kernel larger than 1 (3x3, 7x7...):
+  // CPU libraries run them as im2col + GEMM, whose copy 1x1 convolutions
+  // (plain GEMMs) skip. Grouped convolutions that are not depthwise stay
+  // kConvolution: too rare to fit on their own.
+  kSpatialConvolution,
 };  // append only
 
 struct OpCost {
@@ -71,7 +80,8 @@ OpCost CostOf(const graph::OpGraph& g, graph::NodeId n);
 std::vector<OpCost> CostAll(const graph::OpGraph& g);
 
 // "matrix", "convolution", "elementwise", "reduction", "normalization",
-// "data_movement", "control_flow".
+// "data_movement", "control_flow", "depthwise_convolution",
+// "spatial_convolution".
 std::string_view OpClassName(OpClass op_class);
 
 }  // namespace tessera::estimator

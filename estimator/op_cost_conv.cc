@@ -75,8 +75,10 @@ int64_t WindowOutputElements(const Op& op, const TensorView& x,
 
 // Conv-like work of X (input `ix`) with W [Cout, Cin / group, k...] (input
 // `iw`) and an optional bias (input `ib`): output elements x Cin / group x
-// prod(kernel) MACs, one flop per output element for the bias. Returns the
-// output elements.
+// prod(kernel) MACs, one flop per output element for the bias; the class
+// becomes kDepthwiseConvolution when each group has one input channel,
+// kSpatialConvolution when the group is 1 and the kernel larger than 1.
+// Returns the output elements.
 int64_t ConvLike(const Op& op, size_t ix, size_t iw, size_t ib) {
   if (!op.has_input(ix) || !op.has_input(iw)) {
     op.Flag(std::string(op.node().op_type) +
@@ -88,6 +90,12 @@ int64_t ConvLike(const Op& op, size_t ix, size_t iw, size_t ib) {
       op, op.input(ix), op.Dim(w, 0),
       [&](size_t i) { return op.Dim(w, static_cast<int>(i) + 2); });
   op.AddMacs(op.Mul(outputs, op.DimProduct(w, 1)));
+  // One input channel per group (W [Cout, 1, k...], group > 1): depthwise.
+  if (op.Int("group", 1) > 1 && op.Rank(w) >= 2 && op.Dim(w, 1) == 1) {
+    op.cost().op_class = OpClass::kDepthwiseConvolution;
+  } else if (op.Int("group", 1) == 1 && op.DimProduct(w, 2) > 1) {
+    op.cost().op_class = OpClass::kSpatialConvolution;
+  }
   if (ib != kNoInput && op.has_input(ib)) op.AddFlops(outputs);
   return outputs;
 }

@@ -17,7 +17,9 @@ Status CheckInputsBound(const graph::OpGraph& g) {
 }
 
 int64_t BackwardFactor(OpClass c) {
-  return c == OpClass::kMatrix || c == OpClass::kConvolution
+  return c == OpClass::kMatrix || c == OpClass::kConvolution ||
+                 c == OpClass::kDepthwiseConvolution ||
+                 c == OpClass::kSpatialConvolution
              ? kMatrixBackwardFactor
              : kOtherBackwardFactor;
 }

@@ -384,6 +384,9 @@ TEST(OpClassName, NamesEveryClass) {
   EXPECT_EQ(OpClassName(OpClass::kNormalization), "normalization");
   EXPECT_EQ(OpClassName(OpClass::kDataMovement), "data_movement");
   EXPECT_EQ(OpClassName(OpClass::kControlFlow), "control_flow");
+  EXPECT_EQ(OpClassName(OpClass::kDepthwiseConvolution),
+            "depthwise_convolution");
+  EXPECT_EQ(OpClassName(OpClass::kSpatialConvolution), "spatial_convolution");
 }
 
 }  // namespace

@@ -68,6 +68,28 @@ TEST(ConvCost, DepthwiseConvCountsOneInputChannelPerOutput) {
   const OpCost c = op.Cost();
   EXPECT_EQ(c.macs, 32 * 112 * 112 * 9);
   EXPECT_EQ(c.flops, 2 * c.macs);  // no bias
+  // One input channel per group: its own class, unlike the grouped 3x3 conv
+  // above (4 input channels per group), which stays kConvolution.
+  EXPECT_EQ(c.op_class, OpClass::kDepthwiseConvolution);
+}
+
+TEST(ConvCost, DenseConvIsNotDepthwise) {
+  // A 1x1 conv of one input channel (group 1) is dense despite W's shape.
+  OneOpGraph op;
+  op.In("x", {{1, 1, 8, 8}})
+      .Weight("w", {{4, 1, 1, 1}})
+      .Out("y", {{1, 4, 8, 8}});
+  op.Node("Conv");
+  EXPECT_EQ(op.Cost().op_class, OpClass::kConvolution);
+}
+
+TEST(ConvCost, DenseConvWithAKernelLargerThanOneIsSpatial) {
+  OneOpGraph op;
+  op.In("x", {{1, 8, 16, 16}})
+      .Weight("w", {{16, 8, 3, 3}})
+      .Out("y", {{1, 16, 16, 16}});
+  op.Node("Conv").Ints("pads", {1, 1, 1, 1});
+  EXPECT_EQ(op.Cost().op_class, OpClass::kSpatialConvolution);
 }
 
 TEST(ConvCost, ThreeDimensionalConvMatchesHandCount) {
