@@ -26,12 +26,9 @@ std::string GigaPerSecond(double bytes_per_second) {
 }  // namespace
 
 int RunDevices(const DevicesArgs& args) {
-  estimator::DeviceCatalog catalog = estimator::DeviceCatalog::BuiltIn();
-  if (!args.devices_yaml.empty()) {
-    if (Status s = catalog.MergeYaml(args.devices_yaml); !s) {
-      return ReportError(s.error());
-    }
-  }
+  auto loaded = estimator::DeviceCatalog::BuiltInWith(args.devices_yaml);
+  if (!loaded) return ReportError(loaded.error());
+  const estimator::DeviceCatalog& catalog = *loaded;
   if (args.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto& d : catalog.devices()) {

@@ -240,13 +240,9 @@ Status Calibrate(const Model& m, const ProfileArgs& args,
 }  // namespace
 
 int RunProfile(const ProfileArgs& args) {
-  estimator::DeviceCatalog catalog = estimator::DeviceCatalog::BuiltIn();
-  if (!args.devices_yaml.empty()) {
-    if (Status s = catalog.MergeYaml(args.devices_yaml); !s) {
-      return ReportError(s.error());
-    }
-  }
-  auto device = catalog.Get(args.device);
+  auto catalog = estimator::DeviceCatalog::BuiltInWith(args.devices_yaml);
+  if (!catalog) return ReportError(catalog.error());
+  auto device = catalog->Get(args.device);
   if (!device) return ReportError(device.error().WithContext("--device"));
   graph::LoadOptions load;
   for (const std::string& text : args.inputs) {

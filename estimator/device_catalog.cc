@@ -129,6 +129,12 @@ double PeakFlops(const DeviceSpec& device, graph::DataType dtype,
   }
 }
 
+Result<DeviceCatalog> DeviceCatalog::BuiltInWith(const std::string& path) {
+  DeviceCatalog catalog = BuiltIn();
+  if (!path.empty()) TESSERA_RETURN_IF_ERROR(catalog.MergeYaml(path));
+  return catalog;
+}
+
 const DeviceSpec* DeviceCatalog::Find(std::string_view name) const {
   for (const DeviceSpec& d : devices_) {
     if (d.name == name) return &d;

@@ -73,6 +73,9 @@ class DeviceCatalog {
 
   // The built-in devices, in the order `tessera devices` lists them.
   static DeviceCatalog BuiltIn();
+  // The built-in devices merged with the YAML file at `path` ("" for none):
+  // what every command's --devices option means.
+  static Result<DeviceCatalog> BuiltInWith(const std::string& path);
 
   // nullptr when `name` is unknown. The pointer is valid until the next
   // MergeYaml or until the catalog is destroyed.

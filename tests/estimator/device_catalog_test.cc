@@ -633,3 +633,24 @@ TEST_F(DeviceCatalogYaml, GarbageNeverCrashes) {
 
 }  // namespace
 }  // namespace tessera::estimator
+
+namespace tessera::estimator {
+namespace {
+
+TEST(DeviceCatalog, BuiltInWithMergesTheGivenFileOrNone) {
+  auto plain = DeviceCatalog::BuiltInWith("");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->Names(), DeviceCatalog::BuiltIn().Names());
+  auto extended = DeviceCatalog::BuiltInWith(std::string(TESSERA_SOURCE_DIR) +
+                                             "/models/devices.example.yaml");
+  ASSERT_TRUE(extended) << extended.error().message;
+  EXPECT_NE(extended->Find("a100-80gb-pcie"), nullptr);
+  auto missing = DeviceCatalog::BuiltInWith("/nonexistent/devices.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kBadInput);
+  EXPECT_NE(missing.error().message.find("/nonexistent/devices.yaml"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::estimator
