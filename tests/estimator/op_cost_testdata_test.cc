@@ -5,51 +5,15 @@
 // entry; each model is its own GoogleTest instance.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "estimator/op_cost.h"
 #include "graph/graph.h"
+#include "tests/testlib/onnx_testdata.h"
 
 namespace tessera::estimator {
 namespace {
-
-namespace fs = std::filesystem;
-
-// TESSERA_ONNX_TESTDATA overrides the directory (to test this test).
-std::string TestdataDir() {
-  const char* dir = std::getenv("TESSERA_ONNX_TESTDATA");
-  return dir ? dir : "/usr/share/libonnx-testdata/data";
-}
-// The package holds 1,072 models; fewer means a broken or partial install.
-constexpr size_t kMinModels = 1000;
-
-std::vector<std::string> ListModels() {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(TestdataDir(), ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file() && it->path().filename() == "model.onnx") {
-      paths.push_back(it->path().string());
-    }
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
-// "node/test_abs/model.onnx" -> "node_test_abs".
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string rel =
-      fs::path(info.param).lexically_relative(TestdataDir()).parent_path();
-  for (char& c : rel) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return rel;
-}
 
 // Checks the cost of every node of `g` and, recursively, its subgraphs.
 void ExpectSaneCosts(const graph::OpGraph& g) {
@@ -75,12 +39,7 @@ void ExpectSaneCosts(const graph::OpGraph& g) {
   }
 }
 
-TEST(OpCostTestdata, IsInstalled) {
-  const size_t found = ListModels().size();
-  EXPECT_GE(found, kMinModels)
-      << TestdataDir() << " holds " << found << " model.onnx files; install "
-      << "the Debian package libonnx-testdata (scripts/setup.sh does)";
-}
+TEST(OpCostTestdata, IsInstalled) { testlib::ExpectTestdataInstalled(); }
 
 class OpCostTestdataModel : public ::testing::TestWithParam<std::string> {};
 
@@ -91,7 +50,8 @@ TEST_P(OpCostTestdataModel, EveryOperatorHasAFiniteNonNegativeCost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, OpCostTestdataModel,
-                         ::testing::ValuesIn(ListModels()), TestName);
+                         ::testing::ValuesIn(testlib::ListTestdataModels()),
+                         testlib::TestdataTestName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpCostTestdataModel);
 
 }  // namespace

@@ -4,51 +4,15 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "tests/testlib/onnx_testdata.h"
 
 namespace tessera::graph {
 namespace {
-
-namespace fs = std::filesystem;
-
-// TESSERA_ONNX_TESTDATA overrides the directory (to test this test).
-std::string TestdataDir() {
-  const char* dir = std::getenv("TESSERA_ONNX_TESTDATA");
-  return dir ? dir : "/usr/share/libonnx-testdata/data";
-}
-// The package holds 1,072 models; fewer means a broken or partial install.
-constexpr size_t kMinModels = 1000;
-
-std::vector<std::string> ListModels() {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(TestdataDir(), ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file() && it->path().filename() == "model.onnx") {
-      paths.push_back(it->path().string());
-    }
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
-// "node/test_abs/model.onnx" -> "node_test_abs".
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string rel =
-      fs::path(info.param).lexically_relative(TestdataDir()).parent_path();
-  for (char& c : rel) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return rel;
-}
 
 int NodeCountInFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -57,12 +21,7 @@ int NodeCountInFile(const std::string& path) {
   return proto.graph().node_size();
 }
 
-TEST(OnnxTestdata, IsInstalled) {
-  const size_t found = ListModels().size();
-  EXPECT_GE(found, kMinModels)
-      << TestdataDir() << " holds " << found << " model.onnx files; install "
-      << "the Debian package libonnx-testdata (scripts/setup.sh does)";
-}
+TEST(OnnxTestdata, IsInstalled) { testlib::ExpectTestdataInstalled(); }
 
 class OnnxTestdataModel : public ::testing::TestWithParam<std::string> {};
 
@@ -76,7 +35,8 @@ TEST_P(OnnxTestdataModel, LoadsWithEveryTopLevelNode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, OnnxTestdataModel,
-                         ::testing::ValuesIn(ListModels()), TestName);
+                         ::testing::ValuesIn(testlib::ListTestdataModels()),
+                         testlib::TestdataTestName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnnxTestdataModel);
 
 }  // namespace
