@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/model_loading.h"
 #include "cli/output.h"
 #include "common/strings.h"
 #include "graph/export.h"
@@ -106,19 +107,9 @@ void PrintHuman(const Model& m) {
 }  // namespace
 
 int RunInspect(const InspectArgs& args) {
-  graph::LoadOptions options;
-  for (const std::string& text : args.inputs) {
-    auto binding = graph::ParseInputBinding(text);
-    if (!binding) return ReportError(binding.error());
-    options.inputs.push_back(std::move(binding).value());
-  }
-  if (args.batch) options.batch = *args.batch;
-  Progress progress("loading " + args.model);
-  options.progress = [&](std::string_view stage) { progress.Stage(stage); };
-  auto model = graph::LoadModel(args.model, options);
-  progress.Done();
+  auto model =
+      LoadModelForCommand(args.model, args.inputs, args.batch, {}, "loading");
   if (!model) return ReportError(model.error());
-  for (const std::string& w : model->warnings) Warn(args.model + ": " + w);
 
   if (!args.dot.empty()) {
     if (args.dot == "-") {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/model_loading.h"
 #include "cli/output.h"
 #include "cli/profile.h"
 #include "common/strings.h"
@@ -245,12 +246,6 @@ int RunProfile(const ProfileArgs& args) {
   auto device = catalog->Get(args.device);
   if (!device) return ReportError(device.error().WithContext("--device"));
   graph::LoadOptions load;
-  for (const std::string& text : args.inputs) {
-    auto binding = graph::ParseInputBinding(text);
-    if (!binding) return ReportError(binding.error());
-    load.inputs.push_back(std::move(binding).value());
-  }
-  if (args.batch) load.batch = *args.batch;
   if (!args.dtype.empty()) {
     auto dtype = graph::ParseFloatType(args.dtype);
     if (!dtype) return ReportError(dtype.error());
@@ -269,12 +264,9 @@ int RunProfile(const ProfileArgs& args) {
     }
     options.fragmentation = *args.headroom;
   }
-  Progress progress("profiling " + args.model);
-  load.progress = [&](std::string_view stage) { progress.Stage(stage); };
-  auto model = graph::LoadModel(args.model, load);
-  progress.Done();
+  auto model = LoadModelForCommand(args.model, args.inputs, args.batch, load,
+                                   "profiling");
   if (!model) return ReportError(model.error());
-  for (const std::string& w : model->warnings) Warn(args.model + ": " + w);
   estimator::DeviceSpec spec = **device;
   if (!args.calibration.empty()) {
     if (Status s = Calibrate(*model, args, &spec, &options); !s) {
