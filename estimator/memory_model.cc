@@ -14,14 +14,6 @@ int64_t Bytes(const OpGraph& g, TensorId t) {
   return std::max<int64_t>(g.tensor(t).bytes, 0);
 }
 
-// Views hand out their input's buffer instead of a new one.
-bool IsView(const graph::NodeView& v) {
-  if (!v.domain.empty() && v.domain != "ai.onnx") return false;
-  return v.op_type == "Reshape" || v.op_type == "Squeeze" ||
-         v.op_type == "Unsqueeze" || v.op_type == "Flatten" ||
-         v.op_type == "Identity";
-}
-
 // Peak of live activation bytes over the topological order: a buffer is
 // allocated when its producer runs and freed after the last consumer of any
 // tensor aliasing it; graph inputs are live from the start, graph outputs

@@ -301,6 +301,11 @@ void AccountIo(const Op& op) {
 
 }  // namespace
 
+bool IsView(const graph::NodeView& node) {
+  std::string why;
+  return Lookup(node, &why).cost == internal::CostView;
+}
+
 OpCost CostOf(const OpGraph& g, NodeId n) {
   OpCost cost;
   std::string why;

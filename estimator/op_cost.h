@@ -76,6 +76,11 @@ struct OpCost {
 // REQUIRES: n < g.num_nodes().
 OpCost CostOf(const graph::OpGraph& g, graph::NodeId n);
 
+// True for operators whose output is a view of their first input (Reshape,
+// Squeeze, Unsqueeze, Flatten, Identity): they move no data, and the memory
+// model lets the output share the input's buffer.
+bool IsView(const graph::NodeView& node);
+
 // Costs of all nodes of `g`, indexed by NodeId.
 std::vector<OpCost> CostAll(const graph::OpGraph& g);
 
