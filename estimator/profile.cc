@@ -3,6 +3,19 @@
 namespace tessera::estimator {
 namespace {
 
+// Adam/SGD update: reads weights, gradients and state, writes weights and
+// state once per step, at element-wise bandwidth.
+double OptimizerSeconds(const MemoryEstimate& m, const DeviceSpec& device,
+                        const TimeModel& model) {
+  const double bytes =
+      static_cast<double>(2 * m.weights + m.gradients + 2 * m.optimizer_state);
+  const double bw =
+      device.memory_bandwidth * model.of(OpClass::kElementwise).memory;
+  return bw > 0 ? bytes / bw + device.launch_overhead_s : 0.0;
+}
+
+}  // namespace
+
 Status CheckInputsBound(const graph::OpGraph& g) {
   for (const graph::TensorId t : g.inputs()) {
     const graph::TensorView v = g.tensor(t);
@@ -23,19 +36,6 @@ int64_t BackwardFactor(OpClass c) {
              ? kMatrixBackwardFactor
              : kOtherBackwardFactor;
 }
-
-// Adam/SGD update: reads weights, gradients and state, writes weights and
-// state once per step, at element-wise bandwidth.
-double OptimizerSeconds(const MemoryEstimate& m, const DeviceSpec& device,
-                        const TimeModel& model) {
-  const double bytes =
-      static_cast<double>(2 * m.weights + m.gradients + 2 * m.optimizer_state);
-  const double bw =
-      device.memory_bandwidth * model.of(OpClass::kElementwise).memory;
-  return bw > 0 ? bytes / bw + device.launch_overhead_s : 0.0;
-}
-
-}  // namespace
 
 graph::DataType ComputeType(const graph::OpGraph& g, graph::NodeId n) {
   const graph::NodeView v = g.node(n);

@@ -52,6 +52,14 @@ struct Profile {
 inline constexpr int64_t kMatrixBackwardFactor = 2;
 inline constexpr int64_t kOtherBackwardFactor = 1;
 
+// Backward's cost as a multiple of forward's for operators of class `c`
+// (kMatrixBackwardFactor or kOtherBackwardFactor).
+int64_t BackwardFactor(OpClass c);
+
+// kBadInput naming the first input of `g` with unbound (symbolic)
+// dimensions and how to bind it; costing needs every input bound.
+Status CheckInputsBound(const graph::OpGraph& g);
+
 // Profiles `model` on `device`. A graph input with unbound (symbolic)
 // dimensions blocks costing: kBadInput naming the input and how to bind it.
 Result<Profile> ProfileModel(const graph::Model& model,
