@@ -1,0 +1,137 @@
+// BuildProblem: a loaded model's top-level graph as a placement Problem,
+// with every op's time on each distinct device kind of the cluster.
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "estimator/estimator.h"
+#include "placer/problem.h"
+
+namespace tessera::placer {
+namespace {
+
+TensorRole RoleOf(graph::TensorKind kind) {
+  switch (kind) {
+    case graph::TensorKind::kInitializer:
+    case graph::TensorKind::kConstant:
+      return TensorRole::kWeight;
+    case graph::TensorKind::kInput:
+    case graph::TensorKind::kOuterScope:
+      return TensorRole::kInput;
+    case graph::TensorKind::kActivation:
+      break;
+  }
+  return TensorRole::kActivation;
+}
+
+// Stable unique names: the node's own, or "<OpType>_<NodeId>"; a taken
+// name gets "_<k>" for the smallest free k >= 1.
+std::vector<std::string> OpNames(const graph::OpGraph& g) {
+  std::vector<std::string> names(g.num_nodes());
+  std::unordered_set<std::string> taken;
+  for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
+    if (!g.node(n).name.empty()) taken.insert(std::string(g.node(n).name));
+  }
+  std::unordered_set<std::string> used;
+  for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
+    const graph::NodeView v = g.node(n);
+    std::string base = v.name.empty()
+                           ? std::string(v.op_type) + "_" + std::to_string(n)
+                           : std::string(v.name);
+    std::string name = base;
+    // An unnamed node's generated name must not clash with a real one.
+    const bool generated = v.name.empty();
+    for (int k = 1; used.count(name) || (generated && taken.count(name)); ++k) {
+      name = base + "_" + std::to_string(k);
+    }
+    used.insert(name);
+    names[n] = std::move(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
+                             const ProblemOptions& options) {
+  const graph::OpGraph& g = *model.graph;
+  TESSERA_RETURN_IF_ERROR(estimator::CheckInputsBound(g));
+  if (cluster.size() == 0) return BadInput("the cluster has no devices");
+
+  // One profile per distinct device kind, in cluster order.
+  std::vector<const estimator::DeviceSpec*> specs;
+  std::vector<int> device_profile;
+  for (const ClusterDevice& d : cluster.devices) {
+    int index = -1;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i]->name == d.spec.name) index = static_cast<int>(i);
+    }
+    if (index < 0) {
+      index = static_cast<int>(specs.size());
+      specs.push_back(&d.spec);
+    }
+    device_profile.push_back(index);
+  }
+  const int num_profiles = static_cast<int>(specs.size());
+  ProblemBuilder b(num_profiles, device_profile, options.training);
+
+  const std::vector<estimator::OpCost> costs = estimator::CostAll(g);
+  if (options.training) {
+    const estimator::MemoryEstimate m = estimator::EstimateMemory(
+        g, costs, model.weights, {true, options.optimizer});
+    if (m.weights > 0) {
+      b.set_weight_state_factor(
+          static_cast<double>(m.weights + m.gradients + m.optimizer_state) /
+          static_cast<double>(m.weights));
+    }
+  }
+
+  std::unordered_set<graph::TensorId> outputs(g.outputs().begin(),
+                                              g.outputs().end());
+  std::unordered_map<graph::TensorId, uint32_t> tensor_of;
+  auto tensor = [&](graph::TensorId t) -> uint32_t {
+    auto it = tensor_of.find(t);
+    if (it != tensor_of.end()) return it->second;
+    const graph::TensorView v = g.tensor(t);
+    const uint32_t id =
+        b.AddTensor(std::string(v.name), std::max<int64_t>(v.bytes, 0),
+                    RoleOf(v.kind), outputs.count(t) > 0);
+    tensor_of.emplace(t, id);
+    return id;
+  };
+
+  const std::vector<std::string> names = OpNames(g);
+  std::vector<double> fwd(num_profiles), bwd;
+  std::vector<uint32_t> ins, outs;
+  for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
+    const graph::NodeView v = g.node(n);
+    const estimator::OpCost& cost = costs[n];
+    const graph::DataType dtype = estimator::ComputeType(g, n);
+    for (int i = 0; i < num_profiles; ++i) {
+      fwd[i] = estimator::OpSeconds(cost, dtype, *specs[i], options.time_model);
+    }
+    bwd.clear();
+    if (options.training) {
+      const double factor =
+          static_cast<double>(estimator::BackwardFactor(cost.op_class));
+      for (double f : fwd) bwd.push_back(factor * f);
+    }
+    ins.clear();
+    outs.clear();
+    for (graph::TensorId t : v.inputs) {
+      if (t != graph::kNoTensor) ins.push_back(tensor(t));
+    }
+    for (graph::TensorId t : v.implicit_inputs) ins.push_back(tensor(t));
+    for (graph::TensorId t : v.outputs) {
+      if (t != graph::kNoTensor) outs.push_back(tensor(t));
+    }
+    b.AddOp(names[n], std::string(v.op_type), fwd, bwd, ins, outs,
+            cost.workspace_bytes);
+  }
+  // Graph outputs no node produces (an input passed through) still count.
+  for (graph::TensorId t : g.outputs()) tensor(t);
+  return std::move(b).Build();
+}
+
+}  // namespace tessera::placer

@@ -1,0 +1,99 @@
+// Golden placements of the model zoo: each model x each cluster of
+// models/clusters/ x {inference at batch 1, training at batch 8}: whether
+// the whole model fits one device (`single`), whether m-etf finds a plan and
+// on how many devices, whether m-topo finds one, checked against
+// tests/placer/zoo_golden.json. Regenerate after an intended change with
+//   TESSERA_UPDATE_GOLDEN=1 build/tests/placer/placer_zoo_test
+// and review the diff.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "placer/place.h"
+
+namespace tessera::placer {
+namespace {
+
+const std::string kRoot = TESSERA_SOURCE_DIR;
+const std::string kGolden = kRoot + "/tests/placer/zoo_golden.json";
+
+const char* const kModels[] = {"resnet50", "mobilenet_v2", "inception_v3",
+                               "vgg16",    "vit_b_16",     "gpt2",
+                               "bert_base"};
+const char* const kClusters[] = {"default", "slivers", "crumbs", "hetero",
+                                 "two_nodes"};
+
+struct Mode {
+  const char* name;
+  bool training;
+  int64_t batch;
+};
+const Mode kModes[] = {{"inference", false, 1}, {"training", true, 8}};
+
+nlohmann::json Outcome(const Problem& p, const Cluster& c) {
+  nlohmann::json j;
+  auto single = Place(p, c, Algorithm::kSingle, {});
+  j["single_fits"] = single.has_value();
+  auto etf = Place(p, c, Algorithm::kMEtf, {});
+  j["m_etf_feasible"] = etf.has_value();
+  int used = 0;
+  if (etf) {
+    for (const DeviceStats& d : etf->sim.devices) used += d.ops > 0;
+    EXPECT_TRUE(etf->sim.fits);
+    EXPECT_GE(etf->sim.step_s, etf->lower_bound_s * (1 - 1e-9));
+  } else {
+    EXPECT_EQ(etf.error().code, ErrorCode::kInfeasible);
+  }
+  j["m_etf_devices"] = used;
+  auto topo = Place(p, c, Algorithm::kMTopo, {});
+  j["m_topo_feasible"] = topo.has_value();
+  if (topo) {
+    EXPECT_TRUE(topo->sim.fits);
+  }
+  return j;
+}
+
+TEST(ZooGolden, FeasibilityAndDeviceCounts) {
+  const auto catalog = estimator::DeviceCatalog::BuiltIn();
+  nlohmann::json actual;
+  for (const Mode& mode : kModes) {
+    for (const char* m : kModels) {
+      graph::LoadOptions load;
+      load.batch = mode.batch;
+      auto model = graph::LoadModel(kRoot + "/models/zoo/" + m + ".onnx", load);
+      ASSERT_TRUE(model) << model.error().message;
+      for (const char* cname : kClusters) {
+        auto cluster = LoadCluster(
+            kRoot + "/models/clusters/" + cname + ".yaml", catalog, {});
+        ASSERT_TRUE(cluster) << cluster.error().message;
+        ProblemOptions po;
+        po.training = mode.training;
+        auto problem = BuildProblem(*model, *cluster, po);
+        ASSERT_TRUE(problem) << problem.error().message;
+        actual[mode.name][m][cname] = Outcome(*problem, *cluster);
+      }
+    }
+  }
+  if (std::getenv("TESSERA_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(kGolden) << actual.dump(2) << "\n";
+    GTEST_SKIP() << "rewrote " << kGolden;
+  }
+  std::ifstream in(kGolden);
+  ASSERT_TRUE(in) << "missing " << kGolden;
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  for (const Mode& mode : kModes) {
+    for (const char* m : kModels) {
+      for (const char* cname : kClusters) {
+        EXPECT_EQ(actual[mode.name][m][cname], expected[mode.name][m][cname])
+            << mode.name << " " << m << " on " << cname;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::placer
