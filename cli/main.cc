@@ -6,6 +6,7 @@
 
 #include "cli/inspect.h"
 #include "cli/output.h"
+#include "cli/plan.h"
 #include "cli/profile.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "cli/calibrate.h"
@@ -117,6 +118,86 @@ void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
   cmd->add_flag("--json", args.json, "Print the catalog as JSON");
 }
 
+constexpr const char* kPlanExamples = R"(
+Examples:
+  tessera plan models/zoo/inception_v3.onnx                 # built-in default cluster
+  tessera plan model.onnx --cluster cluster.yaml --batch 64 --train -o plan.json
+  tessera plan model.onnx --cluster cluster.yaml --algo m-sct --timeline step.json
+  tessera plan model.onnx --cluster cluster.yaml --algo all  # every algorithm, side by side
+  tessera plan models/zoo/gpt2.onnx --cluster models/clusters/two_nodes.yaml \
+      --algo pipeline --microbatches 8 --dot plan.dot
+
+Cluster: --cluster FILE is a YAML spec of nodes, GPUs (catalog kind, with
+the memory_free and compute_share left on each) and links
+(models/clusters/example.yaml, docs/cluster.md); without it, one node with
+four a100-80gb over NVLink. Algorithms: single, m-topo, m-etf, m-sct,
+pipeline, ilp, auto (the default: runs the fast ones, and ilp on small
+graphs, and keeps the shortest step), or all.
+Every plan is judged by the same simulator: step time, per-device peak
+memory, transfers. With --algo all, -o/--timeline/--dot describe the plan
+with the shortest step. --timeline writes Chrome Trace Event JSON (open it
+in ui.perfetto.dev or chrome://tracing).
+Exit codes: 0 success, 2 bad input (the message names the file and what is
+wrong), 3 infeasible (how many bytes are missing), 1 internal error.)";
+
+void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Split a model across a cluster's residual GPU capacity: which "
+      "operator runs where, memory per GPU, predicted step time");
+  cmd->footer(kPlanExamples);
+  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("--cluster", args.cluster,
+                  "Cluster spec YAML (default: one node, 4x a100-80gb)")
+      ->type_name("FILE");
+  cmd->add_option("--devices", args.devices_yaml,
+                  "YAML file adding or overriding catalog devices")
+      ->type_name("FILE");
+  cmd->add_option("--batch", args.batch, "Set the batch dimension")
+      ->type_name("N");
+  cmd->add_option("--input", args.inputs,
+                  "Bind an input's shape, NAME=DxDxD (repeatable)")
+      ->type_name("NAME=DIMS");
+  cmd->add_option("--float-type", args.float_type,
+                  "Re-type float tensors: fp32, fp16 or bf16")
+      ->type_name("T");
+  cmd->add_flag("--train", args.train,
+                "Training step: forward, backward and optimizer");
+  cmd->add_option("--optimizer", args.optimizer,
+                  "adam, sgd, sgd-momentum or none (with --train)")
+      ->capture_default_str();
+  cmd->add_option("--algo", args.algo,
+                  "single, m-topo, m-etf, m-sct, pipeline, ilp, auto or all")
+      ->type_name("NAME")
+      ->capture_default_str();
+  cmd->add_option("--microbatches", args.microbatches,
+                  "Microbatches of a pipelined schedule (pipeline)")
+      ->type_name("M")
+      ->capture_default_str();
+  cmd->add_flag("--coplace", args.coplace,
+                "Co-place an operator with its only successor before m-topo, "
+                "m-etf and m-sct (Baechi's reduction; off by default)");
+  cmd->add_flag("--no-fuse", args.no_fuse,
+                "Skip fusing operators that read the same weight");
+  cmd->add_option("--ilp-time-limit", args.ilp_time_limit_s,
+                  "Seconds the ILP solver may take (default 10)")
+      ->type_name("S");
+  cmd->add_option("--headroom", args.headroom,
+                  "Allocator fragmentation kept free on whole GPUs, as a "
+                  "fraction of their memory (default 0.08)")
+      ->type_name("FRACTION");
+  cmd->add_option("-o,--output", args.output, "Write plan.json to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--timeline", args.timeline,
+                  "Write the simulated step as a Chrome trace to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--dot", args.dot,
+                  "Write the graph coloured by device (Graphviz) to FILE")
+      ->type_name("FILE");
+  cmd->add_flag("--json", args.json,
+                "Print the plan JSON on stdout instead of the tables");
+}
+
 #ifdef TESSERA_HAVE_CUDA
 constexpr const char* kCalibrateExamples = R"(
 Examples:
@@ -173,6 +254,8 @@ int main(int argc, char** argv) {
   AddProfile(app, profile);
   tessera::cli::DevicesArgs devices;
   AddDevices(app, devices);
+  tessera::cli::PlanArgs plan;
+  AddPlan(app, plan);
 #ifdef TESSERA_HAVE_CUDA
   tessera::cli::CalibrateArgs calibrate;
   AddCalibrate(app, calibrate);
@@ -187,6 +270,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return tessera::cli::RunInspect(inspect);
     if (app.got_subcommand("profile")) return tessera::cli::RunProfile(profile);
     if (app.got_subcommand("devices")) return tessera::cli::RunDevices(devices);
+    if (app.got_subcommand("plan")) return tessera::cli::RunPlan(plan);
 #ifdef TESSERA_HAVE_CUDA
     if (app.got_subcommand("calibrate")) {
       return tessera::cli::RunCalibrate(calibrate);

@@ -1,0 +1,37 @@
+#ifndef TESSERA_CLI_PLAN_H_
+#define TESSERA_CLI_PLAN_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+struct PlanArgs {
+  std::string model;
+  std::string cluster;       // --cluster: spec path; "" = built-in default
+  std::string devices_yaml;  // --devices: extra/overriding catalog entries
+  std::vector<std::string> inputs;  // NAME=DIMS
+  std::optional<long long> batch;
+  std::string float_type;  // "" = as exported
+  bool train = false;
+  std::string optimizer = "adam";
+  std::string algo = "auto";  // an algorithm name or "all"
+  int microbatches = 1;
+  bool coplace = false;
+  bool no_fuse = false;
+  std::optional<double> ilp_time_limit_s;
+  std::optional<double> headroom;  // allocator fragmentation of whole GPUs
+  std::string output;              // -o: plan.json
+  std::string timeline;            // --timeline: Chrome trace JSON
+  std::string dot;                 // --dot: Graphviz
+  bool json = false;
+};
+
+// `tessera plan`: places a model's operators over a cluster's residual
+// capacity and prints the plan. Returns the process exit code.
+int RunPlan(const PlanArgs& args);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_PLAN_H_

@@ -1,0 +1,273 @@
+// End-to-end tests of `tessera plan`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+using testlib::RunResult;
+
+std::string Zoo(const std::string& name) {
+  return std::string("'") + TESSERA_SOURCE_DIR + "/models/zoo/" + name +
+         ".onnx'";
+}
+const std::string kResNet = Zoo("resnet50");
+const std::string kMobileNet = Zoo("mobilenet_v2");
+
+const char* const kDevices[] = {"node0/gpu0", "node0/gpu1", "node0/gpu2",
+                                "node0/gpu3"};
+
+// The names of the top-level nodes of the ONNX file at `path` (unquoted),
+// with unnamed nodes named as placer/problem.h's BuildProblem documents.
+std::vector<std::string> NodeNames(const std::string& path) {
+  onnx::ModelProto model;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(model.ParseFromIstream(&in)) << path;
+  std::vector<std::string> names;
+  std::set<std::string> taken;
+  for (const auto& n : model.graph().node()) taken.insert(n.name());
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto& n = model.graph().node(i);
+    std::string name = n.name();
+    if (name.empty()) {
+      name = n.op_type() + "_" + std::to_string(i);
+      const std::string base = name;
+      for (int k = 1; taken.count(name); ++k) {
+        name = base + "_" + std::to_string(k);
+      }
+      taken.insert(name);
+    }
+    names.push_back(name);
+  }
+  return names;
+}
+
+class PlanCli : public ::testing::Test {
+ protected:
+  RunResult Run(const std::string& args) const {
+    return testlib::RunTessera(args, dir_);
+  }
+  testlib::TempDir dir_;
+};
+
+TEST_F(PlanCli, PrintsTheDeviceTableAndTheStep) {
+  const RunResult r = Run("plan " + kResNet);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("batch 1, inference"));
+  EXPECT_THAT(r.out, HasSubstr("built-in default (4 devices)"));
+  EXPECT_THAT(r.out, HasSubstr("memory peak / usable"));
+  for (const char* d : kDevices) EXPECT_THAT(r.out, HasSubstr(d));
+  EXPECT_THAT(r.out, HasSubstr("a100-80gb"));
+  EXPECT_THAT(r.out, HasSubstr("step time"));
+  EXPECT_THAT(r.out, HasSubstr("lower bound"));
+  EXPECT_THAT(r.out, HasSubstr("transfers"));
+  EXPECT_THAT(r.out, HasSubstr("placement"));
+}
+
+TEST_F(PlanCli, JsonHasTheContractKeysAndEveryNode) {
+  const RunResult r = Run("plan " + kResNet + " --batch 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  for (const char* key :
+       {"model", "algorithm", "mode", "batch", "step_time_ms", "lower_bound_ms",
+        "placement_time_ms", "devices", "placement", "transfers"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["mode"], "inference");
+  EXPECT_EQ(j["batch"], 4);
+  EXPECT_GE(j["step_time_ms"].get<double>(), j["lower_bound_ms"].get<double>());
+  EXPECT_GT(j["lower_bound_ms"].get<double>(), 0.0);
+  ASSERT_EQ(j["devices"].size(), 4u);
+  std::set<std::string> ids;
+  int ops = 0;
+  for (const Json& d : j["devices"]) {
+    for (const char* key :
+         {"id", "kind", "memory_capacity_bytes", "memory_peak_bytes",
+          "compute_share", "busy_ms", "ops"}) {
+      EXPECT_TRUE(d.contains(key)) << key;
+    }
+    EXPECT_LE(d["memory_peak_bytes"].get<int64_t>(),
+              d["memory_capacity_bytes"].get<int64_t>());
+    ids.insert(d["id"].get<std::string>());
+    ops += d["ops"].get<int>();
+  }
+  const std::vector<std::string> nodes =
+      NodeNames(std::string(TESSERA_SOURCE_DIR) + "/models/zoo/resnet50.onnx");
+  ASSERT_EQ(nodes.size(), 175u);
+  EXPECT_EQ(j["placement"].size(), nodes.size());
+  EXPECT_EQ(ops, static_cast<int>(nodes.size()));
+  for (const std::string& n : nodes) {
+    ASSERT_TRUE(j["placement"].contains(n)) << n;
+    EXPECT_TRUE(ids.count(j["placement"][n].get<std::string>())) << n;
+  }
+  for (const Json& t : j["transfers"]) {
+    for (const char* key : {"tensor", "from", "to", "bytes"}) {
+      EXPECT_TRUE(t.contains(key)) << key;
+    }
+  }
+}
+
+TEST_F(PlanCli, OutputFileHoldsThePlanAndTheTableStillPrints) {
+  const std::string path = dir_.File("plan.json");
+  // m-etf: deterministic (auto may run the ILP under a time limit).
+  const RunResult r =
+      Run("plan " + kMobileNet + " --algo m-etf -o '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("memory peak / usable"));
+  const RunResult j = Run("plan " + kMobileNet + " --algo m-etf --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  Json written = Json::parse(testlib::ReadFile(path));
+  Json printed = Json::parse(j.out);
+  // Everything but the wall time of the placement is deterministic.
+  written.erase("placement_time_ms");
+  printed.erase("placement_time_ms");
+  EXPECT_EQ(written, printed);
+}
+
+TEST_F(PlanCli, TimelineIsAChromeTraceWithATrackPerDevice) {
+  const std::string path = dir_.File("step.json");
+  const RunResult r =
+      Run("plan " + kMobileNet + " --algo m-etf --timeline '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json t = Json::parse(testlib::ReadFile(path));
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  std::set<std::string> threads;
+  int ops = 0;
+  for (const Json& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      threads.insert(e["args"]["name"].get<std::string>());
+    }
+    if (e["ph"] == "X") {
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      ops += e["cat"] == "forward";
+    }
+  }
+  for (const char* d : kDevices) {
+    EXPECT_TRUE(threads.count(std::string(d) + " (a100-80gb)")) << d;
+  }
+  const size_t nodes = NodeNames(std::string(TESSERA_SOURCE_DIR) +
+                                 "/models/zoo/mobilenet_v2.onnx")
+                           .size();
+  EXPECT_EQ(ops, static_cast<int>(nodes));
+}
+
+TEST_F(PlanCli, DotColoursTheGraph) {
+  const std::string path = dir_.File("plan.dot");
+  const RunResult r = Run("plan " + kMobileNet + " --dot '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dot = testlib::ReadFile(path);
+  EXPECT_THAT(dot, HasSubstr("digraph"));
+  EXPECT_THAT(dot, HasSubstr("cluster_legend"));
+  EXPECT_THAT(dot, HasSubstr("fillcolor="));
+}
+
+TEST_F(PlanCli, AllListsEveryAlgorithm) {
+  const RunResult r = Run("plan " + kResNet + " --algo all --ilp-time-limit 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* a :
+       {"single", "m-topo", "m-etf", "m-sct", "pipeline", "ilp"}) {
+    EXPECT_THAT(r.out, HasSubstr(a));
+  }
+  EXPECT_THAT(r.out, HasSubstr("shortest step"));
+  const RunResult j =
+      Run("plan " + kResNet + " --algo all --ilp-time-limit 2 --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json all = Json::parse(j.out);
+  ASSERT_TRUE(all.is_array());
+  EXPECT_EQ(all.size(), 6u);
+  for (const Json& p : all) {
+    EXPECT_TRUE(p.contains("algorithm"));
+    EXPECT_TRUE(p.contains("step_time_ms") || p.contains("error")) << p;
+  }
+}
+
+TEST_F(PlanCli, TrainingPlans) {
+  const RunResult r =
+      Run("plan " + kMobileNet + " --train --batch 16 --optimizer sgd --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["mode"], "training");
+  EXPECT_EQ(j["batch"], 16);
+  const RunResult human = Run("plan " + kMobileNet + " --train --batch 16");
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_THAT(human.out, HasSubstr("training (adam)"));
+}
+
+TEST_F(PlanCli, UnnamedNodesGetTheDocumentedNames) {
+  testlib::OnnxModelBuilder m = testlib::SmallCnn(int64_t{2});
+  m.proto().mutable_node(1)->clear_name();        // Relu -> "Relu_1"
+  m.proto().mutable_node(2)->set_name("Relu_1");  // ... which is taken
+  const std::string model = dir_.Write("cnn.onnx", m);
+  const RunResult r = Run("plan '" + model + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  std::set<std::string> names;
+  for (const auto& [name, device] : j["placement"].items()) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"conv", "Relu_1_1", "Relu_1", "fc"}));
+}
+
+TEST_F(PlanCli, BadClusterFileNamesTheFileAndField) {
+  const std::string path =
+      dir_.Write("cluster.yaml",
+                 "nodes:\n  - name: node0\n    gpus:\n      - kind: a100-80gb\n"
+                 "        compute_share: 1.5\n");
+  const RunResult r = Run("plan " + kResNet + " --cluster '" + path + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("cluster.yaml"));
+  EXPECT_THAT(r.err, HasSubstr("compute_share"));
+  const RunResult missing =
+      Run("plan " + kResNet + " --cluster '" + dir_.File("none.yaml") + "'");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("none.yaml"));
+}
+
+TEST_F(PlanCli, BadFlagsAreBadInput) {
+  const RunResult algo = Run("plan " + kResNet + " --algo m-fast");
+  EXPECT_EQ(algo.exit_code, 2);
+  EXPECT_THAT(algo.err, HasSubstr("--algo"));
+  EXPECT_THAT(algo.err, HasSubstr("m-etf"));
+  const RunResult micro = Run("plan " + kResNet + " --microbatches 0");
+  EXPECT_EQ(micro.exit_code, 2);
+  EXPECT_THAT(micro.err, HasSubstr("--microbatches"));
+  EXPECT_EQ(Run("plan " + kResNet + " --headroom 1.5").exit_code, 2);
+  EXPECT_EQ(Run("plan " + kResNet + " --train --optimizer lamb").exit_code, 2);
+  const RunResult out = Run("plan " + kMobileNet + " -o '" +
+                            dir_.File("no/such/dir/p.json") + "'");
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_THAT(out.err, HasSubstr("p.json: cannot write"));
+}
+
+TEST_F(PlanCli, InfeasibleClusterExitsThreeWithTheMissingBytes) {
+  const std::string path =
+      dir_.Write("tiny.yaml",
+                 "nodes:\n  - name: node0\n    gpus:\n      - kind: a100-80gb\n"
+                 "        memory_free: 64MiB\n");
+  const RunResult r = Run("plan " + Zoo("vgg16") + " --cluster '" + path + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("missing"));
+  const RunResult all =
+      Run("plan " + Zoo("vgg16") + " --cluster '" + path + "' --algo all");
+  EXPECT_EQ(all.exit_code, 3) << all.err;
+  EXPECT_THAT(all.out, HasSubstr("infeasible"));
+}
+
+TEST_F(PlanCli, HelpShowsExamples) {
+  const RunResult r = Run("plan --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Examples:"));
+  EXPECT_THAT(r.out, HasSubstr("--algo all"));
+  EXPECT_THAT(r.out, HasSubstr("--timeline"));
+}
+
+}  // namespace
+}  // namespace tessera
