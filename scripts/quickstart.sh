@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: set up a fresh Debian 12 machine, build, and run the main
-# job on a bundled model: describe it, then profile it on an A100-80GB (the
-# GPU of the built-in default cluster).
+# job on a bundled model: describe it, profile it on an A100-80GB (the GPU of
+# the built-in default cluster), then split it across that cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
@@ -11,3 +11,6 @@ echo "$ tessera inspect models/zoo/resnet50.onnx"
 echo
 echo "$ tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32"
 ./build/cli/tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
+echo
+echo "$ tessera plan models/zoo/inception_v3.onnx --batch 32"
+./build/cli/tessera plan models/zoo/inception_v3.onnx --batch 32
