@@ -83,3 +83,63 @@ TEST(LedgerTest, NeverBelowTheSimulatedPeak) {
 
 }  // namespace
 }  // namespace tessera::placer
+
+namespace tessera::placer {
+namespace {
+
+// a -> b -> c, each output 100/200/300 bytes, plus a weight of 1000 read by
+// a: liveness frees ta once b is placed, so the count is the weight + the
+// largest pair alive at once (tb + tc = 500), not the sum of all outputs.
+TEST(LedgerTest, LivenessFreesActivationsOnceTheirConsumersArePlaced) {
+  ProblemBuilder b(1, {0, 0}, false);
+  const uint32_t w = b.AddTensor("w", 1000, TensorRole::kWeight);
+  const uint32_t ta = b.AddTensor("ta", 100, TensorRole::kActivation);
+  const uint32_t tb = b.AddTensor("tb", 200, TensorRole::kActivation);
+  const uint32_t tc = b.AddTensor("tc", 300, TensorRole::kActivation, true);
+  const double f[] = {1.0};
+  const uint32_t a_in[] = {w}, a_out[] = {ta}, b_in[] = {ta}, b_out[] = {tb},
+                 c_in[] = {tb}, c_out[] = {tc};
+  b.AddOp("a", "Op", f, {}, a_in, a_out);
+  b.AddOp("b", "Op", f, {}, b_in, b_out);
+  b.AddOp("c", "Op", f, {}, c_in, c_out);
+  const Problem p = std::move(b).Build().value();
+
+  MemoryLedger live(p, 2, Accounting::kLiveness);
+  MemoryLedger all(p, 2);
+  for (OpId op : p.topo) {
+    live.Place(op, 0);
+    all.Place(op, 0);
+  }
+  EXPECT_EQ(all.used(0), 1000 + 100 + 200 + 300);
+  EXPECT_EQ(live.used(0), 1000 + 200 + 300);
+
+  // c on the other device: it receives tb (200) and produces tc (300); tb
+  // is freed on both devices once c is placed, tc stays (a graph output).
+  live.Reset();
+  live.Place(0, 0);
+  live.Place(1, 0);
+  EXPECT_EQ(live.UsedIfPlaced(2, 1), 200 + 300);
+  live.Place(2, 1);
+  EXPECT_EQ(live.used(0), 1000 + 100 + 200);
+  EXPECT_EQ(live.used(1), 500);
+
+  // Training ignores the request: activations are kept for backward.
+  ProblemBuilder tb2(1, {0}, true);
+  const uint32_t x = tb2.AddTensor("x", 10, TensorRole::kActivation);
+  const uint32_t y = tb2.AddTensor("y", 20, TensorRole::kActivation, true);
+  const double bw[] = {1.0};
+  const uint32_t o1[] = {x}, i2[] = {x}, o2[] = {y};
+  tb2.AddOp("p", "Op", f, bw, {}, o1);
+  tb2.AddOp("q", "Op", f, bw, i2, o2);
+  const Problem t = std::move(tb2).Build().value();
+  MemoryLedger tl(t, 1, Accounting::kLiveness);
+  MemoryLedger tc2(t, 1);
+  for (OpId op : t.topo) {
+    tl.Place(op, 0);
+    tc2.Place(op, 0);
+  }
+  EXPECT_EQ(tl.used(0), tc2.used(0));
+}
+
+}  // namespace
+}  // namespace tessera::placer

@@ -97,3 +97,34 @@ TEST(ZooGolden, FeasibilityAndDeviceCounts) {
 
 }  // namespace
 }  // namespace tessera::placer
+
+namespace tessera::placer {
+namespace {
+
+// The case the greedy algorithms cannot solve: VGG-16 on four nearly full
+// GPUs (models/clusters/crumbs.yaml). Every list scheduler fills the devices
+// before the 392 MiB classifier layer arrives; auto's exact ILP on the
+// 38-op graph finds the split.
+TEST(ZooAuto, IlpRescuesVgg16OnCrumbs) {
+  const auto catalog = estimator::DeviceCatalog::BuiltIn();
+  graph::LoadOptions load;
+  load.batch = 1;
+  auto model = graph::LoadModel(kRoot + "/models/zoo/vgg16.onnx", load);
+  ASSERT_TRUE(model) << model.error().message;
+  auto cluster =
+      LoadCluster(kRoot + "/models/clusters/crumbs.yaml", catalog, {});
+  ASSERT_TRUE(cluster) << cluster.error().message;
+  auto problem = BuildProblem(*model, *cluster, {});
+  ASSERT_TRUE(problem) << problem.error().message;
+  EXPECT_FALSE(Place(*problem, *cluster, Algorithm::kMEtf, {}));
+  auto plan = Place(*problem, *cluster, Algorithm::kAuto, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->algorithm, Algorithm::kIlp);
+  EXPECT_TRUE(plan->sim.fits);
+  int used = 0;
+  for (const DeviceStats& d : plan->sim.devices) used += d.ops > 0;
+  EXPECT_GE(used, 2);
+}
+
+}  // namespace
+}  // namespace tessera::placer
