@@ -138,8 +138,10 @@ Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
     if (!tried.empty()) tried += ", ";
     tried += std::string(AlgorithmName(a)) + " ";
     if (!plan) {
-      if (plan.error().code != ErrorCode::kInfeasible) return plan.error();
-      tried += "infeasible";
+      // One candidate failing (the ILP finding no incumbent within its time
+      // limit, say) must not sink the others.
+      tried +=
+          plan.error().code == ErrorCode::kInfeasible ? "infeasible" : "failed";
       continue;
     }
     tried += Ms(plan->sim.step_s);

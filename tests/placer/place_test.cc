@@ -120,5 +120,20 @@ TEST(PlaceTest, AutoIsNeverWorseThanTheBaechiAlgorithms) {
   }
 }
 
+// auto keeps going when a candidate fails for another reason than
+// infeasibility: the ILP with no time to find an incumbent.
+TEST(PlaceTest, AutoSurvivesAnIlpWithoutIncumbent) {
+  const Problem p = TwoIndependentOps(2);
+  PlaceOptions o;
+  o.ilp_time_limit_s = 1e-9;
+  auto ilp = Place(p, UniformCluster(2, 700), Algorithm::kIlp, o);
+  auto plan = Place(p, UniformCluster(2, 700), Algorithm::kAuto, o);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_DOUBLE_EQ(plan->sim.step_s, 1.0);
+  if (!ilp) {
+    EXPECT_NE(plan->notes.back().find("ilp "), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::placer
