@@ -9,6 +9,12 @@
 
 namespace tessera::cli {
 
+std::string Percent(double part, double whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", whole > 0 ? 100 * part / whole : 0);
+  return buf;
+}
+
 int ReportError(const Error& error) {
   std::cerr << "tessera: error: " << error.message << "\n";
   return ExitCodeFor(error.code);

@@ -16,6 +16,9 @@ namespace tessera::cli {
 int ReportError(const Error& error);
 void Warn(const std::string& message);
 
+// part / whole as a percentage with one decimal, "12.5%" (0 when whole is 0).
+std::string Percent(double part, double whole);
+
 // Progress lines on stderr ("loading model.onnx: inferring shapes (1.2 s)")
 // when stderr is a terminal; silent otherwise, so scripts see clean output.
 class Progress {

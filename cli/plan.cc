@@ -33,18 +33,6 @@ constexpr size_t kLinksShown = 5;
 // Characters of an error message the --algo all table shows.
 constexpr size_t kNoteWidth = 100;
 
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", seconds * 1e3);
-  return buf;
-}
-
-std::string Percent(double part, double whole) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", whole > 0 ? 100 * part / whole : 0);
-  return buf;
-}
-
 std::string Fixed(double x, int digits) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, x);
@@ -278,7 +266,7 @@ void PrintDevices(const Setup& s, const Plan& plan) {
          HumanBytes(stats.peak_bytes) + " / " + HumanBytes(dev.memory_usable),
          Percent(static_cast<double>(stats.peak_bytes),
                  static_cast<double>(dev.memory_usable)),
-         Ms(stats.busy_s), Percent(stats.busy_s, plan.sim.step_s)});
+         FormatMs(stats.busy_s), Percent(stats.busy_s, plan.sim.step_s)});
   }
   std::cout << t.Render();
 }
@@ -295,7 +283,7 @@ void PrintLinks(const Setup& s, const Plan& plan) {
     t.AddRow(
         {s.cluster.devices[l.from].id + " -> " + s.cluster.devices[l.to].id,
          std::string(placer::LinkKindName(s.cluster.link(l.from, l.to).kind)),
-         WithThousands(l.transfers), HumanBytes(l.bytes), Ms(l.busy_s)});
+         WithThousands(l.transfers), HumanBytes(l.bytes), FormatMs(l.busy_s)});
   }
   std::cout << t.Render();
   if (links.size() > kLinksShown) {
@@ -309,22 +297,22 @@ void PrintSummary(const Setup& s, const Plan& plan) {
   int64_t transfers = 0;
   for (const auto& l : sim.links) transfers += l.transfers;
   TextTable t({"", ""});
-  t.AddRow({"step time", Ms(sim.step_s) + " ms" +
+  t.AddRow({"step time", FormatMs(sim.step_s) + " ms" +
                              (plan.microbatches > 1
                                   ? " (" + std::to_string(plan.microbatches) +
                                         " microbatches)"
                                   : std::string())});
-  t.AddRow({"lower bound", Ms(plan.lower_bound_s) +
+  t.AddRow({"lower bound", FormatMs(plan.lower_bound_s) +
                                " ms (step / bound = " + Ratio(plan) + ")"});
   t.AddRow({"transfers", WithThousands(transfers) + ", " +
                              HumanBytes(sim.transfer_bytes) + " over " +
                              std::to_string(sim.links.size()) +
                              (sim.links.size() == 1 ? " link" : " links")});
-  t.AddRow({"placement", Ms(plan.placement_s) + " ms"});
+  t.AddRow({"placement", FormatMs(plan.placement_s) + " ms"});
   if (plan.ilp_objective_s || plan.ilp_gap) {
     std::string ilp;
     if (plan.ilp_objective_s) {
-      ilp = "objective " + Ms(*plan.ilp_objective_s) + " ms";
+      ilp = "objective " + FormatMs(*plan.ilp_objective_s) + " ms";
     }
     if (plan.ilp_gap) {
       ilp += (ilp.empty() ? "" : ", ") + std::string("gap ") +
@@ -414,18 +402,18 @@ void PrintComparison(const Setup& s, const PlanArgs& args,
     int64_t peak = 0;
     for (const auto& d : p.sim.devices) peak = std::max(peak, d.peak_bytes);
     t.AddRow({name + (static_cast<int>(i) == best ? " *" : ""),
-              Ms(p.sim.step_s), Ratio(p),
+              FormatMs(p.sim.step_s), Ratio(p),
               std::to_string(used) + "/" + std::to_string(s.cluster.size()),
               WithThousands(transfers), HumanBytes(p.sim.transfer_bytes),
-              HumanBytes(peak), Ms(p.placement_s), Join(p.notes, "; ")});
+              HumanBytes(peak), FormatMs(p.placement_s), Join(p.notes, "; ")});
   }
   std::cout << t.Render();
   if (best >= 0) {
     const Plan& p = *plans[best];
     std::cout << "\n  * shortest step: "
               << placer::AlgorithmName(s.algorithms[best]) << ", "
-              << Ms(p.sim.step_s) << " ms; lower bound " << Ms(p.lower_bound_s)
-              << " ms\n";
+              << FormatMs(p.sim.step_s) << " ms; lower bound "
+              << FormatMs(p.lower_bound_s) << " ms\n";
   }
 }
 

@@ -24,18 +24,6 @@ std::string Giga(int64_t n) {
   return buf;
 }
 
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", seconds * 1e3);
-  return buf;
-}
-
-std::string Percent(double part, double whole) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", whole > 0 ? 100 * part / whole : 0);
-  return buf;
-}
-
 std::string NodeName(const graph::OpGraph& g, graph::NodeId n) {
   const auto v = g.node(n);
   return v.name.empty() ? "#" + std::to_string(n) : std::string(v.name);
@@ -138,7 +126,7 @@ void PrintOps(const Model& m, const Profile& p, int top) {
     if (!op.cost.exact) name += " *";
     t.AddRow({name, std::string(g.node(op.node).op_type), Giga(op.cost.macs),
               Giga(op.cost.flops), HumanBytes(op.cost.bytes_read),
-              HumanBytes(op.cost.bytes_written), Ms(op.seconds),
+              HumanBytes(op.cost.bytes_written), FormatMs(op.seconds),
               Percent(op.seconds, p.seconds)});
   }
   std::cout << t.Render();
@@ -154,7 +142,7 @@ void PrintClasses(const Profile& p) {
     t.AddRow({std::string(
                   estimator::OpClassName(static_cast<estimator::OpClass>(c))),
               std::to_string(ct.ops), Giga(ct.macs), Giga(ct.flops),
-              HumanBytes(ct.bytes), Ms(ct.seconds),
+              HumanBytes(ct.bytes), FormatMs(ct.seconds),
               Percent(ct.seconds, p.seconds)});
   }
   std::cout << t.Render();
@@ -192,10 +180,11 @@ void PrintTotals(const Model& m, const Profile& p,
                 Percent(static_cast<double>(mem.total() + p.headroom_bytes),
                         static_cast<double>(d.memory_bytes)) +
                 " used)"});
-  t.AddRow({"time/step",
-            Ms(p.seconds) + " ms" +
-                (args.train ? " (optimizer " + Ms(p.optimizer_seconds) + " ms)"
-                            : "")});
+  t.AddRow(
+      {"time/step",
+       FormatMs(p.seconds) + " ms" +
+           (args.train ? " (optimizer " + FormatMs(p.optimizer_seconds) + " ms)"
+                       : "")});
   const std::string r = t.Render();
   std::cout << r.substr(r.find('\n') + 1);
   if (p.inexact_ops > 0) {

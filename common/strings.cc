@@ -17,6 +17,12 @@ std::string WithThousands(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
+std::string FormatMs(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", seconds * 1e3);
+  return buf;
+}
+
 std::string HumanBytes(int64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);

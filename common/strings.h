@@ -16,6 +16,9 @@ std::string WithThousands(int64_t n);
 // Bytes in binary units: "97.5 MiB", "1.2 GiB", "512 B".
 std::string HumanBytes(int64_t bytes);
 
+// Seconds as milliseconds with three decimals, no unit: 0.0012345 -> "1.234".
+std::string FormatMs(double seconds);
+
 // Splits `s` at every `sep`; empty pieces are kept.
 std::vector<std::string_view> Split(std::string_view s, char sep);
 

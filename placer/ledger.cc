@@ -203,6 +203,12 @@ void MemoryLedger::Place(OpId op, int d) {
   base_[d] = after - max_workspace_[d] - (p_.training ? 2 * max_tensor_[d] : 0);
 }
 
+int64_t WholeModelBytes(const Problem& problem) {
+  MemoryLedger all(problem, 1);
+  for (OpId op : problem.topo) all.Place(op, 0);
+  return all.used(0);
+}
+
 int64_t StandaloneBytes(const Problem& problem, OpId op) {
   int64_t bytes = problem.extra_bytes[op] + problem.workspace_bytes[op];
   for (uint32_t t : problem.outputs(op)) {

@@ -79,6 +79,10 @@ class MemoryLedger {
   std::vector<uint32_t> remaining_;  // per tensor: consumers not yet placed
 };
 
+// The conservative count with every op of `problem` on one device: what
+// tessera counts for the whole model.
+int64_t WholeModelBytes(const Problem& problem);
+
 // The bytes `op` needs on a device by itself: its weights (x state factor),
 // inputs, outputs, extra and workspace. No placement can do with less.
 int64_t StandaloneBytes(const Problem& problem, OpId op);

@@ -16,10 +16,10 @@
 #include <glpk.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "placer/algorithms.h"
 #include "placer/list_scheduler.h"
 #include "placer/reductions.h"
@@ -207,12 +207,6 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
   return o;
 }
 
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
-  return buf;
-}
-
 Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
                         const Budget& budget, uint32_t max_groups) {
   // The LP's graph: x co-placed, coarsened until it has at most
@@ -248,7 +242,7 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
     for (OpId v : so.favourite_child) favourites += v != kNoOp;
     note = "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
            std::to_string(lp_problem->succ_ops.size()) +
-           " edges (relaxed makespan " + Ms(lp->makespan_s) + "), " +
+           " edges (relaxed makespan " + FormatMs(lp->makespan_s) + " ms), " +
            std::to_string(favourites) + " favourite children";
   } else {
     note = "m-sct: the favourite-child LP failed (" + lp.error().message +

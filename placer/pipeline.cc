@@ -12,13 +12,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "placer/algorithms.h"
 #include "placer/ledger.h"
 
@@ -397,12 +397,6 @@ std::vector<std::vector<int>> DeviceOrders(const Problem& p, const Cluster& c) {
   return orders;
 }
 
-std::string Ms(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s * 1e3);
-  return buf;
-}
-
 }  // namespace
 
 Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
@@ -490,7 +484,7 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
                       (stages == 1 ? "" : "s") + " (" + layout + "), " +
                       std::to_string(microbatches) + " microbatch" +
                       (microbatches == 1 ? "" : "es") + ", DP estimate " +
-                      Ms(best.Estimate(microbatches) / microbatches) +
+                      FormatMs(best.Estimate(microbatches) / microbatches) +
                       " ms over " + std::to_string(blocks.size()) + " blocks");
   return out;
 }

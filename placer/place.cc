@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "common/strings.h"
@@ -108,12 +107,6 @@ Result<Plan> PlaceOne(const Problem& p, const Cluster& c, Algorithm a,
   return e;
 }
 
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
-  return buf;
-}
-
 Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
                        const PlaceOptions& o) {
   const auto start = Clock::now();
@@ -144,7 +137,7 @@ Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
           plan.error().code == ErrorCode::kInfeasible ? "infeasible" : "failed";
       continue;
     }
-    tried += Ms(plan->sim.step_s);
+    tried += FormatMs(plan->sim.step_s) + " ms";
     if (!best || plan->sim.step_s < best->sim.step_s) best = std::move(*plan);
   }
   if (!best) return InfeasibleError(p, c);
@@ -198,9 +191,7 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
 Error InfeasibleError(const Problem& p, const Cluster& c) {
   // What tessera counts for the whole model on one device (the planning
   // ledger's conservative count), and the largest single op.
-  MemoryLedger all(p, 1);
-  for (OpId op : p.topo) all.Place(op, 0);
-  const int64_t need = all.used(0);
+  const int64_t need = WholeModelBytes(p);
   int64_t usable = 0, largest_device = 0;
   std::string largest_device_id;
   for (const ClusterDevice& d : c.devices) {

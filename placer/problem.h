@@ -108,6 +108,13 @@ struct Problem {
   }
 };
 
+// Sets problem.topo to a topological order of its ops from the
+// predecessor/successor CSR arrays (Kahn's algorithm, smallest index first
+// among ready ops, so the order is deterministic and follows the ops' own
+// numbering where it can). False if the ops form a cycle; topo then holds
+// only the ops outside it.
+bool FillTopologicalOrder(Problem& problem);
+
 // Builds a Problem op by op. Ops must be added after the tensors they use.
 class ProblemBuilder {
  public:

@@ -1,7 +1,5 @@
 // ProblemBuilder: collects ops and tensors, then lays out the adjacency as
-// CSR arrays and finds a topological order (Kahn's algorithm, smallest op
-// index first among ready ops, so the order is deterministic and follows
-// the model's own order where it can).
+// CSR arrays and finds a topological order (FillTopologicalOrder).
 
 #include <algorithm>
 #include <queue>
@@ -140,7 +138,21 @@ Result<Problem> ProblemBuilder::Build() && {
   ins_.clear();
   outs_.clear();
 
-  // Kahn's algorithm, smallest index first.
+  if (!FillTopologicalOrder(p)) {
+    std::vector<bool> ordered(n, false);
+    for (OpId op : p.topo) ordered[op] = true;
+    for (size_t op = 0; op < n; ++op) {
+      if (!ordered[op]) {
+        return BadInput("the graph has a cycle through op '" + p.names[op] +
+                        "'");
+      }
+    }
+  }
+  return std::move(p_);
+}
+
+bool FillTopologicalOrder(Problem& p) {
+  const size_t n = p.num_ops();
   std::vector<uint32_t> indegree(n);
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
   for (size_t op = 0; op < n; ++op) {
@@ -157,15 +169,7 @@ Result<Problem> ProblemBuilder::Build() && {
       if (--indegree[s] == 0) ready.push(s);
     }
   }
-  if (p.topo.size() != n) {
-    for (size_t op = 0; op < n; ++op) {
-      if (indegree[op] > 0) {
-        return BadInput("the graph has a cycle through op '" + p.names[op] +
-                        "'");
-      }
-    }
-  }
-  return std::move(p_);
+  return p.topo.size() == n;
 }
 
 }  // namespace tessera::placer

@@ -579,24 +579,9 @@ Result<Problem> Contract(const Problem& p, const Grouping& g) {
     q.op_types[grp] = size[grp] == 1 ? p.op_types[member[grp]] : "Group";
   }
 
-  // A topological order: Kahn's algorithm, smallest group first (groups
-  // are numbered along the model's order), as ProblemBuilder does.
-  std::vector<uint32_t> indegree(n);
-  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
-  for (uint32_t grp = 0; grp < n; ++grp) {
-    indegree[grp] = q.pred_begin[grp + 1] - q.pred_begin[grp];
-    if (indegree[grp] == 0) ready.push(grp);
-  }
-  q.topo.reserve(n);
-  while (!ready.empty()) {
-    const uint32_t grp = ready.top();
-    ready.pop();
-    q.topo.push_back(grp);
-    for (uint32_t v : q.successors(grp)) {
-      if (--indegree[v] == 0) ready.push(v);
-    }
-  }
-  if (q.topo.size() != n) {
+  // Groups are numbered along the model's order, so the smallest-first
+  // order follows it too.
+  if (!FillTopologicalOrder(q)) {
     return Internal("contracting " + std::to_string(p.num_ops()) +
                     " ops into " + std::to_string(n) + " groups made a cycle");
   }

@@ -11,9 +11,7 @@ namespace tessera::placer {
 
 Result<AlgoOutput> PlaceSingle(const Problem& p, const Cluster& c,
                                const Budget& budget, const PlaceOptions&) {
-  MemoryLedger ledger(p, 1);
-  for (OpId op : p.topo) ledger.Place(op, 0);
-  const int64_t need = ledger.used(0);
+  const int64_t need = WholeModelBytes(p);
   double best_step = std::numeric_limits<double>::infinity();
   AlgoOutput out;
   int best = -1;

@@ -204,10 +204,9 @@ TEST(IlpTest, OptimalIsNotBeatenByAnyHeuristicUnderItsTimeModel) {
     const Problem p = testing::RandomProblem(seed, ro);
     // Tight memory for some seeds (inference: the MIP counts exactly what
     // the ledger counts, so every heuristic's plan is feasible for it).
-    MemoryLedger whole(p, 1);
-    for (OpId op : p.topo) whole.Place(op, 0);
+    const int64_t whole = WholeModelBytes(p);
     const bool tight = !ro.training && seed % 2 == 0;
-    const int64_t memory = tight ? whole.used(0) * 7 / 10 : whole.used(0) * 2;
+    const int64_t memory = tight ? whole * 7 / 10 : whole * 2;
     std::vector<double> shares;
     for (int d = 0; d < ro.devices; ++d) {
       shares.push_back(d == 0 && seed % 3 == 1 ? 0.5 : 1.0);

@@ -337,11 +337,10 @@ TEST(BaechiAlgorithms, RandomDagsArePlacedWithinBudgets) {
     const Problem p = RandomProblem(seed, o);
     // Budgets: the whole model's count split over the devices, with some
     // slack, so that memory binds.
-    MemoryLedger one(p, 1);
-    for (OpId op : p.topo) one.Place(op, 0);
+    const int64_t one = WholeModelBytes(p);
     std::vector<double> shares(o.devices, 1.0);
     for (int d = 1; d < o.devices; d += 2) shares[d] = 0.5;
-    const int64_t each = one.used(0) * 3 / (int64_t{2} * o.devices);
+    const int64_t each = one * 3 / (int64_t{2} * o.devices);
     const Cluster c = UniformCluster(o.devices, each, 1e3, 1e-3, shares);
     for (const Named& a : Algorithms()) {
       for (const PlaceOptions& po : {PlaceOptions{}, NoReductions()}) {

@@ -143,9 +143,8 @@ TEST(PipelineTest, RandomGraphsGiveContiguousStagesWithinBudget) {
     ro.training = seed % 3 == 0;
     const Problem p = testing::RandomProblem(seed, ro);
     // Enough memory for about 70% of the model per device: splits needed.
-    MemoryLedger whole(p, 1);
-    for (OpId op : p.topo) whole.Place(op, 0);
-    const int64_t memory = whole.used(0) * 7 / 10;
+    const int64_t whole = WholeModelBytes(p);
+    const int64_t memory = whole * 7 / 10;
     const Cluster c = testing::UniformCluster(ro.devices, memory, 1e4, 1e-4);
     const Budget budget = Budgets(c);
     PlaceOptions o;
@@ -168,9 +167,8 @@ TEST(PipelineTest, ManyOpsAreCutIntoBlocksAndStillFit) {
   ro.devices = 8;
   ro.window = 4;
   const Problem p = testing::RandomProblem(7, ro);
-  MemoryLedger whole(p, 1);
-  for (OpId op : p.topo) whole.Place(op, 0);
-  const Cluster c = testing::UniformCluster(8, whole.used(0) / 5, 1e6, 1e-5);
+  const int64_t whole = WholeModelBytes(p);
+  const Cluster c = testing::UniformCluster(8, whole / 5, 1e6, 1e-5);
   const Budget budget = Budgets(c);
   PlaceOptions o;
   o.microbatches = 8;
