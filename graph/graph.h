@@ -26,6 +26,10 @@
 
 #include "common/result.h"
 
+namespace onnx {
+class ModelProto;  // <onnx/onnx_pb.h>, for those that keep it (split/)
+}  // namespace onnx
+
 namespace tessera::graph {
 
 using NodeId = uint32_t;
@@ -247,6 +251,10 @@ struct Model {
   WeightStats weights;
   std::vector<UnknownShape> unknown_shapes;
   std::vector<std::string> warnings;  // loaded anyway, but worth telling
+  // The parsed file as the graph was built from it (LoadOptions::keep_proto):
+  // nodes in the OpGraph's order (NodeId n is node n), inputs bound, value
+  // types inferred into value_info. Null unless asked for.
+  std::shared_ptr<const onnx::ModelProto> proto;
 };
 
 // A user's binding of an input's shape: `--input NAME=DxDxD`.
@@ -266,6 +274,9 @@ struct LoadOptions {
   // Called at the start of each loading stage ("parsing", "inferring
   // shapes", ...) so a front end can show progress on large models.
   std::function<void(std::string_view stage)> progress;
+  // Keep the parsed ModelProto in Model::proto (weights included), for
+  // writing sub-models of it.
+  bool keep_proto = false;
 };
 
 // Loads, validates, binds and shape-infers the ONNX model at `path`. Weight
@@ -279,6 +290,12 @@ std::vector<std::pair<std::string, int64_t>> OpHistogram(const OpGraph& g);
 
 // "'name' (OpType)", or "#index (OpType)" for an unnamed node.
 std::string DescribeNode(const OpGraph& g, NodeId n);
+
+// One unique name per node of `g`, by NodeId: the node's own name, or
+// "<OpType>_<NodeId>" for an unnamed node; a name that is still taken gets
+// "_<k>" appended for the smallest free k >= 1. Plans (placement) and splits
+// refer to nodes by these names.
+std::vector<std::string> UniqueNodeNames(const OpGraph& g);
 
 // Shape "1x3x224x224", symbols by name ("batchx3x224x224"), "?" for unknown.
 std::string FormatShape(const OpGraph& g, TensorId t);

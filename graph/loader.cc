@@ -240,6 +240,9 @@ Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
   std::set<std::string_view> seen;
   AddWeights(*model.graph, &seen, &model.weights);
   AddUnknownShapes(*model.graph, true, &model.unknown_shapes);
+  if (options.keep_proto) {
+    model.proto = std::make_shared<const onnx::ModelProto>(std::move(proto));
+  }
   return model;
 }
 

@@ -25,32 +25,6 @@ TensorRole RoleOf(graph::TensorKind kind) {
   return TensorRole::kActivation;
 }
 
-// Stable unique names: the node's own, or "<OpType>_<NodeId>"; a taken
-// name gets "_<k>" for the smallest free k >= 1.
-std::vector<std::string> OpNames(const graph::OpGraph& g) {
-  std::vector<std::string> names(g.num_nodes());
-  std::unordered_set<std::string> taken;
-  for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
-    if (!g.node(n).name.empty()) taken.insert(std::string(g.node(n).name));
-  }
-  std::unordered_set<std::string> used;
-  for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
-    const graph::NodeView v = g.node(n);
-    std::string base = v.name.empty()
-                           ? std::string(v.op_type) + "_" + std::to_string(n)
-                           : std::string(v.name);
-    std::string name = base;
-    // An unnamed node's generated name must not clash with a real one.
-    const bool generated = v.name.empty();
-    for (int k = 1; used.count(name) || (generated && taken.count(name)); ++k) {
-      name = base + "_" + std::to_string(k);
-    }
-    used.insert(name);
-    names[n] = std::move(name);
-  }
-  return names;
-}
-
 }  // namespace
 
 Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
@@ -101,7 +75,7 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     return id;
   };
 
-  const std::vector<std::string> names = OpNames(g);
+  const std::vector<std::string> names = graph::UniqueNodeNames(g);
   std::vector<double> fwd(num_profiles), bwd;
   std::vector<uint32_t> ins, outs;
   for (graph::NodeId n = 0; n < g.num_nodes(); ++n) {
