@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCHES=(build/bench/graph/graph_bench build/bench/estimator/estimator_bench
-         build/bench/placer/placer_bench)
+         build/bench/placer/placer_bench build/bench/split/split_bench)
 for b in "${BENCHES[@]}"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "cli/plan.h"
 #include "cli/profile.h"
+#include "cli/split.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "cli/calibrate.h"
 #endif
@@ -198,6 +199,57 @@ void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
                 "Print the plan JSON on stdout instead of the tables");
 }
 
+constexpr const char* kSplitExamples = R"(
+Examples:
+  tessera plan model.onnx --cluster cluster.yaml -o plan.json
+  tessera split model.onnx --plan plan.json -o parts/
+  tessera split model.onnx --plan plan.json -o parts/ --force --json
+  tessera split model.onnx --plan plan.json -o parts/ --dot parts.dot
+  dot -Tsvg parts.dot -o parts.svg             # the DAG of parts, by device
+  tessera split paddleocr_det.onnx --plan plan.json -o parts/ \
+      --input x=1x3x640x640       # bind symbolic inputs: sizes in the manifest
+
+Writes DIR/part_0.onnx ... part_K.onnx (one ONNX model per part, in
+execution order; a device can hold several parts when the plan's device
+graph has a cycle), DIR/manifest.json (each part's device, inputs and
+outputs, the transfers between parts with their sizes, the order to run
+them) and DIR/device_map.json (PyTorch module paths -> devices, for models
+exported from PyTorch). Weights stored as external data stay in their file
+and the parts point at it. Every part is checked with ONNX's checker.
+Exit codes: 0 success, 2 bad input (a plan that does not match the model,
+a device listed twice, a non-empty DIR without --force), 1 internal error.)";
+
+void AddSplit(CLI::App& app, tessera::cli::SplitArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "split",
+      "Turn a plan into runnable per-GPU ONNX sub-models, a manifest and a "
+      "PyTorch-style device map");
+  cmd->footer(kSplitExamples);
+  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("--plan", args.plan, "plan.json written by `tessera plan -o`")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("-o,--output", args.output, "Directory for the parts")
+      ->type_name("DIR")
+      ->required();
+  cmd->add_option("--batch", args.batch,
+                  "Set the batch dimension (fixes the parts' batch too)")
+      ->type_name("N");
+  cmd->add_option("--input", args.inputs,
+                  "Bind an input's shape, NAME=DxDxD (repeatable)")
+      ->type_name("NAME=DIMS");
+  cmd->add_flag("--force", args.force,
+                "Write into a non-empty DIR, replacing its parts, manifest "
+                "and device map");
+  cmd->add_flag("--no-check", args.no_check,
+                "Skip ONNX's checker on the parts");
+  cmd->add_option("--dot", args.dot,
+                  "Write the parts and their transfers (Graphviz) to FILE")
+      ->type_name("FILE");
+  cmd->add_flag("--json", args.json,
+                "Print the manifest, device map and files as JSON");
+}
+
 #ifdef TESSERA_HAVE_CUDA
 constexpr const char* kCalibrateExamples = R"(
 Examples:
@@ -256,6 +308,8 @@ int main(int argc, char** argv) {
   AddDevices(app, devices);
   tessera::cli::PlanArgs plan;
   AddPlan(app, plan);
+  tessera::cli::SplitArgs split;
+  AddSplit(app, split);
 #ifdef TESSERA_HAVE_CUDA
   tessera::cli::CalibrateArgs calibrate;
   AddCalibrate(app, calibrate);
@@ -271,6 +325,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("profile")) return tessera::cli::RunProfile(profile);
     if (app.got_subcommand("devices")) return tessera::cli::RunDevices(devices);
     if (app.got_subcommand("plan")) return tessera::cli::RunPlan(plan);
+    if (app.got_subcommand("split")) return tessera::cli::RunSplit(split);
 #ifdef TESSERA_HAVE_CUDA
     if (app.got_subcommand("calibrate")) {
       return tessera::cli::RunCalibrate(calibrate);

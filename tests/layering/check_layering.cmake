@@ -1,6 +1,6 @@
 # Fails when a component includes a header of a layer above it.
-# Layering: common <- graph <- estimator <- placer <- scheduler <- cli.
-set(layers common graph estimator placer scheduler cli)
+# Layering: common <- graph <- estimator <- placer <- split <- scheduler <- cli.
+set(layers common graph estimator placer split scheduler cli)
 list(LENGTH layers n)
 math(EXPR last "${n} - 1")
 set(failures "")
