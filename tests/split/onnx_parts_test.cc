@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "split/split.h"
+#include "tests/split/kept_models.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::split {
@@ -29,18 +30,8 @@ using testlib::kFloat;
 using testlib::OnnxModelBuilder;
 using testlib::TempDir;
 
-graph::Model LoadFile(const std::string& path) {
-  graph::LoadOptions options;
-  options.keep_proto = true;
-  auto model = graph::LoadModel(path, options);
-  if (!model) throw std::runtime_error(model.error().message);
-  return std::move(model).value();
-}
-
-graph::Model Load(const OnnxModelBuilder& b) {
-  TempDir dir;
-  return LoadFile(dir.Write("m.onnx", b));
-}
+using testing::Load;
+using testing::LoadFile;
 
 PlanAssignment MakePlan(int num_devices,
                         std::vector<std::pair<std::string, int>> placement) {
@@ -479,19 +470,26 @@ TEST(BuildPart, LinkedLocationsUseTheLinkName) {
   EXPECT_EQ(Location(*FindInitializer(part, "w")), "weights_1.bin");
 }
 
+// A Constant node "k_node" making `name` ([3] float) whose value is stored
+// in `location`.
+void AddExternalConstant(OnnxModelBuilder& b, const std::string& name,
+                         const std::string& location) {
+  onnx::NodeProto& k = b.AddConstant(name, {3});
+  onnx::TensorProto* value = k.mutable_attribute(0)->mutable_t();
+  value->clear_raw_data();
+  value->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = value->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+}
+
 // External data in a Constant's value: the Constant is copied into the part
 // and its location rewritten like an initializer's.
 TEST(BuildPart, ExternalConstantValuesAreRelocated) {
   ExternalLayout layout;
   OnnxModelBuilder b("external_constant");
   b.AddInput("x", kFloat, std::vector<Dim>{2, 3});
-  onnx::NodeProto& k = b.AddConstant("k", {3});
-  onnx::TensorProto* value = k.mutable_attribute(0)->mutable_t();
-  value->clear_raw_data();
-  value->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* entry = value->add_external_data();
-  entry->set_key("location");
-  entry->set_value("weights.bin");
+  AddExternalConstant(b, "k", "weights.bin");
   b.AddNode("Add", {"x", "k"}, {"t"}, "a");
   b.AddNode("Mul", {"t", "k"}, {"y"}, "b");
   b.AddOutput("y");
@@ -517,13 +515,7 @@ TEST(CheckPart, ReturnsMissingFilesOfExternalConstants) {
   ExternalLayout layout;
   OnnxModelBuilder b("external_constant");
   b.AddInput("x", kFloat, std::vector<Dim>{2, 3});
-  onnx::NodeProto& k = b.AddConstant("k", {3});
-  onnx::TensorProto* value = k.mutable_attribute(0)->mutable_t();
-  value->clear_raw_data();
-  value->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* entry = value->add_external_data();
-  entry->set_key("location");
-  entry->set_value("weights.bin");
+  AddExternalConstant(b, "k", "weights.bin");
   b.AddNode("Add", {"x", "k"}, {"y"}, "a");
   b.AddOutput("y");
   const graph::Model model = LoadFile(b.WriteTo(layout.model_dir / "m.onnx"));

@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "split/split.h"
+#include "tests/split/kept_models.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::split {
@@ -30,16 +31,7 @@ using testlib::kFloat;
 using testlib::OnnxModelBuilder;
 using testlib::TempDir;
 
-// Loads `b` as split does (keep_proto); throws (failing the test) when it
-// does not load.
-graph::Model Load(const OnnxModelBuilder& b) {
-  TempDir dir;
-  graph::LoadOptions options;
-  options.keep_proto = true;
-  auto model = graph::LoadModel(dir.Write("m.onnx", b), options);
-  if (!model) throw std::runtime_error(model.error().message);
-  return std::move(model).value();
-}
+using testing::Load;
 
 // A plan over `num_devices` devices "d0", "d1", ... placing nodes by name.
 PlanAssignment MakePlan(int num_devices,

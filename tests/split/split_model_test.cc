@@ -14,6 +14,7 @@
 
 #include "graph/graph.h"
 #include "split/split.h"
+#include "tests/split/kept_models.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::split {
@@ -29,13 +30,7 @@ using testlib::kFloat;
 using testlib::OnnxModelBuilder;
 using testlib::TempDir;
 
-graph::Model LoadFile(const std::string& path) {
-  graph::LoadOptions options;
-  options.keep_proto = true;
-  auto model = graph::LoadModel(path, options);
-  if (!model) throw std::runtime_error(model.error().message);
-  return std::move(model).value();
-}
+using testing::LoadFile;
 
 PlanAssignment MakePlan(std::vector<std::pair<std::string, int>> placement) {
   PlanAssignment plan;
