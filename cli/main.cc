@@ -214,8 +214,9 @@ execution order; a device can hold several parts when the plan's device
 graph has a cycle), DIR/manifest.json (each part's device, inputs and
 outputs, the transfers between parts with their sizes, the order to run
 them) and DIR/device_map.json (PyTorch module paths -> devices, for models
-exported from PyTorch). Weights stored as external data stay in their file
-and the parts point at it. Every part is checked with ONNX's checker.
+exported from PyTorch). Weights stored as external data stay in their file:
+the parts read it through a hard link in DIR, nothing is copied. Every part
+is checked with ONNX's checker.
 Exit codes: 0 success, 2 bad input (a plan that does not match the model,
 a device listed twice, a non-empty DIR without --force), 1 internal error.)";
 
