@@ -8,6 +8,8 @@
 #include "cli/output.h"
 #include "cli/plan.h"
 #include "cli/profile.h"
+#include "cli/queue_client.h"
+#include "cli/serve.h"
 #include "cli/split.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "cli/calibrate.h"
@@ -251,6 +253,182 @@ void AddSplit(CLI::App& app, tessera::cli::SplitArgs& args) {
                 "Print the manifest, device map and files as JSON");
 }
 
+constexpr const char* kServeExamples = R"(
+Examples:
+  tessera serve --config examples/serve.yaml --db demo.db --listen 127.0.0.1:8471
+  tessera serve --config cluster.yaml          # db and address from the config
+
+The configuration (examples/serve.yaml is a commented example) names the
+pools and their policies, the nodes and GPUs, and the users with the
+SHA-256 of their tokens. Runs until SIGINT or SIGTERM; running jobs keep
+running and are re-adopted when the service starts again on the same db.
+Exit codes: 0 stopped cleanly, 2 bad configuration or address, 1 internal
+error.)";
+
+void AddServe(CLI::App& app, tessera::cli::ServeArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run the job queue service: packs jobs onto fractions of GPUs, serves "
+      "the HTTP API the client commands use");
+  cmd->footer(kServeExamples);
+  cmd->add_option("--config", args.config, "Service configuration YAML")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("--db", args.db, "SQLite database (overrides the config)")
+      ->type_name("PATH");
+  cmd->add_option("--listen", args.listen,
+                  "Address to serve on (overrides the config; port 0: any)")
+      ->type_name("HOST:PORT");
+}
+
+constexpr const char* kClientFooter = R"(
+The service is found at --url or $TESSERA_URL (default
+http://127.0.0.1:8471); the token comes from --token or $TESSERA_TOKEN.
+Exit codes: 0 success, 2 the service refused the request (the message is
+the server's), 1 server error or no service at the URL.)";
+
+void AddClientOptions(CLI::App* cmd, tessera::cli::ClientArgs& args,
+                      bool json = true) {
+  cmd->add_option("--url", args.url, "The service's URL (default $TESSERA_URL)")
+      ->type_name("URL");
+  cmd->add_option("--token", args.token,
+                  "Bearer token (default $TESSERA_TOKEN)")
+      ->type_name("TOKEN");
+  if (json) cmd->add_flag("--json", args.json, "Print the API's JSON");
+}
+
+void AddSubmit(CLI::App& app, tessera::cli::SubmitArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "submit",
+      "Queue a job: whole GPUs, a fraction of one, or a model the "
+      "estimator sizes (split over GPUs when it fits no one GPU)");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera submit --gpu-milli 250 --gpu-memory 8GiB -- python train.py --lr 3e-4
+  tessera submit --gpus 2 --cpu-milli 8000 --memory 64GiB --pool a100 -- ./run.sh
+  tessera submit --model models/zoo/gpt2.onnx --batch 8 --train --pool a100 -- python train_gpt2.py
+  tessera submit --name sweep-3 --priority 5 --preemptible --time-limit 600 \
+      --env SEED=3 --gpu-milli 500 --gpu-memory 12GiB --json -- python sweep.py
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("--name", args.name, "A name for people")->type_name("NAME");
+  cmd->add_option("--pool", args.pool, "Resource pool (default: the first)")
+      ->type_name("POOL");
+  cmd->add_option("--priority", args.priority,
+                  "Higher runs first in a priority pool")
+      ->type_name("K");
+  cmd->add_flag("--preemptible", args.preemptible,
+                "May be stopped (and requeued) for higher-priority jobs");
+  cmd->add_option("--gpus", args.gpus, "Whole GPUs on one node")
+      ->type_name("N");
+  cmd->add_option("--gpu-milli", args.gpu_milli,
+                  "Compute share of one GPU, 1..1000 (with --gpu-memory)")
+      ->type_name("M");
+  cmd->add_option("--gpu-memory", args.gpu_memory,
+                  "GPU memory of the share, e.g. 8GiB")
+      ->type_name("SIZE");
+  cmd->add_option("--cpu-milli", args.cpu_milli, "CPU, 1000 = one core")
+      ->type_name("C");
+  cmd->add_option("--memory", args.memory, "Host memory, e.g. 16GiB")
+      ->type_name("SIZE");
+  cmd->add_option("--model", args.model,
+                  "ONNX model the service sizes the job by (a path it can "
+                  "read)")
+      ->type_name("PATH");
+  cmd->add_option("--batch", args.batch, "Batch of the model job")
+      ->type_name("B");
+  cmd->add_flag("--train", args.train, "The model job trains (else infers)");
+  cmd->add_option("--dtype", args.dtype, "fp32, fp16 or bf16 (model jobs)")
+      ->type_name("T");
+  cmd->add_option("--input", args.inputs,
+                  "Bind a model input's shape, NAME=DxDxD (repeatable)")
+      ->type_name("NAME=DIMS");
+  cmd->add_flag("--no-split", args.no_split,
+                "Never split the model job over several GPUs");
+  cmd->add_option("--time-limit", args.time_limit_s,
+                  "Expected run time in seconds (lets backfill start it "
+                  "early)")
+      ->type_name("S");
+  cmd->add_option("--env", args.env,
+                  "Environment variable for the job (repeatable)")
+      ->type_name("K=V");
+  cmd->add_option("command", args.command, "The job's command, after --")
+      ->required();
+}
+
+void AddJobs(CLI::App& app, tessera::cli::JobsArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "jobs", "The queue: every job, its state and which GPUs it holds");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera jobs
+  tessera jobs --state running --pool a100
+  tessera jobs --user alice --limit 20 --json
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("--state", args.state,
+                  "queued, running, succeeded, failed, cancelled or "
+                  "preempted")
+      ->type_name("S");
+  cmd->add_option("--user", args.user, "Only this user's jobs")->type_name("U");
+  cmd->add_option("--pool", args.pool, "Only this pool's jobs")->type_name("P");
+  cmd->add_option("--limit", args.limit, "At most N jobs")->type_name("N");
+}
+
+void AddJob(CLI::App& app, tessera::cli::JobArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "job",
+      "One job: state, resources, allocation, the plan if split, "
+      "exit code");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera job 42
+  tessera job 42 --json | jq .allocation
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("id", args.id, "Job id")->required();
+}
+
+void AddLogs(CLI::App& app, tessera::cli::LogsArgs& args) {
+  CLI::App* cmd = app.add_subcommand("logs", "A job's stdout (or stderr)");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera logs 42
+  tessera logs 42 --stderr --follow      # until the job ends
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client, /*json=*/false);
+  cmd->add_option("id", args.id, "Job id")->required();
+  cmd->add_flag("--stderr", args.stderr_log, "The job's stderr");
+  cmd->add_flag("-f,--follow", args.follow,
+                "Keep printing as the job writes, until it ends");
+}
+
+void AddCancel(CLI::App& app, tessera::cli::JobArgs& args) {
+  CLI::App* cmd =
+      app.add_subcommand("cancel",
+                         "Cancel a job: dequeue it, or stop it (SIGTERM, then "
+                         "SIGKILL)");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera cancel 42
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("id", args.id, "Job id")->required();
+}
+
+void AddCluster(CLI::App& app, tessera::cli::ClientArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "cluster",
+      "Every GPU: memory and compute reserved, by which jobs, "
+      "per pool");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera cluster
+  tessera cluster --json
+)") + kClientFooter);
+  AddClientOptions(cmd, args);
+}
+
 #ifdef TESSERA_HAVE_CUDA
 constexpr const char* kCalibrateExamples = R"(
 Examples:
@@ -311,6 +489,20 @@ int main(int argc, char** argv) {
   AddPlan(app, plan);
   tessera::cli::SplitArgs split;
   AddSplit(app, split);
+  tessera::cli::ServeArgs serve;
+  AddServe(app, serve);
+  tessera::cli::SubmitArgs submit;
+  AddSubmit(app, submit);
+  tessera::cli::JobsArgs jobs;
+  AddJobs(app, jobs);
+  tessera::cli::JobArgs job;
+  AddJob(app, job);
+  tessera::cli::LogsArgs logs;
+  AddLogs(app, logs);
+  tessera::cli::JobArgs cancel;
+  AddCancel(app, cancel);
+  tessera::cli::ClientArgs cluster;
+  AddCluster(app, cluster);
 #ifdef TESSERA_HAVE_CUDA
   tessera::cli::CalibrateArgs calibrate;
   AddCalibrate(app, calibrate);
@@ -327,6 +519,13 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("devices")) return tessera::cli::RunDevices(devices);
     if (app.got_subcommand("plan")) return tessera::cli::RunPlan(plan);
     if (app.got_subcommand("split")) return tessera::cli::RunSplit(split);
+    if (app.got_subcommand("serve")) return tessera::cli::RunServe(serve);
+    if (app.got_subcommand("submit")) return tessera::cli::RunSubmit(submit);
+    if (app.got_subcommand("jobs")) return tessera::cli::RunJobs(jobs);
+    if (app.got_subcommand("job")) return tessera::cli::RunJob(job);
+    if (app.got_subcommand("logs")) return tessera::cli::RunLogs(logs);
+    if (app.got_subcommand("cancel")) return tessera::cli::RunCancel(cancel);
+    if (app.got_subcommand("cluster")) return tessera::cli::RunCluster(cluster);
 #ifdef TESSERA_HAVE_CUDA
     if (app.got_subcommand("calibrate")) {
       return tessera::cli::RunCalibrate(calibrate);

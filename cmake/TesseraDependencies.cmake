@@ -8,6 +8,11 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(SQLite3 REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(Threads REQUIRED)
+# Debian's cpp-httplib is a compiled library: its -DCPPHTTPLIB_* flags must
+# reach every file that includes httplib.h (PITFALLS.md).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(fmt REQUIRED)
 
 # GLPK ships neither a CMake config nor a pkg-config file.

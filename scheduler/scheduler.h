@@ -8,5 +8,6 @@
 // <- scheduler <- cli), which tests/layering checks.
 
 #include "placer/placer.h"
+#include "scheduler/service.h"
 
 #endif  // TESSERA_SCHEDULER_SCHEDULER_H_

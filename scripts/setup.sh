@@ -13,6 +13,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libboost-graph-dev libglpk-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libsqlite3-dev
+  libcpp-httplib-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format graphviz
 )

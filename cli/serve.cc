@@ -1,0 +1,114 @@
+#include "cli/serve.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "cli/output.h"
+#include "scheduler/http_server.h"
+#include "scheduler/launcher.h"
+#include "scheduler/serve_config.h"
+#include "scheduler/service.h"
+
+namespace tessera::cli {
+namespace {
+
+using scheduler::ServeConfig;
+
+// SIGINT/SIGTERM write a byte here; the main thread waits on it. (Blocking
+// the signals and sigwait()ing instead would hand the blocked mask down to
+// every job the launcher forks, and the jobs would ignore `cancel`.)
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int /*signal*/) {
+  const char byte = 1;
+  const int saved = errno;
+  [[maybe_unused]] const ssize_t n = write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+Status InstallSignalHandlers() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
+    return Internal("cannot create the signal pipe");
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) {
+    if (sigaction(sig, &action, nullptr) != 0) {
+      return Internal("cannot install the signal handlers");
+    }
+  }
+  return {};
+}
+
+void WaitForSignal() {
+  char byte = 0;
+  while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+std::string Url(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+std::string Describe(const ServeConfig& config) {
+  const scheduler::Topology& t = config.service.topology;
+  std::string pools;
+  for (const std::string& pool : t.pools) {
+    const auto it = config.service.policies.find(pool);
+    pools += (pools.empty() ? "" : ", ") + pool + " (" +
+             (it == config.service.policies.end() ? "fifo" : it->second.name) +
+             ")";
+  }
+  return std::to_string(t.gpus.size()) + " GPUs on " +
+         std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; db " +
+         config.service.db_path + ", logs in " + config.service.log_dir;
+}
+
+}  // namespace
+
+int RunServe(const ServeArgs& args) {
+  Result<ServeConfig> config = scheduler::LoadServeConfig(args.config);
+  if (!config) return ReportError(config.error());
+  if (!args.db.empty()) config->service.db_path = args.db;
+  if (!args.listen.empty()) {
+    Result<scheduler::ListenAddress> address =
+        scheduler::ParseListenAddress(args.listen);
+    if (!address) return ReportError(address.error().WithContext("--listen"));
+    config->listen_host = address->host;
+    config->listen_port = address->port;
+  }
+  const Status signals = InstallSignalHandlers();
+  if (!signals) return ReportError(signals.error());
+
+  const std::string log_dir = config->service.log_dir;
+  Result<std::unique_ptr<scheduler::Service>> service =
+      scheduler::Service::Start(config->service,
+                                scheduler::MakeLocalLauncher(log_dir));
+  if (!service) return ReportError(service.error());
+  Result<std::unique_ptr<scheduler::HttpServer>> server =
+      scheduler::HttpServer::Start(**service, *config);
+  if (!server) return ReportError(server.error());
+
+  std::cerr << "tessera: serving on "
+            << Url((*server)->host(), (*server)->port()) << " ("
+            << Describe(*config) << "); Ctrl-C stops" << std::endl;
+  WaitForSignal();
+  std::cerr << "tessera: stopping; running jobs keep running and are "
+               "re-adopted when the service restarts"
+            << std::endl;
+  (*server)->Stop();
+  server->reset();
+  service->reset();
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,103 @@
+// Fair share on dominant GPU share: the waiting job of the account (team, or
+// user when the job has no team) with the least running GPU milli per unit
+// of weight goes first; ties by submission. Shares are recomputed after
+// every start, so each start goes to whoever is furthest below their share.
+// The share's denominator (the pool's capacity) is the same for every
+// account, so the order uses milli / weight directly.
+//
+// Jobs that do not fit are skipped, so small jobs keep the pool busy while a
+// big one waits; a job that has waited kFairShareMaxWaitS goes to the front
+// instead and, if it does not fit, holds back everything behind it until
+// running jobs end and it does: that bounds every wait.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler/policy.h"
+#include "scheduler/policy_internal.h"
+
+namespace tessera::scheduler::policy_internal {
+namespace {
+
+template <typename J>
+const std::string& AccountOf(const J& job) {
+  return job.team.empty() ? job.user : job.team;
+}
+
+class FairShare final : public QueuePolicy {
+ public:
+  explicit FairShare(std::map<std::string, double> weights)
+      : weights_(std::move(weights)) {}
+  std::string_view name() const override { return "fair-share"; }
+
+  Decision Schedule(const std::vector<QueuedJob>& queue,
+                    const std::vector<RunningJob>& running,
+                    const ClusterState& state, const Allocator& allocate,
+                    double now) override {
+    ClusterState sim = state;
+    Decision decision;
+    std::map<std::string, int64_t> milli;  // running GPU milli per account
+    for (const RunningJob& r : running) {
+      if (const Allocation* a = sim.AllocationOf(r.id)) {
+        milli[AccountOf(r)] += MilliOf(*a);
+      }
+    }
+    // Overdue jobs first, oldest first; one that does not fit stops the
+    // round so that nothing takes the capacity it is waiting for.
+    for (const QueuedJob& job : queue) {
+      if (now - job.submitted_at <= kFairShareMaxWaitS || Holds(sim, job.id)) {
+        continue;
+      }
+      if (!TryStart(sim, job, allocate, decision)) return decision;
+      milli[AccountOf(job)] += MilliOf(decision.start.back().second);
+    }
+    // Each account's waiting jobs in submission order, and a cursor.
+    std::map<std::string, std::vector<const QueuedJob*>> waiting;
+    for (const QueuedJob& job : queue) {
+      if (!Holds(sim, job.id)) waiting[AccountOf(job)].push_back(&job);
+    }
+    std::map<std::string, size_t> next;
+    int misses = 0;
+    while (misses < kMaxMissesPerRound) {
+      const std::string* best = nullptr;
+      double best_share = 0;
+      for (const auto& [account, jobs] : waiting) {
+        if (next[account] >= jobs.size()) continue;
+        const double share =
+            static_cast<double>(milli[account]) / Weight(account);
+        const QueuedJob* job = jobs[next[account]];
+        if (!best || share < best_share ||
+            (share == best_share &&
+             job->submitted_at < waiting[*best][next[*best]]->submitted_at)) {
+          best = &account;
+          best_share = share;
+        }
+      }
+      if (!best) break;
+      const QueuedJob& job = *waiting[*best][next[*best]++];
+      if (TryStart(sim, job, allocate, decision)) {
+        milli[*best] += MilliOf(decision.start.back().second);
+      } else {
+        ++misses;
+      }
+    }
+    return decision;
+  }
+
+ private:
+  double Weight(const std::string& account) const {
+    auto it = weights_.find(account);
+    return it == weights_.end() ? 1.0 : it->second;
+  }
+
+  std::map<std::string, double> weights_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueuePolicy> MakeFairShare(const PolicyConfig& config) {
+  return std::make_unique<FairShare>(config.weights);
+}
+
+}  // namespace tessera::scheduler::policy_internal

@@ -1,0 +1,112 @@
+#ifndef TESSERA_SCHEDULER_JOB_H_
+#define TESSERA_SCHEDULER_JOB_H_
+
+// What the queue holds: a job's request, the resources it needs, where it
+// runs, and its life cycle. Plain data; JSON in job_json.h.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::scheduler {
+
+using JobId = int64_t;
+
+enum class JobState {
+  kQueued,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kPreempted,  // stopped for a higher-priority job; back in the queue
+};
+// "queued", "running", "succeeded", "failed", "cancelled", "preempted".
+std::string_view JobStateName(JobState s);
+std::optional<JobState> ParseJobState(std::string_view text);
+bool IsTerminal(JobState s);  // succeeded, failed, cancelled
+
+// One GPU's capacity is memory (MiB) and compute in milli-GPU.
+inline constexpr int kFullGpuMilli = 1000;
+
+// Explicit resources: `gpus` whole GPUs on one node (exclusive), or, when
+// gpus == 0, a fraction of one GPU: `gpu_milli` of its compute (1..1000)
+// and `gpu_memory_mib` of its memory. CPU and host memory on the node.
+struct Resources {
+  int gpus = 0;
+  int gpu_milli = 0;
+  int64_t gpu_memory_mib = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  bool operator==(const Resources&) const = default;
+};
+
+// A job that asks by model: the estimator sizes it.
+struct ModelRequest {
+  std::string path;
+  int64_t batch = 1;
+  bool train = false;
+  std::string dtype;  // "" = as exported; fp32, fp16, bf16
+  std::map<std::string, std::vector<int64_t>> inputs;
+};
+
+// POST /v1/jobs. Exactly one of `resources` and `model`.
+struct JobRequest {
+  std::string name;
+  std::string pool;  // "" = the default pool
+  int priority = 0;
+  bool preemptible = false;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::optional<Resources> resources;
+  std::optional<ModelRequest> model;
+  bool splittable = true;  // a model job may be split over several GPUs
+  // Expected run time, for backfilling (0 = unknown: never backfilled past
+  // the head's reservation).
+  double time_limit_s = 0;
+};
+
+// A reservation on one GPU.
+struct GpuShare {
+  int gpu = -1;  // index into Topology::gpus
+  int milli = 0;
+  int64_t memory_mib = 0;
+  bool operator==(const GpuShare&) const = default;
+};
+
+// Where a job runs: one share per GPU (several for whole-GPU jobs and split
+// gangs), all on `node`, plus CPU and memory on that node.
+struct Allocation {
+  int node = -1;  // index into Topology::nodes
+  std::vector<GpuShare> gpus;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  bool exclusive = false;  // whole GPUs: shared with nobody
+  bool empty() const { return gpus.empty() && node < 0; }
+};
+
+struct Job {
+  JobId id = 0;
+  std::string user;
+  JobRequest request;
+  // What the queue reserves: request.resources, or what the estimator
+  // computed for request.model (per GPU for a split job: see `plan`).
+  Resources demand;
+  JobState state = JobState::kQueued;
+  double submitted_at = 0, started_at = 0, finished_at = 0;  // Unix seconds
+  std::optional<int> exit_code;
+  std::string reason;     // why it failed, was cancelled or preempted
+  Allocation allocation;  // empty unless running
+  nlohmann::json plan;    // the placer's plan.json for a split job, or null
+  int64_t pid = 0;        // the launched process (group leader)
+  int64_t pid_start = 0;  // its start time (clock ticks since boot)
+  int restarts = 0;       // times preempted and requeued
+};
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SCHEDULER_JOB_H_

@@ -1,0 +1,62 @@
+#ifndef TESSERA_SCHEDULER_LAUNCHER_H_
+#define TESSERA_SCHEDULER_LAUNCHER_H_
+
+// Starting jobs: an interface, so that a cluster engine (Slurm, Kubernetes)
+// can take the local launcher's place.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/job.h"
+
+namespace tessera::scheduler {
+
+struct LaunchSpec {
+  JobId id = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // added to the service's own
+  std::string log_dir;                     // <log_dir>/<id>.out and .err
+};
+
+struct Launched {
+  int64_t pid = 0;
+  int64_t start_time = 0;  // /proc/<pid>/stat field 22 (ticks since boot)
+};
+
+struct Exited {
+  JobId id = 0;
+  std::optional<int> exit_code;  // nullopt: killed by a signal or unknown
+  std::string reason;            // "signal 9", "exit code unknown (adopted)"
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  // Starts the job's command; the error says why it could not start.
+  virtual Result<Launched> Start(const LaunchSpec& spec) = 0;
+  // SIGTERM to the job's process group, SIGKILL after `grace_s`.
+  virtual void Stop(JobId id, double grace_s) = 0;
+  // Jobs whose process has ended since the last call.
+  virtual std::vector<Exited> Poll() = 0;
+  // After a restart: takes over a job still running from the previous
+  // service (same pid and start time). False if it is gone.
+  virtual bool Adopt(JobId id, int64_t pid, int64_t start_time) = 0;
+  // Paths of the job's stdout and stderr logs.
+  virtual std::string LogPath(JobId id, bool stderr_log) const = 0;
+};
+
+// Runs commands on this machine: each in its own process group (setsid),
+// stdout/stderr to <log_dir>/<id>.out / .err, reaped with waitpid; adopted
+// processes are watched with kill(pid, 0) and their start time.
+std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir);
+
+// The process start time of `pid` (field 22 of /proc/<pid>/stat), or -1.
+int64_t ProcessStartTime(int64_t pid);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SCHEDULER_LAUNCHER_H_

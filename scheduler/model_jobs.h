@@ -1,0 +1,54 @@
+#ifndef TESSERA_SCHEDULER_MODEL_JOBS_H_
+#define TESSERA_SCHEDULER_MODEL_JOBS_H_
+
+// Jobs that ask by model: the estimator sizes them, and when one fits no
+// single GPU's free capacity the placer splits it over the free slivers of
+// one node's GPUs, admitted as a gang.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.h"
+#include "scheduler/job.h"
+#include "scheduler/topology.h"
+
+namespace tessera::scheduler {
+
+// A loaded model job: the graph (kept for splitting) and what one GPU would
+// have to hold.
+struct SizedModel {
+  std::shared_ptr<const graph::Model> model;
+  int64_t peak_bytes = 0;  // the estimator's need on one GPU
+  bool training = false;
+};
+
+// Loads and sizes `request` on the pool's GPU kind `kind`. kBadInput naming
+// the field: "model.path: ..." when the model does not load, or its inputs
+// are unbound.
+Result<SizedModel> SizeModel(const ModelRequest& request,
+                             const std::string& kind);
+
+// The resources a model job reserves on one GPU: the need x (1 + headroom)
+// in MiB, and the whole GPU's compute (1000 milli).
+Resources ModelDemand(const SizedModel& sized, double headroom);
+
+// A gang for `sized` on one node of `pool`: the placer's plan (auto) over
+// the free memory and compute of the node's GPUs (those with at least 100
+// milli free), each GPU the plan uses reserving the plan's peak x (1 +
+// headroom) and the free compute it assumed. The node whose plan has the
+// shortest step wins. nullopt when no node's slivers hold the model.
+struct Gang {
+  Allocation allocation;
+  nlohmann::json plan;  // plan.json
+};
+std::optional<Gang> SplitAcrossSlivers(const ClusterState& state,
+                                       std::string_view pool,
+                                       const SizedModel& sized,
+                                       double headroom);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SCHEDULER_MODEL_JOBS_H_

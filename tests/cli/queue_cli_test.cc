@@ -1,0 +1,281 @@
+// End to end: the real `tessera serve` on a loopback port with a temporary
+// database, real jobs (shell commands that print their environment)
+// submitted with the CLI client; cancel, logs, metrics, errors; and a crash
+// test: concurrent clients, kill -9 mid-stream, restart, every accepted job
+// still there and no GPU over-reserved.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "tests/cli/cli_runner.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+using testlib::RunResult;
+
+std::string Sha256(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  char buf[3];
+  for (unsigned int i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+constexpr const char* kAlice = "alice-test-token";
+constexpr const char* kBob = "bob-test-token";
+constexpr const char* kRoot = "root-test-token";
+
+class QueueCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = FreePort();
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+    config_ = dir_.File("serve.yaml");
+    std::ofstream(config_)
+        << "listen: 127.0.0.1:" << port_ << "\n"
+        << "db: " << dir_.File("queue.db") << "\n"
+        << "log_dir: " << dir_.File("logs") << "\n"
+        << "kill_grace_s: 1\n"
+        << "pools:\n  - {name: a, policy: backfill}\n"
+        << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
+           "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
+        << "users:\n"
+        << "  - {name: alice, role: user, token_sha256: " << Sha256(kAlice)
+        << "}\n"
+        << "  - {name: bob, role: user, token_sha256: " << Sha256(kBob) << "}\n"
+        << "  - {name: root, role: admin, token_sha256: " << Sha256(kRoot)
+        << "}\n";
+  }
+  void TearDown() override { StopServer(SIGTERM); }
+
+  void StartServer() {
+    server_ = fork();
+    if (server_ == 0) {
+      const std::string log = dir_.File("serve.log");
+      FILE* f = std::freopen(log.c_str(), "a", stderr);
+      (void)f;
+      execl(TESSERA_BIN, TESSERA_BIN, "serve", "--config", config_.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    httplib::Client c("127.0.0.1", port_);
+    for (int i = 0; i < 200; ++i) {
+      if (auto r = c.Get("/healthz"); r && r->status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "tessera serve did not come up: "
+           << testlib::ReadFile(dir_.File("serve.log"));
+  }
+  void StopServer(int signal) {
+    if (server_ <= 0) return;
+    kill(server_, signal);
+    int status = 0;
+    waitpid(server_, &status, 0);
+    server_ = 0;
+  }
+  // The client finds the service and the token in the environment
+  // (TESSERA_URL, TESSERA_TOKEN), as a user's shell would have them.
+  RunResult Cli(const std::string& args, const char* token) {
+    setenv("TESSERA_URL", url_.c_str(), 1);
+    setenv("TESSERA_TOKEN", token, 1);
+    return testlib::RunTessera(args, dir_);
+  }
+  Json WaitForEnd(int64_t id) {
+    for (int i = 0; i < 400; ++i) {
+      const RunResult r = Cli("job " + std::to_string(id) + " --json", kAlice);
+      if (r.exit_code == 0) {
+        const Json j = Json::parse(r.out);
+        const std::string s = j["state"];
+        if (s == "succeeded" || s == "failed" || s == "cancelled") return j;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "job " << id << " did not end";
+    return {};
+  }
+
+  testlib::TempDir dir_;
+  int port_ = 0;
+  std::string url_, config_;
+  pid_t server_ = 0;
+};
+
+TEST_F(QueueCli, JobsRunWithTheirGpusInTheEnvironment) {
+  StartServer();
+  RunResult r = Cli(
+      "submit --json --name envdump --gpu-milli 250 --gpu-memory 8GiB -- sh "
+      "-c 'env | grep -E \"^(CUDA|TESSERA)_\" | sort'",
+      kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json job = Json::parse(r.out);
+  EXPECT_EQ(job["user"], "alice");
+  const int64_t id = job["id"];
+  const Json done = WaitForEnd(id);
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["exit_code"], 0);
+  r = Cli("logs " + std::to_string(id), kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+  EXPECT_THAT(r.out, HasSubstr("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8192M"));
+  EXPECT_THAT(r.out, HasSubstr("CUDA_VISIBLE_DEVICES="));
+  EXPECT_THAT(r.out, HasSubstr("TESSERA_JOB_ID=" + std::to_string(id)));
+  r = Cli("jobs", kAlice);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("envdump"));
+  r = Cli("cluster --json", kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["gpus"].size(), 2u);
+  httplib::Client c("127.0.0.1", port_);
+  auto m =
+      c.Get("/metrics", {{"Authorization", std::string("Bearer ") + kAlice}});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_THAT(m->body, HasSubstr("tessera_queue_wait_seconds_count"));
+  EXPECT_THAT(m->body, HasSubstr("tessera_gpu_milli_free"));
+}
+
+TEST_F(QueueCli, CancelIsForTheOwnerOrAnAdmin) {
+  StartServer();
+  RunResult r = Cli(
+      "submit --json --gpu-milli 100 --gpu-memory 1GiB -- sleep 30", kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id =
+      std::to_string(Json::parse(r.out)["id"].get<int64_t>());
+  r = Cli("cancel " + id, kBob);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("error"));
+  r = Cli("cancel " + id, kAlice);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForEnd(std::stoll(id))["state"], "cancelled");
+}
+
+TEST_F(QueueCli, BadRequestsAreRefusedWithTheField) {
+  StartServer();
+  RunResult r =
+      Cli("submit --gpu-milli 1500 --gpu-memory 1GiB -- true", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("gpu_milli"));
+  r = Cli("submit --pool nope --gpu-milli 100 --gpu-memory 1GiB -- true",
+          kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("pool"));
+  r = Cli("jobs", "wrong-token");
+  EXPECT_EQ(r.exit_code, 2);
+  httplib::Client c("127.0.0.1", port_);
+  auto no_token = c.Get("/v1/jobs");
+  ASSERT_TRUE(no_token);
+  EXPECT_EQ(no_token->status, 401);
+  auto malformed =
+      c.Post("/v1/jobs", {{"Authorization", std::string("Bearer ") + kAlice}},
+             "{\"command\": [", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  auto drain = c.Post("/v1/nodes/node0/drain",
+                      {{"Authorization", std::string("Bearer ") + kAlice}}, "",
+                      "application/json");
+  ASSERT_TRUE(drain);
+  EXPECT_EQ(drain->status, 403);
+}
+
+// Concurrent clients submit while the service is killed with SIGKILL; after
+// a restart every job that was answered 201 is there, and the GPUs are not
+// over-reserved.
+TEST_F(QueueCli, KillDashNineLosesNoAcceptedJob) {
+  StartServer();
+  std::mutex mu;
+  std::set<int64_t> accepted;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_connection_timeout(1);
+      const Json body = {
+          {"name", "crash" + std::to_string(t)},
+          {"command", {"sleep", "30"}},
+          {"resources", {{"gpu_milli", 100}, {"gpu_memory_mib", 1024}}}};
+      while (!stop) {
+        auto r = c.Post("/v1/jobs",
+                        {{"Authorization", std::string("Bearer ") + kAlice}},
+                        body.dump(), "application/json");
+        if (r && r->status == 201) {
+          std::lock_guard lock(mu);
+          accepted.insert(Json::parse(r->body)["id"].get<int64_t>());
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 400; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (accepted.size() >= 40) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  StopServer(SIGKILL);
+  stop = true;
+  for (auto& c : clients) c.join();
+  ASSERT_GE(accepted.size(), 10u);
+  StartServer();
+  httplib::Client c("127.0.0.1", port_);
+  const httplib::Headers auth = {
+      {"Authorization", std::string("Bearer ") + kRoot}};
+  for (const int64_t id : accepted) {
+    auto r = c.Get(("/v1/jobs/" + std::to_string(id)).c_str(), auth);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << "job " << id << " was accepted and is gone";
+  }
+  auto cluster = c.Get("/v1/cluster", auth);
+  ASSERT_TRUE(cluster);
+  for (const Json& g : Json::parse(cluster->body)["gpus"]) {
+    EXPECT_LE(g["reserved_milli"].get<int>(), 1000) << g.dump();
+    EXPECT_LE(g["reserved_memory_mib"].get<int64_t>(),
+              g["memory_mib"].get<int64_t>());
+  }
+  // Clean up: the running sleeps belong to the killed service's adoptees.
+  auto jobs = c.Get("/v1/jobs?state=running&limit=1000", auth);
+  ASSERT_TRUE(jobs);
+  for (const Json& j : Json::parse(jobs->body)["jobs"]) {
+    c.Post(("/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel")
+               .c_str(),
+           auth, "", "application/json");
+  }
+}
+
+}  // namespace
+}  // namespace tessera
