@@ -151,6 +151,36 @@ TEST_F(ServiceTest, WholeGpuJobsShareWithNobody) {
   EXPECT_EQ(launcher_->started[0].env.at("CUDA_VISIBLE_DEVICES"), "0,1");
 }
 
+// priority with preemption: a preemptible low-priority job is stopped for a
+// higher-priority one, goes back to the queue as `preempted`, and restarts
+// when the GPUs are free again.
+TEST_F(ServiceTest, PreemptedJobsAreRequeuedAndRestarted) {
+  ServiceOptions o;
+  o.policies["a"] = PolicyConfig{"priority", true, {}};
+  auto s = Make(std::move(o));
+  JobRequest low = Whole(2);
+  low.priority = 0;
+  low.preemptible = true;
+  auto victim = s->Submit(alice_, low);
+  ASSERT_TRUE(victim);
+  s->Tick();
+  ASSERT_EQ(StateOf(*s, victim->id), JobState::kRunning);
+  JobRequest high = Whole(1);
+  high.priority = 5;
+  auto urgent = s->Submit({"bob", "", false}, high);
+  ASSERT_TRUE(urgent);
+  s->Tick();  // stops the victim (the scripted launcher exits it at once)
+  s->Tick();  // reaps it, requeues it, starts the urgent job
+  auto v = s->Get(victim->id);
+  EXPECT_EQ((*v)->state, JobState::kPreempted);
+  EXPECT_EQ((*v)->restarts, 1);
+  EXPECT_EQ(StateOf(*s, urgent->id), JobState::kRunning);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  launcher_->Exit(urgent->id, 0);
+  s->Tick();
+  EXPECT_EQ(StateOf(*s, victim->id), JobState::kRunning);  // restarted
+}
+
 TEST_F(ServiceTest, BadRequestsChangeNothing) {
   auto s = Make();
   auto unknown = s->Submit(alice_, Fraction(100, 1024, "nope"));
