@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/yaml_reader.h"
+
 namespace tessera::placer {
 namespace {
 
@@ -121,62 +123,8 @@ Cluster Assemble(const std::vector<NodeEntry>& nodes,
 
 // ---- Reading YAML ----------------------------------------------------------
 
-// One `key: value` of a YAML map, with the key's node for its line (a null
-// value's own mark points past it).
-struct Field {
-  std::string key;
-  YAML::Node key_node;
-  YAML::Node value;
-  const YAML::Node& where() const { return value.IsNull() ? key_node : value; }
-};
-using Fields = std::vector<Field>;
-
-const Field* Find(const Fields& fields, std::string_view key) {
-  for (const Field& f : fields) {
-    if (f.key == key) return &f;
-  }
-  return nullptr;
-}
-
-std::string TypeName(const YAML::Node& node) {
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  if (node.IsNull()) return "nothing";
-  return "a single value '" + node.Scalar() + "'";
-}
-
-std::string JoinKeys(std::span<const std::string_view> keys) {
-  std::string out;
-  for (std::string_view k : keys) {
-    out += (out.empty() ? "" : ", ") + std::string(k);
-  }
-  return out;
-}
-
-// Edit distance, for "did you mean" on misspelt keys.
-size_t Distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string Suggestion(std::string_view key,
-                       std::span<const std::string_view> known) {
-  for (std::string_view k : known) {
-    if (Distance(key, k) <= 2) return "did you mean '" + std::string(k) + "'? ";
-  }
-  return "";
-}
+using Field = YamlReader::Field;
+using Fields = YamlReader::Fields;
 
 std::string FormatGiB(int64_t bytes) {
   char buf[32];
@@ -194,35 +142,15 @@ bool IsValidNodeName(std::string_view name) {
 
 // Reads one spec. Every error is kBadInput and reads
 // "SOURCE:LINE: FIELD: what is wrong", FIELD like nodes[0].gpus[1].count.
-class SpecParser {
+class SpecParser : public YamlReader {
  public:
   SpecParser(std::string_view source, const DeviceCatalog& catalog,
              const ClusterOptions& options)
-      : source_(source), catalog_(catalog), options_(options) {}
+      : YamlReader(source, "the spec"), catalog_(catalog), options_(options) {}
 
   Result<Cluster> Parse(const YAML::Node& root) const;
 
  private:
-  std::string At(const YAML::Node& node) const {
-    const YAML::Mark mark = node.Mark();
-    if (mark.is_null() || mark.line < 0) return source_ + ": ";
-    return source_ + ":" + std::to_string(mark.line + 1) + ": ";
-  }
-  Error Fail(const YAML::Node& at, const std::string& field,
-             const std::string& what) const {
-    return BadInput(At(at) + field + ": " + what);
-  }
-  Error Fail(const Field& f, const std::string& label,
-             const std::string& what) const {
-    return Fail(f.where(), Join(label, f.key), what);
-  }
-  static std::string Join(const std::string& label, const std::string& key) {
-    return label.empty() ? key : label + "." + key;
-  }
-
-  Result<Fields> MapFields(const YAML::Node& node, const std::string& label,
-                           std::span<const std::string_view> known) const;
-  Result<std::string> Text(const Field& f, const std::string& label) const;
   Result<double> Bandwidth(const Field& f, const std::string& label) const;
   Result<double> Latency(const Field& f, const std::string& label) const;
 
@@ -241,48 +169,9 @@ class SpecParser {
   Result<std::pair<size_t, size_t>> ParseEndpoints(
       const Field& f, const std::string& label, const Cluster& cluster) const;
 
-  std::string source_;
   const DeviceCatalog& catalog_;
   const ClusterOptions& options_;
 };
-
-// Checks that `node` is a map whose keys are known and distinct.
-Result<Fields> SpecParser::MapFields(
-    const YAML::Node& node, const std::string& label,
-    std::span<const std::string_view> known) const {
-  const std::string what = label.empty() ? "the spec" : label;
-  if (!node.IsMap()) {
-    return BadInput(At(node) + what + ": expected a map of 'key: value', got " +
-                    TypeName(node));
-  }
-  Fields fields;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) {
-      return BadInput(At(kv.first) + what + ": a key must be a plain word");
-    }
-    const std::string& key = kv.first.Scalar();
-    if (std::ranges::find(known, key) == known.end()) {
-      return BadInput(At(kv.first) + "unknown key '" + key + "'" +
-                      (label.empty() ? " at the top level" : " in " + label) +
-                      " (" + Suggestion(key, known) +
-                      "known keys: " + JoinKeys(known) + ")");
-    }
-    if (Find(fields, key) != nullptr) {
-      return BadInput(At(kv.first) + Join(label, key) + ": given twice");
-    }
-    fields.push_back(Field{key, kv.first, kv.second});
-  }
-  return fields;
-}
-
-Result<std::string> SpecParser::Text(const Field& f,
-                                     const std::string& label) const {
-  if (f.value.IsNull()) return Fail(f, label, "has no value");
-  if (!f.value.IsScalar()) {
-    return Fail(f, label, "expected a single value, got " + TypeName(f.value));
-  }
-  return f.value.Scalar();
-}
 
 Result<double> SpecParser::Bandwidth(const Field& f,
                                      const std::string& label) const {
@@ -305,7 +194,7 @@ Result<double> SpecParser::Latency(const Field& f,
 
 Result<Cluster> SpecParser::Parse(const YAML::Node& root) const {
   if (root.IsNull()) {
-    return BadInput(source_ + ": the spec is empty; expected a 'nodes:' list");
+    return BadInput(source() + ": the spec is empty; expected a 'nodes:' list");
   }
   Result<Fields> top = MapFields(root, "", kTopKeys);
   TESSERA_RETURN_IF_ERROR(top);
@@ -336,7 +225,7 @@ Result<Cluster> SpecParser::Parse(const YAML::Node& root) const {
     TESSERA_RETURN_IF_ERROR(parsed);
     network = *parsed;
   }
-  Cluster cluster = Assemble(entries, network, options_, source_);
+  Cluster cluster = Assemble(entries, network, options_, source());
   if (const Field* f = Find(*top, "links")) {
     TESSERA_RETURN_IF_ERROR(ParseLinks(*f, &cluster));
   }
@@ -630,35 +519,17 @@ Result<Cluster> ParseCluster(std::string_view yaml_text,
                              std::string_view source,
                              const estimator::DeviceCatalog& catalog,
                              const ClusterOptions& options) {
-  const std::string name(source);
-  try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
-    return SpecParser(name, catalog, options).Parse(root);
-  } catch (const YAML::Exception& e) {
-    const std::string at =
-        e.mark.is_null() ? name : name + ":" + std::to_string(e.mark.line + 1);
-    return BadInput(at + ": malformed YAML: " + e.msg);
-  } catch (const std::exception& e) {
-    return Internal(name + ": " + e.what());
-  }
+  return ParseYaml<Cluster>(yaml_text, source, [&](const YAML::Node& root) {
+    return SpecParser(source, catalog, options).Parse(root);
+  });
 }
 
 Result<Cluster> LoadCluster(const std::string& path,
                             const estimator::DeviceCatalog& catalog,
                             const ClusterOptions& options) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return BadInput(path + ": no such file");
-  }
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return BadInput(path + ": not a regular file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return BadInput(path + ": cannot open the file for reading");
-  const std::string text{std::istreambuf_iterator<char>(in),
-                         std::istreambuf_iterator<char>()};
-  if (in.bad()) return BadInput(path + ": cannot read the file");
-  return ParseCluster(text, path, catalog, options);
+  auto text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseCluster(*text, path, catalog, options);
 }
 
 Cluster DefaultCluster(const estimator::DeviceCatalog& catalog,

@@ -18,6 +18,7 @@
 #include <span>
 #include <utility>
 
+#include "common/yaml_reader.h"
 #include "estimator/device_catalog.h"
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
@@ -47,62 +48,8 @@ constexpr std::string_view kGpuKeys[] = {"kind", "count", "memory"};
 constexpr std::string_view kUserKeys[] = {"name", "role", "team",
                                           "token_sha256"};
 
-// One `key: value` of a YAML map, with the key's node for its line (a null
-// value's own mark points past it).
-struct Field {
-  std::string key;
-  YAML::Node key_node;
-  YAML::Node value;
-  const YAML::Node& where() const { return value.IsNull() ? key_node : value; }
-};
-using Fields = std::vector<Field>;
-
-const Field* Find(const Fields& fields, std::string_view key) {
-  for (const Field& f : fields) {
-    if (f.key == key) return &f;
-  }
-  return nullptr;
-}
-
-std::string TypeName(const YAML::Node& node) {
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  if (node.IsNull()) return "nothing";
-  return "a single value '" + node.Scalar() + "'";
-}
-
-std::string JoinNames(std::span<const std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) {
-    out += (out.empty() ? "" : ", ") + std::string(n);
-  }
-  return out;
-}
-
-// Edit distance, for "did you mean" on misspelt keys and names.
-size_t Distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string Suggestion(std::string_view key,
-                       std::span<const std::string_view> known) {
-  for (std::string_view k : known) {
-    if (Distance(key, k) <= 2) return "did you mean '" + std::string(k) + "'? ";
-  }
-  return "";
-}
+using Field = YamlReader::Field;
+using Fields = YamlReader::Fields;
 
 bool IsValidName(std::string_view name) {
   return !name.empty() && std::ranges::all_of(name, [](char c) {
@@ -134,10 +81,10 @@ std::string Label(const std::string& list, size_t index) {
 }
 
 // Reads one configuration; errors as described in the header.
-class ConfigParser {
+class ConfigParser : public YamlReader {
  public:
   explicit ConfigParser(std::string_view source)
-      : source_(source),
+      : YamlReader(source, "the configuration"),
         catalog_(DeviceCatalog::BuiltIn()),
         policies_(PolicyNames()),
         scorers_(ScorerNames()) {}
@@ -145,22 +92,6 @@ class ConfigParser {
   Result<ServeConfig> Parse(const YAML::Node& root) const;
 
  private:
-  std::string At(const YAML::Node& node) const {
-    const YAML::Mark mark = node.Mark();
-    if (mark.is_null() || mark.line < 0) return source_ + ": ";
-    return source_ + ":" + std::to_string(mark.line + 1) + ": ";
-  }
-  static std::string Join(const std::string& label, const std::string& key) {
-    return label.empty() ? key : label + "." + key;
-  }
-  Error Fail(const Field& f, const std::string& label,
-             const std::string& what) const {
-    return BadInput(At(f.where()) + Join(label, f.key) + ": " + what);
-  }
-
-  Result<Fields> MapFields(const YAML::Node& node, const std::string& label,
-                           std::span<const std::string_view> known) const;
-  Result<std::string> Text(const Field& f, const std::string& label) const;
   Result<std::string> Name(const Field& f, const std::string& label) const;
   Result<int64_t> Int(const Field& f, const std::string& label, int64_t lo,
                       int64_t hi) const;
@@ -187,49 +118,10 @@ class ConfigParser {
   Status ParseUser(const YAML::Node& node, const std::string& label,
                    std::vector<UserEntry>* users) const;
 
-  std::string source_;
   DeviceCatalog catalog_;
   // policy.h's and admission.h's names, checked before anything starts.
   std::vector<std::string> policies_, scorers_;
 };
-
-// Checks that `node` is a map whose keys are known and distinct.
-Result<Fields> ConfigParser::MapFields(
-    const YAML::Node& node, const std::string& label,
-    std::span<const std::string_view> known) const {
-  const std::string what = label.empty() ? "the configuration" : label;
-  if (!node.IsMap()) {
-    return BadInput(At(node) + what + ": expected a map of 'key: value', got " +
-                    TypeName(node));
-  }
-  Fields fields;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) {
-      return BadInput(At(kv.first) + what + ": a key must be a plain word");
-    }
-    const std::string& key = kv.first.Scalar();
-    if (std::ranges::find(known, key) == known.end()) {
-      return BadInput(At(kv.first) + "unknown key '" + key + "'" +
-                      (label.empty() ? " at the top level" : " in " + label) +
-                      " (" + Suggestion(key, known) +
-                      "known keys: " + JoinNames(known) + ")");
-    }
-    if (Find(fields, key) != nullptr) {
-      return BadInput(At(kv.first) + Join(label, key) + ": given twice");
-    }
-    fields.push_back(Field{key, kv.first, kv.second});
-  }
-  return fields;
-}
-
-Result<std::string> ConfigParser::Text(const Field& f,
-                                       const std::string& label) const {
-  if (f.value.IsNull()) return Fail(f, label, "has no value");
-  if (!f.value.IsScalar()) {
-    return Fail(f, label, "expected a single value, got " + TypeName(f.value));
-  }
-  return f.value.Scalar();
-}
 
 Result<std::string> ConfigParser::Name(const Field& f,
                                        const std::string& label) const {
@@ -310,7 +202,7 @@ Result<std::string> ConfigParser::OneOf(const Field& f,
   if (std::ranges::find(known, *text) == known.end()) {
     return Fail(f, label,
                 "unknown " + what + " '" + *text + "' (" +
-                    Suggestion(*text, known) + "known: " + JoinNames(known) +
+                    DidYouMean(*text, known) + "known: " + JoinNames(known) +
                     ")");
   }
   return text;
@@ -331,7 +223,7 @@ Result<const YAML::Node*> ConfigParser::List(const Field& f,
 
 Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   if (root.IsNull()) {
-    return BadInput(source_ +
+    return BadInput(source() +
                     ": the configuration is empty; expected at least "
                     "'nodes:' and 'users:'");
   }
@@ -709,33 +601,15 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
 
 Result<ServeConfig> ParseServeConfig(std::string_view yaml_text,
                                      std::string_view source) {
-  const std::string name(source);
-  try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
-    return ConfigParser(name).Parse(root);
-  } catch (const YAML::Exception& e) {
-    const std::string at =
-        e.mark.is_null() ? name : name + ":" + std::to_string(e.mark.line + 1);
-    return BadInput(at + ": malformed YAML: " + e.msg);
-  } catch (const std::exception& e) {
-    return Internal(name + ": " + e.what());
-  }
+  return ParseYaml<ServeConfig>(yaml_text, source, [&](const YAML::Node& root) {
+    return ConfigParser(source).Parse(root);
+  });
 }
 
 Result<ServeConfig> LoadServeConfig(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return BadInput(path + ": no such file");
-  }
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return BadInput(path + ": not a regular file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return BadInput(path + ": cannot open the file for reading");
-  const std::string text{std::istreambuf_iterator<char>(in),
-                         std::istreambuf_iterator<char>()};
-  if (in.bad()) return BadInput(path + ": cannot read the file");
-  return ParseServeConfig(text, path);
+  auto text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseServeConfig(*text, path);
 }
 
 }  // namespace tessera::scheduler
