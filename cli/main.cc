@@ -416,6 +416,20 @@ Examples:
   cmd->add_option("id", args.id, "Job id")->required();
 }
 
+void AddDrain(CLI::App& app, tessera::cli::DrainArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "drain",
+      "Admins: stop admitting jobs on a node (its running jobs continue)");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera drain node1            # before maintenance
+  tessera drain node1 --undo     # back in service
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("node", args.node, "Node name")->required();
+  cmd->add_flag("--undo", args.undo, "Admit jobs on the node again");
+}
+
 void AddCluster(CLI::App& app, tessera::cli::ClientArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "cluster",
@@ -503,6 +517,8 @@ int main(int argc, char** argv) {
   AddCancel(app, cancel);
   tessera::cli::ClientArgs cluster;
   AddCluster(app, cluster);
+  tessera::cli::DrainArgs drain;
+  AddDrain(app, drain);
 #ifdef TESSERA_HAVE_CUDA
   tessera::cli::CalibrateArgs calibrate;
   AddCalibrate(app, calibrate);
@@ -526,6 +542,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("logs")) return tessera::cli::RunLogs(logs);
     if (app.got_subcommand("cancel")) return tessera::cli::RunCancel(cancel);
     if (app.got_subcommand("cluster")) return tessera::cli::RunCluster(cluster);
+    if (app.got_subcommand("drain")) return tessera::cli::RunDrain(drain);
 #ifdef TESSERA_HAVE_CUDA
     if (app.got_subcommand("calibrate")) {
       return tessera::cli::RunCalibrate(calibrate);

@@ -512,6 +512,26 @@ int RunCancel(const JobArgs& args) {
   });
 }
 
+int RunDrain(const DrainArgs& args) {
+  return Run([&]() -> Status {
+    const std::string verb = args.undo ? "undrain" : "drain";
+    Result<Reply> reply =
+        Api(args.client).Post("/v1/nodes/" + args.node + "/" + verb, "");
+    TESSERA_RETURN_IF_ERROR(reply);
+    Result<json> answer = Api::Json(*reply);
+    TESSERA_RETURN_IF_ERROR(answer);
+    if (args.client.json) {
+      PrintJson(*answer);
+    } else {
+      std::cout << "node " << args.node
+                << (args.undo ? ": admitting jobs again\n"
+                              : ": drained (admits nothing new; its running "
+                                "jobs continue)\n");
+    }
+    return {};
+  });
+}
+
 int RunCluster(const ClientArgs& args) {
   return Run([&]() -> Status {
     Result<Reply> reply = Api(args).Get("/v1/cluster");

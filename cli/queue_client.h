@@ -2,7 +2,7 @@
 #define TESSERA_CLI_QUEUE_CLIENT_H_
 
 // The queue service's client commands: submit, jobs, job, logs, cancel,
-// cluster. Each talks HTTP to `tessera serve`, prints a table (or the
+// cluster, drain. Each talks HTTP to `tessera serve`, prints a table (or the
 // API's JSON with --json) and returns the exit code: 2 for a request the
 // service refused (4xx), 1 for a server error or no service at the URL.
 
@@ -69,6 +69,14 @@ int RunJob(const JobArgs& args);
 int RunLogs(const LogsArgs& args);
 int RunCancel(const JobArgs& args);
 int RunCluster(const ClientArgs& args);
+
+struct DrainArgs {
+  ClientArgs client;
+  std::string node;
+  bool undo = false;  // undrain
+};
+// Admins: a drained node admits nothing new; its running jobs continue.
+int RunDrain(const DrainArgs& args);
 
 }  // namespace tessera::cli
 

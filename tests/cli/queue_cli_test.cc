@@ -212,6 +212,26 @@ TEST_F(QueueCli, BadRequestsAreRefusedWithTheField) {
   EXPECT_EQ(drain->status, 403);
 }
 
+TEST_F(QueueCli, OnlyAnAdminDrainsANode) {
+  StartServer();
+  RunResult r = Cli("drain node0", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  r = Cli("drain node0", kRoot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("drained"));
+  // Nothing starts on a drained node.
+  r = Cli("submit --json --gpu-milli 100 --gpu-memory 1GiB -- true", kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id =
+      std::to_string(Json::parse(r.out)["id"].get<int64_t>());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  r = Cli("job " + id + " --json", kAlice);
+  EXPECT_EQ(Json::parse(r.out)["state"], "queued");
+  r = Cli("drain node0 --undo", kRoot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForEnd(std::stoll(id))["state"], "succeeded");
+}
+
 // Concurrent clients submit while the service is killed with SIGKILL; after
 // a restart every job that was answered 201 is there, and the GPUs are not
 // over-reserved.
