@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +87,8 @@ class QueueCli : public ::testing::Test {
   void StartServer() {
     server_ = fork();
     if (server_ == 0) {
+      // The service dies with the test, even if the test crashes.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       const std::string log = dir_.File("serve.log");
       FILE* f = std::freopen(log.c_str(), "a", stderr);
       (void)f;
@@ -282,7 +285,8 @@ TEST_F(QueueCli, KillDashNineLosesNoAcceptedJob) {
   }
   auto cluster = c.Get("/v1/cluster", auth);
   ASSERT_TRUE(cluster);
-  for (const Json& g : Json::parse(cluster->body)["gpus"]) {
+  const Json gpus = Json::parse(cluster->body)["gpus"];  // kept alive
+  for (const Json& g : gpus) {
     EXPECT_LE(g["reserved_milli"].get<int>(), 1000) << g.dump();
     EXPECT_LE(g["reserved_memory_mib"].get<int64_t>(),
               g["memory_mib"].get<int64_t>());
@@ -290,7 +294,8 @@ TEST_F(QueueCli, KillDashNineLosesNoAcceptedJob) {
   // Clean up: the running sleeps belong to the killed service's adoptees.
   auto jobs = c.Get("/v1/jobs?state=running&limit=1000", auth);
   ASSERT_TRUE(jobs);
-  for (const Json& j : Json::parse(jobs->body)["jobs"]) {
+  const Json running = Json::parse(jobs->body)["jobs"];
+  for (const Json& j : running) {
     c.Post(("/v1/jobs/" + std::to_string(j["id"].get<int64_t>()) + "/cancel")
                .c_str(),
            auth, "", "application/json");
