@@ -56,6 +56,14 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+// Whether `pid` exists and has not ended (a zombie has ended).
+bool Alive(int64_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
 LaunchSpec Spec(JobId id, std::vector<std::string> command,
                 const std::string& log_dir) {
   LaunchSpec spec;
@@ -140,20 +148,38 @@ TEST_F(LocalLauncherTest, StopEndsTheJobWithSigtermWithinTheGrace) {
 }
 
 TEST_F(LocalLauncherTest, StopKillsAJobThatIgnoresSigterm) {
-  // The shell prints once the trap is set, so SIGTERM cannot arrive before.
-  auto launched = launcher_->Start(
-      Spec(12, {"sh", "-c", "trap '' TERM; echo ready; sleep 30"}, LogDir()));
+  // The shell prints sleep's pid once the trap is set (sleep inherits it),
+  // so SIGTERM cannot arrive before.
+  auto launched = launcher_->Start(Spec(
+      12, {"sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"}, LogDir()));
   ASSERT_TRUE(launched) << launched.error().message;
-  ASSERT_TRUE(WaitUntil(
-      [&] { return ReadFile(launcher_->LogPath(12, false)) == "ready\n"; }));
+  std::string out;
+  ASSERT_TRUE(WaitUntil([&] {
+    out = ReadFile(launcher_->LogPath(12, false));
+    return !out.empty() && out.back() == '\n';
+  }));
+  const int64_t sleep_pid = std::stoll(out);
+  const auto t0 = Clock::now();
   launcher_->Stop(12, 0.3);
   auto e = WaitForExit(*launcher_, 12);
   ASSERT_TRUE(e);
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(300));
   EXPECT_FALSE(e->exit_code);
   EXPECT_EQ(e->reason, "signal " + std::to_string(SIGKILL));
-  // The group went with it: sleep (ignoring SIGTERM too) was killed.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return killpg(static_cast<pid_t>(launched->pid), 0) != 0; }));
+  // The group went with it: sleep, orphaned, was killed too (a zombie
+  // until whatever adopted it reaps it).
+  EXPECT_TRUE(WaitUntil([&] { return !Alive(sleep_pid); }));
+}
+
+TEST_F(LocalLauncherTest, WhatAJobLeavesInItsGroupEndsWithIt) {
+  auto launched =
+      launcher_->Start(Spec(13, {"sh", "-c", "sleep 30 & echo $!"}, LogDir()));
+  ASSERT_TRUE(launched) << launched.error().message;
+  auto e = WaitForExit(*launcher_, 13);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->exit_code, 0);
+  const int64_t sleep_pid = std::stoll(ReadFile(launcher_->LogPath(13, false)));
+  EXPECT_TRUE(WaitUntil([&] { return !Alive(sleep_pid); }));
 }
 
 TEST_F(LocalLauncherTest, StopOfAnUnknownJobDoesNothing) {

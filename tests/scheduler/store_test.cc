@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <set>
+#include <thread>
+
 #include "scheduler/job_json.h"
 #include "tests/testlib/onnx_model_builder.h"
 
@@ -181,6 +185,34 @@ TEST(Store, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
   auto next = store->Insert(MakeJob("alice", JobState::kQueued));
   ASSERT_TRUE(next);
   EXPECT_GT(*next, last);
+}
+
+TEST(Store, ConcurrentInsertsGetDistinctIds) {
+  testlib::TempDir dir;
+  auto store = OpenOrDie(dir.File("jobs.db"));
+  ASSERT_TRUE(store);
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::vector<JobId>> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto id =
+            store->Insert(MakeJob("u" + std::to_string(t), JobState::kQueued));
+        if (id) ids[t].push_back(*id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<JobId> all;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(ids[t].size(), size_t{kEach});
+    EXPECT_TRUE(std::is_sorted(ids[t].begin(), ids[t].end()));
+    all.insert(ids[t].begin(), ids[t].end());
+    EXPECT_EQ(*store->CountQueued("u" + std::to_string(t)), kEach);
+  }
+  EXPECT_EQ(all.size(), size_t{kThreads * kEach});
+  EXPECT_EQ(store->LoadAll()->size(), size_t{kThreads * kEach});
 }
 
 TEST(Store, RefusesAFileThatIsNotSqlite) {
