@@ -7,35 +7,20 @@
 #include <vector>
 
 #include "scheduler/admission.h"
+#include "tests/scheduler/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;
 
-// One node per entry, each with GPUs of the given memory (GiB); nodes go to
-// `pools[n]` (default "default"); 16 CPUs and 64 GiB per node.
+// testing::MakeTopology with node n in `pools[n]` and the cluster's pools
+// "default" and "other".
 Topology MakeTopology(const std::vector<std::vector<int>>& nodes,
                       const std::vector<std::string>& pools = {}) {
-  Topology t;
-  t.pools = {"default", "other"};
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    NodeInfo node;
-    node.name = "node" + std::to_string(n);
-    node.pool = n < pools.size() ? pools[n] : "default";
-    node.cpu_milli = 16000;
-    node.memory_mib = 64 * kGiB;
-    for (size_t i = 0; i < nodes[n].size(); ++i) {
-      node.gpus.push_back(static_cast<int>(t.gpus.size()));
-      t.gpus.push_back({node.name + "/gpu" + std::to_string(i),
-                        static_cast<int>(n), static_cast<int>(i), "test",
-                        nodes[n][i] * kGiB});
-    }
-    t.nodes.push_back(node);
-  }
-  return t;
+  return testing::MakeTopology(nodes, pools, {"default", "other"});
 }
 
 Resources Fraction(int milli, int64_t memory_mib) {

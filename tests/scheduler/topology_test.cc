@@ -9,6 +9,7 @@
 
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
+#include "tests/scheduler/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -16,29 +17,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;
 
-// One node per entry, each with GPUs of the given memory (GiB), in pool
-// "default"; 16 CPUs and 64 GiB per node.
-Topology MakeTopology(const std::vector<std::vector<int>>& nodes) {
-  Topology t;
-  t.pools = {"default"};
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    NodeInfo node;
-    node.name = "node" + std::to_string(n);
-    node.pool = "default";
-    node.cpu_milli = 16000;
-    node.memory_mib = 64 * kGiB;
-    for (size_t i = 0; i < nodes[n].size(); ++i) {
-      node.gpus.push_back(static_cast<int>(t.gpus.size()));
-      t.gpus.push_back({node.name + "/gpu" + std::to_string(i),
-                        static_cast<int>(n), static_cast<int>(i), "test",
-                        nodes[n][i] * kGiB});
-    }
-    t.nodes.push_back(node);
-  }
-  return t;
-}
+using testing::MakeTopology;
 
 Allocation Fraction(int node, int gpu, int milli, int64_t memory_mib) {
   return Allocation{node, {{gpu, milli, memory_mib}}, 1000, kGiB, false};
