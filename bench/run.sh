@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCHES=(build/bench/graph/graph_bench build/bench/estimator/estimator_bench
          build/bench/placer/placer_bench build/bench/split/split_bench)
-for b in "${BENCHES[@]}"; do
+# The queue service's benches are plain programs with their own flags.
+DECISION=build/bench/scheduler/scheduler_decision_bench
+SUBMIT=build/bench/scheduler/scheduler_submit_bench
+for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done
 smoke=false
@@ -22,3 +25,12 @@ for b in "${BENCHES[@]}"; do
     "$b" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "$@"
   fi
 done
+# Scheduling decisions on the openb cluster with 10,000 queued jobs, and
+# durable submissions per second over HTTP (targets: p99 < 5 ms, >= 1,000/s).
+if $smoke; then
+  "$DECISION" --queue 1000 --rounds 5
+  "$SUBMIT" --clients 2 --seconds 1
+else
+  "$DECISION"
+  "$SUBMIT" --clients 8 --seconds 5
+fi
