@@ -13,79 +13,40 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
+#include "scheduler/trace.h"
 
 namespace tessera::scheduler {
 namespace {
 
-std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "scheduler_decision_bench: cannot read " << path << "\n";
+// The trace's GPU nodes (32 GiB per GPU: the trace gives no GPU memory and
+// its pods ask none) and its GPU pods' requests.
+Topology OpenbTopology(const std::string& dir) {
+  auto nodes = LoadTraceNodes(dir + "/openb_node_list_gpu_node.csv");
+  if (!nodes) {
+    std::cerr << "scheduler_decision_bench: " << nodes.error().message << "\n";
     std::exit(2);
   }
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream s(line);
-    std::string cell;
-    while (std::getline(s, cell, ',')) cells.push_back(cell);
-    rows.push_back(std::move(cells));
-  }
-  return rows;
+  return TraceTopology(nodes->rows, "openb", 32 * 1024);
 }
 
-// openb_node_list_gpu_node.csv: sn,cpu_milli,memory_mib,gpu,model. The trace
-// gives no GPU memory; 32 GiB for every GPU (its pods ask none).
-Topology OpenbTopology(const std::string& dir) {
-  Topology t;
-  t.pools = {"openb"};
-  for (const auto& r : ReadCsv(dir + "/openb_node_list_gpu_node.csv")) {
-    NodeInfo node;
-    node.name = r[0];
-    node.pool = "openb";
-    node.cpu_milli = std::stoll(r[1]);
-    node.memory_mib = std::stoll(r[2]);
-    const int gpus = std::stoi(r[3]);
-    for (int g = 0; g < gpus; ++g) {
-      node.gpus.push_back(static_cast<int>(t.gpus.size()));
-      t.gpus.push_back({node.name + "/gpu" + std::to_string(g),
-                        static_cast<int>(t.nodes.size()), g, r[4], 32 * 1024});
-    }
-    t.nodes.push_back(std::move(node));
-  }
-  return t;
-}
-
-// openb_pod_list_default.csv: name,cpu_milli,memory_mib,num_gpu,gpu_milli,..
-// GPU pods only: one GPU with gpu_milli < 1000 is a fraction, else whole.
 std::vector<Resources> OpenbPods(const std::string& dir) {
-  std::vector<Resources> pods;
-  for (const auto& r : ReadCsv(dir + "/openb_pod_list_default.csv")) {
-    const int gpus = std::stoi(r[3]);
-    const int milli = std::stoi(r[4]);
-    if (gpus == 0) continue;
-    Resources res;
-    res.cpu_milli = std::stoll(r[1]);
-    res.memory_mib = std::stoll(r[2]);
-    if (gpus == 1 && milli < 1000) {
-      res.gpu_milli = milli;
-    } else {
-      res.gpus = gpus;
-    }
-    pods.push_back(res);
+  auto pods = LoadTracePods(dir + "/openb_pod_list_default.csv");
+  if (!pods) {
+    std::cerr << "scheduler_decision_bench: " << pods.error().message << "\n";
+    std::exit(2);
   }
-  return pods;
+  std::vector<Resources> demands;
+  for (const TracePod& p : pods->rows) {
+    if (p.wants_gpu()) demands.push_back(PodDemand(p));
+  }
+  return demands;
 }
 
 struct Stats {
