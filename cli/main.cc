@@ -10,6 +10,7 @@
 #include "cli/profile.h"
 #include "cli/queue_client.h"
 #include "cli/serve.h"
+#include "cli/simulate.h"
 #include "cli/split.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "cli/calibrate.h"
@@ -281,6 +282,107 @@ void AddServe(CLI::App& app, tessera::cli::ServeArgs& args) {
       ->type_name("HOST:PORT");
 }
 
+constexpr const char* kSimulateExamples = R"(
+Examples:
+  tessera simulate --nodes ../shared/data/openb/openb_node_list_gpu_node.csv \
+                   --pods ../shared/data/openb/openb_pod_list_default.csv \
+                   --policy fgd --seeds 10 --json
+  tessera simulate --nodes N.csv --pods P.csv --policy all --plot alloc.svg
+  tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \
+                   --queue-policy all --plot util.svg
+  tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
+                   --duration lognormal:7.0,1.0 --interference-sweep 0,0.25,0.5,1
+
+Modes: snapshot (default) replays the ATC'23 experiment: pods arrive in a
+seeded shuffle of the list, then drawn with replacement, until their GPU
+requests reach --inflation % of capacity; they never leave; one that fits
+nowhere fails. The GPU allocation ratio is read when the arrived requests
+reach 80, 90, 100, 110 and 120% of capacity. timed: pods arrive at their
+creation_time, leave after their duration and wait in a queue policy
+(fifo, backfill, priority, fair-share). models: training jobs from the model
+zoo arriving as a Poisson process under three admissions (whole GPUs,
+fractions, fractions plus splitting).
+Policies are the queue service's scorers (`scorer:` in the serve config):
+random, best-fit, dot-product, gpu-packing, gpu-clustering, fgd (the
+published ones), tessera (ours), worst-fit, first-fit; all = the first
+seven. Exit codes: 0 success, 2 bad input (a file, column or flag; the
+message names it), 1 internal error.)";
+
+void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Replay a cluster trace (or model jobs) on the queue's own admission "
+      "code: allocation, fragmentation and queueing per placement policy");
+  cmd->footer(kSimulateExamples);
+  cmd->add_option("--mode", args.mode, "snapshot, timed or models")
+      ->capture_default_str();
+  cmd->add_option("--nodes", args.nodes, "openb node list CSV")
+      ->type_name("FILE");
+  cmd->add_option("--pods", args.pods, "openb pod list CSV")->type_name("FILE");
+  cmd->add_option("--policy", args.policy,
+                  "Placement policy (scorer), a comma list, or all")
+      ->type_name("NAME")
+      ->capture_default_str();
+  cmd->add_option("--seeds", args.seeds, "Runs with seeds first-seed, +1, ...")
+      ->capture_default_str();
+  cmd->add_option("--first-seed", args.first_seed, "The first seed")
+      ->capture_default_str();
+  cmd->add_option("--inflation", args.inflation_pct,
+                  "snapshot: arrivals stop when requests reach this % of "
+                  "the GPU capacity")
+      ->type_name("PCT")
+      ->capture_default_str();
+  cmd->add_option("--threads", args.threads,
+                  "Seeds run in parallel on this many threads (0: one per "
+                  "core)")
+      ->capture_default_str();
+  cmd->add_flag("--strict", args.strict,
+                "Fail on a bad CSV row or a pod no node could ever hold "
+                "(else: skip or count it, with a warning)");
+  cmd->add_flag("--json", args.json, "Print one JSON object on stdout");
+  cmd->add_option("--plot", args.plot,
+                  "Write a chart (SVG): allocation against arrived load, or "
+                  "utilization over time (timed, models)")
+      ->type_name("FILE.svg");
+  cmd->add_option("--queue-policy", args.queue_policy,
+                  "timed: fifo, backfill, priority, fair-share or all")
+      ->capture_default_str();
+  cmd->add_option("--config", args.config,
+                  "models: the serve configuration whose cluster the jobs "
+                  "run on")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_option("--models", args.models,
+                  "models: ONNX files to draw jobs from (default: "
+                  "models/zoo/*.onnx)")
+      ->type_name("FILE")
+      ->delimiter(',');
+  cmd->add_option("--jobs", args.jobs, "models: jobs generated")
+      ->capture_default_str();
+  cmd->add_option("--arrival-rate", args.arrival_per_hour,
+                  "models: Poisson arrivals per hour")
+      ->type_name("PER_HOUR")
+      ->capture_default_str();
+  cmd->add_option("--duration", args.duration,
+                  "models: run time alone, in seconds: lognormal:MU,SIGMA, "
+                  "exp:MEAN, uniform:LO,HI or fixed:S")
+      ->type_name("DIST")
+      ->capture_default_str();
+  cmd->add_option("--batches", args.batches,
+                  "models: training batch sizes drawn from")
+      ->type_name("B,B,...")
+      ->delimiter(',');
+  cmd->add_option("--interference", args.interference,
+                  "models: slowdown per extra job sharing a GPU (time x "
+                  "(1 + F (k - 1)))")
+      ->type_name("F")
+      ->capture_default_str();
+  cmd->add_option("--interference-sweep", args.interference_sweep,
+                  "models: several factors, compared side by side")
+      ->type_name("F,F,...")
+      ->delimiter(',');
+}
+
 constexpr const char* kClientFooter = R"(
 The service is found at --url or $TESSERA_URL (default
 http://127.0.0.1:8471); the token comes from --token or $TESSERA_TOKEN.
@@ -519,6 +621,8 @@ int main(int argc, char** argv) {
   AddCluster(app, cluster);
   tessera::cli::DrainArgs drain;
   AddDrain(app, drain);
+  tessera::cli::SimulateArgs simulate;
+  AddSimulate(app, simulate);
 #ifdef TESSERA_HAVE_CUDA
   tessera::cli::CalibrateArgs calibrate;
   AddCalibrate(app, calibrate);
@@ -543,6 +647,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("cancel")) return tessera::cli::RunCancel(cancel);
     if (app.got_subcommand("cluster")) return tessera::cli::RunCluster(cluster);
     if (app.got_subcommand("drain")) return tessera::cli::RunDrain(drain);
+    if (app.got_subcommand("simulate")) {
+      return tessera::cli::RunSimulate(simulate);
+    }
 #ifdef TESSERA_HAVE_CUDA
     if (app.got_subcommand("calibrate")) {
       return tessera::cli::RunCalibrate(calibrate);

@@ -1,227 +1,216 @@
-// The GPU scorers FindAllocation ranks candidates with: best-fit, worst-fit,
-// first-fit and fgd (fragmentation gradient descent). Lower is better; ties
-// go to the lowest index because FindAllocation keeps the first best.
+// MakeScorer, the helpers the scorers share, and the simple ones: random,
+// best-fit, worst-fit, first-fit and dot-product (docs/simulate.md gives
+// each one's formula and where it comes from).
 
 #include <algorithm>
-#include <array>
-#include <iterator>
-#include <memory>
-#include <string>
-#include <vector>
+#include <random>
 
-#include "scheduler/admission.h"
+#include "scheduler/scorers_internal.h"
 
 namespace tessera::scheduler {
-namespace {
+namespace scorers_internal {
 
-// best-fit and worst-fit order by free milli, then by free memory: the
-// memory term is scaled below one milli so that it only breaks ties (GPU
-// memory is far below 1e9 MiB, and doubles are exact to 2^53).
-constexpr double kMilliOverMemory = 1e9;
-
-// What stays free on `gpu` after `demand` takes its share.
-double LeftAfter(const ClusterState& state, int gpu, const Resources& demand) {
-  const double milli = state.free_milli(gpu) - demand.gpu_milli;
-  const auto memory =
-      static_cast<double>(state.free_memory_mib(gpu) - demand.gpu_memory_mib);
-  return milli * kMilliOverMemory + memory;
+int64_t RequestMilli(const Resources& d) {
+  return d.gpus > 0 ? int64_t{kFullGpuMilli} * d.gpus : d.gpu_milli;
 }
 
-// The free milli a whole-GPU placement leaves on its node.
-double NodeMilliLeft(const ClusterState& state, int node,
-                     const std::vector<int>& taken) {
-  double left = 0;
-  for (int g : state.topology().nodes[node].gpus) {
-    if (std::find(taken.begin(), taken.end(), g) == taken.end()) {
-      left += state.free_milli(g);
+int64_t NodeFreeMilli(const ClusterState& state, int node) {
+  int64_t free = 0;
+  for (const int g : state.topology().nodes[node].gpus) {
+    free += state.free_milli(g);
+  }
+  return free;
+}
+
+const MaxSpec& MaxSpecCache::Get(const Topology& t) {
+  if (topology_ != &t) {
+    topology_ = &t;
+    spec_ = MaxSpec{};
+    for (const NodeInfo& n : t.nodes) {
+      spec_.cpu_milli = std::max(spec_.cpu_milli, double(n.cpu_milli));
+      spec_.gpu_milli =
+          std::max(spec_.gpu_milli, double(kFullGpuMilli * n.gpus.size()));
     }
   }
+  return spec_;
+}
+
+int TightestGpu(const ClusterState& state, std::span<const int> fitting) {
+  int best = fitting.front();
+  for (const int g : fitting) {
+    const int m = state.free_milli(g), bm = state.free_milli(best);
+    if (m < bm ||
+        (m == bm && state.free_memory_mib(g) < state.free_memory_mib(best))) {
+      best = g;
+    }
+  }
+  return best;
+}
+
+void TakeGpus(const Resources& d, const NodeFit& fit, int fraction_gpu,
+              std::vector<int>& gpus) {
+  gpus.clear();
+  if (d.gpus > 0) {
+    gpus.assign(fit.gpus.begin(), fit.gpus.begin() + d.gpus);
+  } else if (!fit.gpus.empty()) {
+    gpus.push_back(fraction_gpu);
+  }
+}
+
+namespace {
+
+// Random-fit: a node drawn uniformly among those that fit (every score is
+// an independent draw, so the best is uniform), then a GPU drawn uniformly.
+class Random final : public GpuScorer {
+ public:
+  explicit Random(uint64_t seed) : rng_(seed) {}
+  std::string_view name() const override { return "random"; }
+  bool deterministic() const override { return false; }
+  double Score(const ClusterState& /*state*/, const PlacementRequest& request,
+               const NodeFit& fit, std::vector<int>& gpus) const override {
+    int gpu = -1;
+    if (!fit.gpus.empty()) {
+      std::uniform_int_distribution<size_t> pick(0, fit.gpus.size() - 1);
+      gpu = fit.gpus[pick(rng_)];
+    }
+    TakeGpus(request.demand, fit, gpu, gpus);
+    return std::uniform_real_distribution<double>(0, 1)(rng_);
+  }
+
+ private:
+  mutable std::mt19937_64 rng_;
+};
+
+// What stays free on the node after the request, as a share of the largest
+// node, CPU and GPU weighted equally (the paper's best-fit, in [0, 1]).
+double LeftAfter(const ClusterState& state, const PlacementRequest& request,
+                 int node, const MaxSpec& spec) {
+  const Resources& d = request.demand;
+  double left = 0;
+  left +=
+      double(state.free_cpu_milli(node) - d.cpu_milli) / spec.cpu_milli * 0.5;
+  left += double(NodeFreeMilli(state, node) - RequestMilli(d)) /
+          spec.gpu_milli * 0.5;
   return left;
 }
 
-// Packs: the GPU (or node) left with the least free capacity.
+// Best-fit: the node left with the least free CPU and GPU,
+// int(100 (1 - left)); the tightest GPU on it.
 class BestFit final : public GpuScorer {
  public:
   std::string_view name() const override { return "best-fit"; }
-  double ScoreGpu(const ClusterState& state, int gpu,
-                  const Resources& demand) const override {
-    return LeftAfter(state, gpu, demand);
+  double Score(const ClusterState& state, const PlacementRequest& request,
+               const NodeFit& fit, std::vector<int>& gpus) const override {
+    const double left =
+        LeftAfter(state, request, fit.node, spec_.Get(state.topology()));
+    TakeGpus(request.demand, fit,
+             fit.gpus.empty() ? -1 : TightestGpu(state, fit.gpus), gpus);
+    return static_cast<double>(static_cast<int64_t>((1.0 - left) * 100));
   }
-  double ScoreNode(const ClusterState& state, int node,
-                   const std::vector<int>& gpus,
-                   const Resources& /*demand*/) const override {
-    return NodeMilliLeft(state, node, gpus);
-  }
+
+ private:
+  mutable MaxSpecCache spec_;
 };
 
-// Spreads: the GPU (or node) left with the most free capacity.
+// Worst-fit: best-fit's mirror, the node left with the most free capacity
+// and the loosest GPU on it.
 class WorstFit final : public GpuScorer {
  public:
   std::string_view name() const override { return "worst-fit"; }
-  double ScoreGpu(const ClusterState& state, int gpu,
-                  const Resources& demand) const override {
-    return -LeftAfter(state, gpu, demand);
+  double Score(const ClusterState& state, const PlacementRequest& request,
+               const NodeFit& fit, std::vector<int>& gpus) const override {
+    const double left =
+        LeftAfter(state, request, fit.node, spec_.Get(state.topology()));
+    int loosest = fit.gpus.empty() ? -1 : fit.gpus.front();
+    for (const int g : fit.gpus) {
+      const int m = state.free_milli(g), lm = state.free_milli(loosest);
+      if (m > lm || (m == lm && state.free_memory_mib(g) >
+                                    state.free_memory_mib(loosest))) {
+        loosest = g;
+      }
+    }
+    TakeGpus(request.demand, fit, loosest, gpus);
+    return static_cast<double>(static_cast<int64_t>(left * 100));
   }
-  double ScoreNode(const ClusterState& state, int node,
-                   const std::vector<int>& gpus,
-                   const Resources& /*demand*/) const override {
-    return -NodeMilliLeft(state, node, gpus);
-  }
+
+ private:
+  mutable MaxSpecCache spec_;
 };
 
+// First-fit: the first node in the tie order, its first GPU that fits.
 class FirstFit final : public GpuScorer {
  public:
   std::string_view name() const override { return "first-fit"; }
-  double ScoreGpu(const ClusterState& /*state*/, int gpu,
-                  const Resources& /*demand*/) const override {
-    return gpu;
-  }
-  double ScoreNode(const ClusterState& /*state*/, int node,
-                   const std::vector<int>& /*gpus*/,
-                   const Resources& /*demand*/) const override {
-    return node;
+  double Score(const ClusterState& /*state*/, const PlacementRequest& request,
+               const NodeFit& fit, std::vector<int>& gpus) const override {
+    TakeGpus(request.demand, fit, fit.gpus.empty() ? -1 : fit.gpus.front(),
+             gpus);
+    return 0;
   }
 };
 
-// ---- Fragmentation gradient descent ----------------------------------------
-//
-// After Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing
-// Workloads with Fragmentation Gradient Descent", USENIX ATC'23 (the openb
-// traces and the paper's figures are in shared/data/openb).
-//
-// A node's expected fragmentation for a workload of typical tasks t with
-// frequencies p_t is
-//     F(node) = sum_t p_t * frag_t(node)
-// where frag_t is the idle GPU milli that t cannot use:
-//   - if at least t.gpus GPUs of the node could each take one of t's shares
-//     (free milli >= t.milli and free memory >= t.milli/1000 of the GPU's
-//     memory), frag_t = the free milli of the GPUs that could not;
-//   - otherwise t cannot run on the node at all and frag_t = all its free
-//     milli.
-// A placement is scored F(after) - F(before) on the node it touches, which is
-// also the change of the pool's fragmentation (the other nodes do not move):
-// FGD takes the placement that grows fragmentation least (most negative
-// score first). Differences from the paper, on purpose: GPU memory counts
-// (a task is assumed to need memory in proportion to its compute, so a GPU
-// whose memory is gone is fragmented however much compute it has left), CPU
-// is ignored (CPU-only tasks shift every candidate's score by the same
-// amount), and scores are raw milli, not the paper's integer sigmoid.
-
-struct TaskShape {
-  int gpus;       // GPUs per task
-  int milli;      // milli per GPU (1000 = whole GPUs)
-  double weight;  // tasks of this shape in the trace
-};
-
-// The GPU task shapes of openb_pod_list_default.csv in order of frequency:
-// 16 shapes covering 99.3% of its 7,064 GPU pods (the rest are shapes with
-// fewer than 10 pods each). Weights are pod counts, normalised below.
-constexpr TaskShape kOpenbShapes[] = {
-    {1, 1000, 3911}, {1, 810, 1078}, {1, 470, 750}, {1, 320, 328},
-    {1, 650, 253},   {1, 230, 140},  {1, 460, 128}, {1, 590, 75},
-    {1, 160, 74},    {1, 550, 72},   {1, 220, 62},  {1, 370, 47},
-    {8, 1000, 44},   {1, 110, 24},   {2, 1000, 16}, {4, 1000, 15},
-};
-
-constexpr size_t kShapes = std::size(kOpenbShapes);
-
-struct FreeGpu {
-  int milli = 0;
-  int64_t memory_mib = 0;
-  int64_t capacity_mib = 0;
-};
-
-bool CanTake(const FreeGpu& gpu, const TaskShape& task) {
-  return gpu.milli >= task.milli &&
-         gpu.memory_mib * kFullGpuMilli >= gpu.capacity_mib * task.milli;
-}
-
-// A node's GPUs summed up per task shape: enough to compute F and to update
-// it when one GPU changes, in one pass over the GPUs.
-struct NodeView {
-  double free_milli = 0;
-  std::array<int, kShapes> usable{};             // GPUs that can take t
-  std::array<double, kShapes> unusable_milli{};  // free milli of the others
-
-  void Add(const FreeGpu& gpu, int sign) {
-    free_milli += sign * gpu.milli;
-    for (size_t t = 0; t < kShapes; ++t) {
-      if (CanTake(gpu, kOpenbShapes[t])) {
-        usable[t] += sign;
-      } else {
-        unusable_milli[t] += sign * gpu.milli;
-      }
-    }
-  }
-
-  // F(node) in milli.
-  double Fragmentation() const {
-    double sum = 0;
-    double weights = 0;
-    for (size_t t = 0; t < kShapes; ++t) {
-      const TaskShape& task = kOpenbShapes[t];
-      sum += task.weight *
-             (usable[t] >= task.gpus ? unusable_milli[t] : free_milli);
-      weights += task.weight;
-    }
-    return sum / weights;
-  }
-};
-
-FreeGpu FreeGpuOf(const ClusterState& state, int gpu) {
-  return {state.free_milli(gpu), state.free_memory_mib(gpu),
-          state.topology().gpus[gpu].memory_mib};
-}
-
-NodeView ViewOf(const ClusterState& state, int node) {
-  NodeView view;
-  for (int g : state.topology().nodes[node].gpus) {
-    view.Add(FreeGpuOf(state, g), +1);
-  }
-  return view;
-}
-
-class Fgd final : public GpuScorer {
+// Dot-product (Tetris, SIGCOMM'14): the node whose free CPU and GPU,
+// normalised by the largest node, align least with the request:
+// int(100 (1 - (free . request) / 2)); the tightest GPU on it.
+class DotProduct final : public GpuScorer {
  public:
-  std::string_view name() const override { return "fgd"; }
-  double ScoreGpu(const ClusterState& state, int gpu,
-                  const Resources& demand) const override {
-    NodeView view = ViewOf(state, state.topology().gpus[gpu].node);
-    const double before = view.Fragmentation();
-    FreeGpu free = FreeGpuOf(state, gpu);
-    view.Add(free, -1);
-    free.milli -= demand.gpu_milli;
-    free.memory_mib -= demand.gpu_memory_mib;
-    view.Add(free, +1);
-    return view.Fragmentation() - before;
+  std::string_view name() const override { return "dot-product"; }
+  double Score(const ClusterState& state, const PlacementRequest& request,
+               const NodeFit& fit, std::vector<int>& gpus) const override {
+    const MaxSpec& spec = spec_.Get(state.topology());
+    const Resources& d = request.demand;
+    const double dot =
+        (double(state.free_cpu_milli(fit.node)) / spec.cpu_milli) *
+            (double(d.cpu_milli) / spec.cpu_milli) +
+        (double(NodeFreeMilli(state, fit.node)) / spec.gpu_milli) *
+            (double(RequestMilli(d)) / spec.gpu_milli);
+    TakeGpus(d, fit, fit.gpus.empty() ? -1 : TightestGpu(state, fit.gpus),
+             gpus);
+    return static_cast<double>(static_cast<int64_t>(100 * (1 - dot / 2)));
   }
-  double ScoreNode(const ClusterState& state, int node,
-                   const std::vector<int>& taken,
-                   const Resources& /*demand*/) const override {
-    NodeView view = ViewOf(state, node);
-    const double before = view.Fragmentation();
-    for (int g : taken) {
-      FreeGpu free = FreeGpuOf(state, g);
-      view.Add(free, -1);
-      free.milli = 0;
-      free.memory_mib = 0;
-      view.Add(free, +1);
-    }
-    return view.Fragmentation() - before;
-  }
+
+ private:
+  mutable MaxSpecCache spec_;
 };
 
 }  // namespace
 
-std::vector<std::string> ScorerNames() {
-  return {"best-fit", "worst-fit", "first-fit", "fgd"};
+std::unique_ptr<GpuScorer> MakeRandom(uint64_t seed) {
+  return std::make_unique<Random>(seed);
+}
+std::unique_ptr<GpuScorer> MakeBestFit() { return std::make_unique<BestFit>(); }
+std::unique_ptr<GpuScorer> MakeWorstFit() {
+  return std::make_unique<WorstFit>();
+}
+std::unique_ptr<GpuScorer> MakeFirstFit() {
+  return std::make_unique<FirstFit>();
+}
+std::unique_ptr<GpuScorer> MakeDotProduct() {
+  return std::make_unique<DotProduct>();
 }
 
-Result<std::unique_ptr<GpuScorer>> MakeScorer(std::string_view name) {
-  if (name == "best-fit") return std::unique_ptr<GpuScorer>(new BestFit);
-  if (name == "worst-fit") return std::unique_ptr<GpuScorer>(new WorstFit);
-  if (name == "first-fit") return std::unique_ptr<GpuScorer>(new FirstFit);
-  if (name == "fgd") return std::unique_ptr<GpuScorer>(new Fgd);
+}  // namespace scorers_internal
+
+std::vector<std::string> ScorerNames() {
+  return {"random",         "best-fit",    "worst-fit",
+          "first-fit",      "dot-product", "gpu-packing",
+          "gpu-clustering", "fgd",         "tessera"};
+}
+
+Result<std::unique_ptr<GpuScorer>> MakeScorer(std::string_view name,
+                                              const ScorerOptions& options) {
+  using namespace scorers_internal;  // NOLINT(google-build-using-namespace)
+  const Workload& workload =
+      options.workload != nullptr ? *options.workload : OpenbWorkload();
+  if (name == "random") return MakeRandom(options.seed);
+  if (name == "best-fit") return MakeBestFit();
+  if (name == "worst-fit") return MakeWorstFit();
+  if (name == "first-fit") return MakeFirstFit();
+  if (name == "dot-product") return MakeDotProduct();
+  if (name == "gpu-packing") return MakeGpuPacking();
+  if (name == "gpu-clustering") return MakeGpuClustering();
+  if (name == "fgd") return MakeFgd(workload);
+  if (name == "tessera") return MakeTessera(workload);
   std::string known;
   for (const std::string& n : ScorerNames()) {
     known += (known.empty() ? "" : ", ") + n;

@@ -46,6 +46,7 @@ struct Service::Impl {
   std::unique_ptr<Store> store;
   std::unique_ptr<Launcher> launcher;
   std::unique_ptr<GpuScorer> scorer;
+  AdmissionCache admission_cache;  // the scorer's scores, by node stamp
   std::map<std::string, std::unique_ptr<QueuePolicy>> policies;
 
   std::mutex mu;
@@ -78,7 +79,11 @@ struct Service::Impl {
   }
 
   std::optional<Allocation> Allocate(const ClusterState& s, const Job& job) {
-    if (auto a = FindAllocation(s, job.request.pool, job.demand, *scorer)) {
+    AdmissionOptions admission;
+    admission.cache = &admission_cache;
+    if (auto a = FindAllocation(s, job.request.pool,
+                                PlacementRequest{job.demand, {}}, *scorer,
+                                admission)) {
       return a;
     }
     if (!job.request.model || !job.request.splittable) return std::nullopt;
@@ -489,10 +494,11 @@ nlohmann::json Service::ClusterJson() {
                      {"running", running}});
   }
   nlohmann::json gpus = nlohmann::json::array();
+  const std::vector<std::vector<JobId>> jobs_by_gpu = m.state.JobsByGpu();
   for (size_t g = 0; g < t.gpus.size(); ++g) {
     const GpuInfo& info = t.gpus[g];
     const NodeInfo& node = t.nodes[info.node];
-    const auto& holders = m.state.jobs_on(static_cast<int>(g));
+    const std::vector<JobId>& holders = jobs_by_gpu[g];
     gpus.push_back(
         {{"id", info.id},
          {"node", node.name},
@@ -504,7 +510,7 @@ nlohmann::json Service::ClusterJson() {
          {"reserved_milli", m.state.reserved_milli(static_cast<int>(g))},
          {"exclusive", m.state.exclusive(static_cast<int>(g))},
          {"drained", node.drained},
-         {"jobs", std::vector<JobId>(holders.begin(), holders.end())}});
+         {"jobs", holders}});
   }
   return {{"pools", std::move(pools)}, {"gpus", std::move(gpus)}};
 }

@@ -5,6 +5,7 @@
 #include "scheduler/topology.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -13,7 +14,24 @@ namespace {
 
 std::string JobName(JobId job) { return "job " + std::to_string(job); }
 
+// Node stamps come from one counter for the whole process, so that a stamp
+// names one state of one node of one ClusterState lineage.
+uint64_t NextStamp() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
+
+int HolderTag(const Allocation& a) {
+  if (a.gpus.empty()) return -1;
+  const int n = static_cast<int>(a.gpus.size());
+  if (a.exclusive) return n < kOtherTag ? n : kOtherTag;
+  if (n == 1) {
+    return a.gpus[0].milli >= kFullGpuMilli ? 1 : kShareTag;
+  }
+  return kOtherTag;  // a gang of shares
+}
 
 int Topology::FindNode(std::string_view name) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -34,14 +52,22 @@ bool Topology::HasPool(std::string_view pool) const {
 }
 
 ClusterState::ClusterState(Topology topology)
-    : topology_(std::move(topology)),
-      gpus_(topology_.gpus.size()),
-      nodes_(topology_.nodes.size()) {}
+    : topology_(std::make_shared<Topology>(std::move(topology))),
+      gpus_(topology_->gpus.size()),
+      nodes_(topology_->nodes.size()) {
+  for (NodeUse& n : nodes_) n.stamp = NextStamp();
+  stamp_ = NextStamp();
+}
+
+void ClusterState::Touch(int node) {
+  nodes_[node].stamp = NextStamp();
+  stamp_ = nodes_[node].stamp;
+}
 
 int64_t ClusterState::free_memory_mib(int gpu) const {
   if (gpus_[gpu].exclusive) return 0;
   return std::max<int64_t>(
-      0, topology_.gpus[gpu].memory_mib - gpus_[gpu].memory_mib);
+      0, topology_->gpus[gpu].memory_mib - gpus_[gpu].memory_mib);
 }
 
 int ClusterState::free_milli(int gpu) const {
@@ -50,31 +76,51 @@ int ClusterState::free_milli(int gpu) const {
 }
 
 int64_t ClusterState::free_cpu_milli(int node) const {
-  return topology_.nodes[node].cpu_milli - nodes_[node].cpu_milli;
+  return topology_->nodes[node].cpu_milli - nodes_[node].cpu_milli;
 }
 
 int64_t ClusterState::free_memory_mib_on_node(int node) const {
-  return topology_.nodes[node].memory_mib - nodes_[node].memory_mib;
+  return topology_->nodes[node].memory_mib - nodes_[node].memory_mib;
+}
+
+std::vector<JobId> ClusterState::JobsOn(int gpu) const {
+  std::vector<JobId> jobs;
+  for (const auto& [job, a] : holders_) {
+    for (const GpuShare& share : a.gpus) {
+      if (share.gpu == gpu) jobs.push_back(job);
+    }
+  }
+  return jobs;
+}
+
+std::vector<std::vector<JobId>> ClusterState::JobsByGpu() const {
+  std::vector<std::vector<JobId>> jobs(gpus_.size());
+  for (const auto& [job, a] : holders_) {
+    for (const GpuShare& share : a.gpus) jobs[share.gpu].push_back(job);
+  }
+  return jobs;
 }
 
 bool ClusterState::Fits(const Allocation& a) const {
-  if (a.node < 0 || a.node >= static_cast<int>(topology_.nodes.size())) {
-    return false;
-  }
+  const Topology& t = *topology_;
+  if (a.node < 0 || a.node >= static_cast<int>(t.nodes.size())) return false;
   if (a.cpu_milli < 0 || a.memory_mib < 0 ||
       a.cpu_milli > free_cpu_milli(a.node) ||
       a.memory_mib > free_memory_mib_on_node(a.node)) {
     return false;
   }
-  std::set<int> seen;
-  for (const GpuShare& share : a.gpus) {
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    const GpuShare& share = a.gpus[i];
     const int g = share.gpu;
-    if (g < 0 || g >= static_cast<int>(topology_.gpus.size()) ||
-        topology_.gpus[g].node != a.node || !seen.insert(g).second) {
-      return false;  // unknown, on another node, or listed twice
+    if (g < 0 || g >= static_cast<int>(t.gpus.size()) ||
+        t.gpus[g].node != a.node) {
+      return false;  // unknown, or on another node
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (a.gpus[j].gpu == g) return false;  // listed twice
     }
     if (share.milli < 0 || share.memory_mib < 0) return false;
-    if (gpus_[g].exclusive || (a.exclusive && !gpus_[g].jobs.empty())) {
+    if (gpus_[g].exclusive || (a.exclusive && gpus_[g].holders > 0)) {
       return false;  // an exclusive GPU is shared with nobody
     }
     if (share.milli > free_milli(g) || share.memory_mib > free_memory_mib(g)) {
@@ -84,10 +130,15 @@ bool ClusterState::Fits(const Allocation& a) const {
   return true;
 }
 
-Status ClusterState::Reserve(JobId job, const Allocation& a) {
-  auto it = std::lower_bound(
+std::vector<std::pair<JobId, Allocation>>::const_iterator ClusterState::Find(
+    JobId job) const {
+  return std::lower_bound(
       holders_.begin(), holders_.end(), job,
       [](const auto& holder, JobId id) { return holder.first < id; });
+}
+
+Status ClusterState::Reserve(JobId job, const Allocation& a) {
+  auto it = Find(job);
   if (it != holders_.end() && it->first == job) {
     return Internal(JobName(job) + " already holds a reservation");
   }
@@ -101,36 +152,38 @@ Status ClusterState::Reserve(JobId job, const Allocation& a) {
     use.milli += share.milli;
     use.memory_mib += share.memory_mib;
     use.exclusive = use.exclusive || a.exclusive;
-    use.jobs.insert(job);
+    ++use.holders;
   }
-  nodes_[a.node].cpu_milli += a.cpu_milli;
-  nodes_[a.node].memory_mib += a.memory_mib;
+  NodeUse& node = nodes_[a.node];
+  node.cpu_milli += a.cpu_milli;
+  node.memory_mib += a.memory_mib;
+  if (const int tag = HolderTag(a); tag >= 0) ++node.tags[tag];
+  Touch(a.node);
   holders_.insert(it, {job, a});
   return {};
 }
 
 void ClusterState::Release(JobId job) {
-  auto it = std::lower_bound(
-      holders_.begin(), holders_.end(), job,
-      [](const auto& holder, JobId id) { return holder.first < id; });
+  auto it = Find(job);
   if (it == holders_.end() || it->first != job) return;
   const Allocation& a = it->second;
   for (const GpuShare& share : a.gpus) {
     GpuUse& use = gpus_[share.gpu];
     use.milli -= share.milli;
     use.memory_mib -= share.memory_mib;
-    use.jobs.erase(job);
+    --use.holders;
     if (a.exclusive) use.exclusive = false;
   }
-  nodes_[a.node].cpu_milli -= a.cpu_milli;
-  nodes_[a.node].memory_mib -= a.memory_mib;
+  NodeUse& node = nodes_[a.node];
+  node.cpu_milli -= a.cpu_milli;
+  node.memory_mib -= a.memory_mib;
+  if (const int tag = HolderTag(a); tag >= 0) --node.tags[tag];
+  Touch(a.node);
   holders_.erase(it);
 }
 
 const Allocation* ClusterState::AllocationOf(JobId job) const {
-  auto it = std::lower_bound(
-      holders_.begin(), holders_.end(), job,
-      [](const auto& holder, JobId id) { return holder.first < id; });
+  auto it = Find(job);
   if (it == holders_.end() || it->first != job) return nullptr;
   return &it->second;
 }
@@ -143,7 +196,11 @@ std::vector<JobId> ClusterState::Holders() const {
 }
 
 void ClusterState::SetDrained(int node, bool drained) {
-  topology_.nodes[node].drained = drained;
+  if (topology_.use_count() > 1) {
+    topology_ = std::make_shared<Topology>(*topology_);
+  }
+  topology_->nodes[node].drained = drained;
+  Touch(node);
 }
 
 std::string ClusterState::CheckInvariants() const {
@@ -155,38 +212,40 @@ std::string ClusterState::CheckInvariants() const {
       gpus[share.gpu].milli += share.milli;
       gpus[share.gpu].memory_mib += share.memory_mib;
       gpus[share.gpu].exclusive = gpus[share.gpu].exclusive || a.exclusive;
-      gpus[share.gpu].jobs.insert(job);
+      ++gpus[share.gpu].holders;
     }
     nodes[a.node].cpu_milli += a.cpu_milli;
     nodes[a.node].memory_mib += a.memory_mib;
+    if (const int tag = HolderTag(a); tag >= 0) ++nodes[a.node].tags[tag];
   }
   std::string problems;
   auto fail = [&problems](const std::string& what) {
     problems += (problems.empty() ? "" : "; ") + what;
   };
+  const Topology& t = *topology_;
   for (size_t g = 0; g < gpus_.size(); ++g) {
-    const std::string& id = topology_.gpus[g].id;
+    const std::string& id = t.gpus[g].id;
     const GpuUse& use = gpus_[g];
-    if (use.milli != gpus[g].milli || use.memory_mib != gpus[g].memory_mib ||
-        use.exclusive != gpus[g].exclusive || use.jobs != gpus[g].jobs) {
+    if (!(use == gpus[g])) {
       fail(id + ": reserved sums disagree with the holders' allocations");
     }
     if (use.milli > kFullGpuMilli) {
       fail(id + ": " + std::to_string(use.milli) + " milli reserved");
     }
-    if (use.memory_mib > topology_.gpus[g].memory_mib) {
+    if (use.memory_mib > t.gpus[g].memory_mib) {
       fail(id + ": " + std::to_string(use.memory_mib) + " MiB reserved of " +
-           std::to_string(topology_.gpus[g].memory_mib));
+           std::to_string(t.gpus[g].memory_mib));
     }
-    if (use.exclusive && use.jobs.size() > 1) {
-      fail(id + ": exclusive but held by " + std::to_string(use.jobs.size()) +
+    if (use.exclusive && use.holders > 1) {
+      fail(id + ": exclusive but held by " + std::to_string(use.holders) +
            " jobs");
     }
   }
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    const NodeInfo& info = topology_.nodes[n];
+    const NodeInfo& info = t.nodes[n];
     if (nodes_[n].cpu_milli != nodes[n].cpu_milli ||
-        nodes_[n].memory_mib != nodes[n].memory_mib) {
+        nodes_[n].memory_mib != nodes[n].memory_mib ||
+        nodes_[n].tags != nodes[n].tags) {
       fail(info.name + ": reserved sums disagree with the holders");
     }
     if (nodes_[n].cpu_milli > info.cpu_milli ||

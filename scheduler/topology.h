@@ -3,8 +3,9 @@
 
 // The cluster the queue owns and what is reserved on it at this moment.
 
+#include <array>
 #include <cstdint>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,23 +40,50 @@ struct Topology {
   bool HasPool(std::string_view pool) const;
 };
 
+// What kind of GPU holder an allocation is, for scorers that group alike
+// jobs (gpu-clustering): a fraction of one GPU, k whole GPUs (k = 1..8), or
+// anything else (split gangs, more than 8 GPUs). CPU-only holders have none.
+inline constexpr int kShareTag = 0;
+inline constexpr int kOtherTag = 9;
+inline constexpr int kTags = 10;
+// The tag of `a`, or -1 when it holds no GPU.
+int HolderTag(const Allocation& a);
+
 // Reservations on a Topology. Invariants (CheckInvariants): on every GPU
 // reserved memory <= capacity and reserved milli <= 1000, an exclusive
 // job's GPUs hold nobody else; on every node reserved CPU and memory <=
 // capacity.
+//
+// Copies are cheap (the topology is shared until a drain changes it), so
+// the queue policies plan on copies. Not thread-safe; copies are
+// independent.
 class ClusterState {
  public:
   explicit ClusterState(Topology topology);
 
-  const Topology& topology() const { return topology_; }
+  const Topology& topology() const { return *topology_; }
   int64_t reserved_memory_mib(int gpu) const { return gpus_[gpu].memory_mib; }
   int reserved_milli(int gpu) const { return gpus_[gpu].milli; }
   int64_t free_memory_mib(int gpu) const;
   int free_milli(int gpu) const;
   bool exclusive(int gpu) const { return gpus_[gpu].exclusive; }
-  const std::set<JobId>& jobs_on(int gpu) const { return gpus_[gpu].jobs; }
+  // How many jobs hold a share of `gpu`.
+  int holders_on(int gpu) const { return gpus_[gpu].holders; }
   int64_t free_cpu_milli(int node) const;
   int64_t free_memory_mib_on_node(int node) const;
+  // Jobs holding `tag` (HolderTag) on `node`.
+  int tag_count(int node, int tag) const { return nodes_[node].tags[tag]; }
+  // Changes whenever anything on `node` changes (a reservation, a release,
+  // a drain), and no two node states anywhere, in any copy, share a stamp:
+  // a score computed for a node stays valid while its stamp is the same.
+  uint64_t node_stamp(int node) const { return nodes_[node].stamp; }
+  // The same for the whole cluster: changes whenever any node's stamp does.
+  uint64_t stamp() const { return stamp_; }
+
+  // The jobs holding a share of `gpu`, by id (O(holders)).
+  std::vector<JobId> JobsOn(int gpu) const;
+  // JobsOn for every GPU at once (O(holders + GPUs)).
+  std::vector<std::vector<JobId>> JobsByGpu() const;
 
   // Whether `a` fits what is free now.
   bool Fits(const Allocation& a) const;
@@ -76,18 +104,26 @@ class ClusterState {
  private:
   struct GpuUse {
     int milli = 0;
+    int holders = 0;
     int64_t memory_mib = 0;
     bool exclusive = false;
-    std::set<JobId> jobs;
+    bool operator==(const GpuUse&) const = default;
   };
   struct NodeUse {
     int64_t cpu_milli = 0;
     int64_t memory_mib = 0;
+    std::array<int, kTags> tags{};
+    uint64_t stamp = 0;
   };
-  Topology topology_;
+  void Touch(int node);
+  std::vector<std::pair<JobId, Allocation>>::const_iterator Find(
+      JobId job) const;
+
+  std::shared_ptr<Topology> topology_;  // copied on write (SetDrained)
   std::vector<GpuUse> gpus_;
   std::vector<NodeUse> nodes_;
   std::vector<std::pair<JobId, Allocation>> holders_;  // sorted by id
+  uint64_t stamp_ = 0;
 };
 
 }  // namespace tessera::scheduler

@@ -180,11 +180,12 @@ Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
 }
 
 Topology TraceTopology(const std::vector<TraceNode>& nodes,
-                       const std::string& pool, int64_t gpu_memory_mib) {
+                       const std::string& pool, int64_t gpu_memory_mib,
+                       bool cpu_nodes) {
   Topology t;
   t.pools = {pool};
   for (const TraceNode& n : nodes) {
-    if (n.gpus == 0) continue;
+    if (n.gpus == 0 && !cpu_nodes) continue;
     NodeInfo node;
     node.name = n.name;
     node.pool = pool;
@@ -211,6 +212,35 @@ Resources PodDemand(const TracePod& pod) {
     r.gpu_milli = pod.gpu_milli;
   }
   return r;
+}
+
+PlacementRequest PodRequest(const TracePod& pod) {
+  PlacementRequest r{PodDemand(pod), {}};
+  if (pod.wants_gpu()) r.gpu_kinds = pod.gpu_spec;
+  return r;
+}
+
+Workload PodWorkload(const std::vector<TracePod>& pods, double coverage) {
+  std::vector<TypicalTask> tasks;
+  tasks.reserve(pods.size());
+  double memory = 0, milli = 0;
+  for (const TracePod& p : pods) {
+    if (p.wants_gpu()) {
+      memory += static_cast<double>(p.memory_mib);
+      milli += static_cast<double>(p.num_gpu) * p.gpu_milli;
+    }
+    TypicalTask t;
+    t.cpu_milli = p.cpu_milli;
+    if (p.wants_gpu()) {
+      t.gpus = p.num_gpu;
+      t.milli = p.gpu_milli;
+      t.kinds = p.gpu_spec;
+    }
+    tasks.push_back(std::move(t));
+  }
+  Workload w = TypicalWorkload(tasks, coverage);
+  w.memory_mib_per_milli = milli > 0 ? memory / milli : 0;
+  return w;
 }
 
 }  // namespace tessera::scheduler

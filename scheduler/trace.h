@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "scheduler/admission.h"
+#include "scheduler/fragmentation.h"
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
 
@@ -58,14 +60,24 @@ Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
 Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
                                           const TraceOptions& options = {});
 
-// The nodes with GPUs as a Topology with one pool, `pool`; every GPU has
-// `gpu_memory_mib` (the trace gives no GPU memory; its pods ask none).
+// The nodes as a Topology with one pool, `pool`; every GPU has
+// `gpu_memory_mib` (the trace gives no GPU memory; its pods ask none) and
+// the node's model as its kind. Nodes without GPUs are left out unless
+// `cpu_nodes`.
 Topology TraceTopology(const std::vector<TraceNode>& nodes,
-                       const std::string& pool, int64_t gpu_memory_mib);
+                       const std::string& pool, int64_t gpu_memory_mib,
+                       bool cpu_nodes = false);
 
 // A pod's request: `num_gpu` whole GPUs when num_gpu > 1 or gpu_milli is
-// 1000, else gpu_milli of one GPU; CPU and memory as given.
+// 1000, else gpu_milli of one GPU, or no GPU; CPU and memory as given.
 Resources PodDemand(const TracePod& pod);
+// PodDemand with the pod's gpu_spec as the GPU kinds it may use.
+PlacementRequest PodRequest(const TracePod& pod);
+
+// The typical tasks of a pod list (TypicalWorkload over every pod, CPU-only
+// ones included, shaped by CPU, GPU count, milli per GPU and gpu_spec),
+// with the CPU and memory its GPU pods ask per GPU milli.
+Workload PodWorkload(const std::vector<TracePod>& pods, double coverage = 0.95);
 
 }  // namespace tessera::scheduler
 

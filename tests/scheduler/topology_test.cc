@@ -64,7 +64,7 @@ TEST(ClusterState, FractionsAddUpAndReleaseRestores) {
   EXPECT_EQ(s.free_memory_mib(0), 10 * kGiB);
   EXPECT_EQ(s.free_cpu_milli(0), 14000);
   EXPECT_EQ(s.free_memory_mib_on_node(0), 62 * kGiB);
-  EXPECT_THAT(s.jobs_on(0), ElementsAre(1, 2));
+  EXPECT_THAT(s.JobsOn(0), ElementsAre(1, 2));
   EXPECT_THAT(s.Holders(), ElementsAre(1, 2));
   EXPECT_EQ(s.CheckInvariants(), "");
 

@@ -91,3 +91,39 @@ TEST(Trace, BadRowsAreSkippedAndReportedUnlessStrict) {
 
 }  // namespace
 }  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+// The built-in workload the service's fgd and tessera scorers use is the
+// default pod list's: 35 shapes covering 95% of its pods (FGD_RESULTS.md).
+TEST(Trace, TheBuiltInWorkloadIsTheDefaultPodLists) {
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  if (!pods) GTEST_SKIP() << pods.error().message;
+  const Workload w = PodWorkload(pods->rows);
+  const Workload& built_in = OpenbWorkload();
+  ASSERT_EQ(w.tasks.size(), 35u);
+  ASSERT_EQ(built_in.tasks.size(), w.tasks.size());
+  for (size_t i = 0; i < w.tasks.size(); ++i) {
+    EXPECT_EQ(built_in.tasks[i].cpu_milli, w.tasks[i].cpu_milli) << i;
+    EXPECT_EQ(built_in.tasks[i].gpus, w.tasks[i].gpus) << i;
+    EXPECT_EQ(built_in.tasks[i].milli, w.tasks[i].milli) << i;
+    EXPECT_NEAR(built_in.tasks[i].weight, w.tasks[i].weight, 1e-12) << i;
+  }
+  EXPECT_NEAR(built_in.cpu_per_milli, w.cpu_per_milli, 1e-9);
+  EXPECT_NEAR(built_in.memory_mib_per_milli, w.memory_mib_per_milli, 1e-9);
+}
+
+TEST(Trace, PodRequestsCarryTheirGpuKinds) {
+  TracePod p;
+  p.num_gpu = 1;
+  p.gpu_milli = 500;
+  p.gpu_spec = {"V100M16", "V100M32"};
+  EXPECT_EQ(PodRequest(p).gpu_kinds, p.gpu_spec);
+  p.num_gpu = 0;
+  p.gpu_milli = 0;
+  EXPECT_TRUE(PodRequest(p).gpu_kinds.empty());  // CPU-only: no GPU at all
+}
+
+}  // namespace
+}  // namespace tessera::scheduler

@@ -1,0 +1,193 @@
+// Trace replay (snapshot mode) on every openb trace: the allocation ratio of
+// each scorer at arrived = 100% of capacity, mean/min/max over seeds, next
+// to the published figures of Weng et al. (ATC'23, FGD_RESULTS.md), and the
+// time each run takes. Issue targets: one seed of the default trace at 130%
+// with fgd under 1 s; six policies x 10 seeds x one trace under 30 s.
+//
+//   scheduler_replay_bench [--openb DIR] [--seeds N] [--traces a,b,...]
+//                          [--policies a,b,...] [--level PCT] [--threads N]
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scheduler/replay.h"
+#include "scheduler/trace.h"
+
+namespace {
+
+using namespace tessera::scheduler;  // NOLINT(google-build-using-namespace)
+
+std::vector<std::string> List(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+// FGD_RESULTS.md: published means at arrived = 100% (10 seeds).
+const std::map<std::string, std::map<std::string, double>>& Published() {
+  static const std::map<std::string, std::map<std::string, double>> p = {
+      {"default",
+       {{"random", 86.30},
+        {"dot-product", 90.62},
+        {"gpu-clustering", 91.65},
+        {"gpu-packing", 91.78},
+        {"best-fit", 92.86},
+        {"fgd", 95.23}}},
+      {"gpushare40",
+       {{"random", 84.86},
+        {"dot-product", 89.30},
+        {"gpu-clustering", 89.76},
+        {"gpu-packing", 89.77},
+        {"best-fit", 91.44},
+        {"fgd", 93.96}}},
+      {"gpushare60",
+       {{"random", 82.81},
+        {"dot-product", 86.82},
+        {"gpu-clustering", 86.90},
+        {"gpu-packing", 87.15},
+        {"best-fit", 89.06},
+        {"fgd", 91.25}}},
+      {"gpushare80",
+       {{"random", 80.62},
+        {"dot-product", 84.14},
+        {"gpu-clustering", 84.50},
+        {"gpu-packing", 84.65},
+        {"best-fit", 86.66},
+        {"fgd", 89.08}}},
+      {"gpushare100",
+       {{"random", 78.90},
+        {"dot-product", 81.98},
+        {"gpu-clustering", 82.22},
+        {"gpu-packing", 82.13},
+        {"best-fit", 84.62},
+        {"fgd", 86.64}}},
+      {"multigpu20",
+       {{"random", 86.92},
+        {"dot-product", 91.85},
+        {"gpu-clustering", 93.34},
+        {"gpu-packing", 93.50},
+        {"best-fit", 93.73},
+        {"fgd", 95.53}}},
+      {"multigpu30",
+       {{"random", 86.63},
+        {"dot-product", 93.11},
+        {"gpu-clustering", 94.55},
+        {"gpu-packing", 94.70},
+        {"best-fit", 94.57},
+        {"fgd", 96.36}}},
+      {"multigpu40",
+       {{"random", 85.38},
+        {"dot-product", 94.04},
+        {"gpu-clustering", 95.35},
+        {"gpu-packing", 95.59},
+        {"best-fit", 95.10},
+        {"fgd", 96.91}}},
+      {"multigpu50",
+       {{"random", 81.28},
+        {"dot-product", 94.73},
+        {"gpu-clustering", 95.69},
+        {"gpu-packing", 96.06},
+        {"best-fit", 95.62},
+        {"fgd", 97.09}}},
+  };
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
+  int seeds = 10, threads = 0, level = 100;
+  std::vector<std::string> traces = {
+      "default",     "gpushare20", "gpushare40", "gpushare60", "gpushare80",
+      "gpushare100", "multigpu20", "multigpu30", "multigpu40", "multigpu50"};
+  std::vector<std::string> policies = {
+      "random",   "dot-product", "gpu-clustering", "gpu-packing",
+      "best-fit", "fgd",         "tessera"};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--openb") dir = v;
+    if (a == "--seeds") seeds = std::stoi(v);
+    if (a == "--threads") threads = std::stoi(v);
+    if (a == "--level") level = std::stoi(v);
+    if (a == "--traces") traces = List(v);
+    if (a == "--policies") policies = List(v);
+  }
+  auto nodes = LoadTraceNodes(dir + "/openb_node_list_gpu_node.csv");
+  if (!nodes) {
+    std::cerr << nodes.error().message << "\n";
+    return 2;
+  }
+  const Topology topology = TraceTopology(nodes->rows, "openb", 0);
+  std::printf(
+      "openb: %zu nodes, %zu GPUs; %d seeds; allocation %% at "
+      "arrived = %d%%\n\n",
+      topology.nodes.size(), topology.gpus.size(), seeds, level);
+  std::printf("%-12s %-15s %8s %8s %8s %9s %7s %9s %9s %8s\n", "trace",
+              "policy", "mean", "min", "max", "published", "gap", "frag %",
+              "s/seed", "limit");
+  for (const std::string& trace : traces) {
+    auto pods = LoadTracePods(dir + "/openb_pod_list_" + trace + ".csv");
+    if (!pods) {
+      std::cerr << pods.error().message << "\n";
+      return 2;
+    }
+    bool first = true;
+    for (const std::string& policy : policies) {
+      SnapshotOptions options;
+      options.bound = first;
+      options.scorer = policy;
+      options.seeds = seeds;
+      options.threads = threads;
+      options.levels_pct = {level};
+      const auto t0 = std::chrono::steady_clock::now();
+      auto runs = RunSnapshot(topology, pods->rows, options);
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
+      if (!runs) {
+        std::cerr << runs.error().message << "\n";
+        return 2;
+      }
+      double sum = 0, lo = 1e9, hi = -1e9, frag = 0, secs = 0, limit = 0;
+      for (const SnapshotRun& r : *runs) {
+        const double a = r.levels[0].alloc_pct;
+        sum += a;
+        lo = std::min(lo, a);
+        hi = std::max(hi, a);
+        frag += r.levels[0].frag_pct;
+        secs += r.seconds;
+        limit += r.levels[0].bound_pct;
+      }
+      std::string limit_text = "";
+      if (first) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%.2f", limit / seeds);
+        limit_text = buf;
+      }
+      first = false;
+      const double mean = sum / seeds;
+      std::string published = "-", gap = "-";
+      const auto& p = Published();
+      if (level == 100 && p.count(trace) && p.at(trace).count(policy)) {
+        const double ref = p.at(trace).at(policy);
+        published = std::to_string(ref).substr(0, 5);
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%+.2f", mean - ref);
+        gap = buf;
+      }
+      std::printf("%-12s %-15s %8.2f %8.2f %8.2f %9s %7s %9.1f %9.3f %8s\n",
+                  trace.c_str(), policy.c_str(), mean, lo, hi,
+                  published.c_str(), gap.c_str(), frag / seeds, secs / seeds,
+                  limit_text.c_str());
+      std::fflush(stdout);
+      (void)wall;
+    }
+  }
+  return 0;
+}

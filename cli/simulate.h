@@ -1,0 +1,71 @@
+#ifndef TESSERA_CLI_SIMULATE_H_
+#define TESSERA_CLI_SIMULATE_H_
+
+// `tessera simulate`: replays a cluster trace (or a stream of model jobs) on
+// the queue's own admission and policy code and reports what each
+// placement policy does to the cluster (docs/simulate.md).
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/trace.h"
+
+namespace tessera::cli {
+
+struct SimulateArgs {
+  // snapshot (the ATC'23 experiment), timed (arrivals and departures in
+  // time) or models (model jobs from the zoo, Poisson arrivals).
+  std::string mode = "snapshot";
+  std::string nodes;  // --nodes: openb node list CSV (snapshot, timed)
+  std::string pods;   // --pods: openb pod list CSV (snapshot, timed)
+  // --policy: a scorer (ScorerNames()) or "all".
+  std::string policy = "tessera";
+  int seeds = 10;
+  unsigned long long first_seed = 42;
+  double inflation_pct = 130;  // snapshot: arrivals stop here
+  int threads = 0;             // 0: one per core
+  bool strict = false;         // a bad CSV row or an unplaceable pod fails
+  bool json = false;
+  std::string plot;  // --plot FILE.svg
+
+  // timed: the queue policy (fifo, backfill, priority, fair-share, or all).
+  std::string queue_policy = "fifo";
+
+  // models: the serve configuration whose cluster the jobs run on.
+  std::string config = "examples/serve.yaml";
+  std::vector<std::string> models;  // ONNX files (default: models/zoo/*)
+  int jobs = 200;                   // model jobs generated
+  double arrival_per_hour = 30;     // Poisson rate
+  std::string duration = "lognormal:7.0,1.0";  // seconds: DIST:PARAMS
+  std::vector<int> batches = {8, 16, 32};
+  double interference = 0.0;  // slowdown per extra job sharing a GPU
+  std::vector<double> interference_sweep;  // each value, side by side
+  std::string pool;  // models: the config's pool the jobs go to ("": first)
+};
+
+// Runs the command; returns the exit code (0, 2 bad input, 1 internal).
+int RunSimulate(const SimulateArgs& args);
+
+// Shared by the trace modes (snapshot, timed) -----------------------------
+
+// --nodes and --pods read: the cluster (GPU nodes, and CPU-only nodes when
+// the file has them) and the pods. Skipped rows are printed as warnings
+// (a count and the first few) unless args.strict, which fails on the first.
+struct TraceInput {
+  scheduler::Topology topology;
+  std::vector<scheduler::TracePod> pods;
+};
+Result<TraceInput> LoadTraceInput(const SimulateArgs& args);
+
+// The scorers --policy names: one name, a comma list, or "all" (the six
+// published policies and tessera). kBadInput naming the unknown one.
+Result<std::vector<std::string>> PolicyList(const std::string& policy);
+
+// The timed and models modes (cli/simulate_timed.cc, simulate_models.cc).
+int RunSimulateTimed(const SimulateArgs& args);
+int RunSimulateModels(const SimulateArgs& args);
+
+}  // namespace tessera::cli
+
+#endif  // TESSERA_CLI_SIMULATE_H_
