@@ -9,7 +9,8 @@ BENCHES=(build/bench/graph/graph_bench build/bench/estimator/estimator_bench
 # The queue service's benches are plain programs with their own flags.
 DECISION=build/bench/scheduler/scheduler_decision_bench
 SUBMIT=build/bench/scheduler/scheduler_submit_bench
-for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT"; do
+REPLAY=build/bench/scheduler/scheduler_replay_bench
+for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done
 smoke=false
@@ -27,10 +28,15 @@ for b in "${BENCHES[@]}"; do
 done
 # Scheduling decisions on the openb cluster with 10,000 queued jobs, and
 # durable submissions per second over HTTP (targets: p99 < 5 ms, >= 1,000/s).
+# The trace replay: every policy on every openb trace against the paper's
+# figures and the physical limit (targets: one seed of fgd under 1 s; six
+# policies x 10 seeds x one trace under 30 s).
 if $smoke; then
   "$DECISION" --queue 1000 --rounds 5
   "$SUBMIT" --clients 2 --seconds 1
+  "$REPLAY" --seeds 1 --traces default --policies fgd,tessera
 else
   "$DECISION"
   "$SUBMIT" --clients 8 --seconds 5
+  "$REPLAY" --seeds 10
 fi

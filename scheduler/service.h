@@ -31,7 +31,7 @@ struct User {
 struct ServiceOptions {
   Topology topology;
   std::map<std::string, PolicyConfig> policies;  // per pool; absent: fifo
-  std::string scorer = "best-fit";               // admission.h
+  std::string scorer = "tessera";                // admission.h
   std::string db_path = "tessera.db";
   std::string log_dir = "tessera-logs";
   double kill_grace_s = 10;

@@ -6,12 +6,19 @@
 //
 //   scheduler_replay_bench [--openb DIR] [--seeds N] [--traces a,b,...]
 //                          [--policies a,b,...] [--level PCT] [--threads N]
+//                          [--speed 0|1]
+//
+// --speed 1 (the default) first times the two targets on the default
+// trace: one fgd seed on one thread (median of 5), and the six published
+// policies x 10 seeds on every core (wall time).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scheduler/replay.h"
@@ -102,7 +109,7 @@ const std::map<std::string, std::map<std::string, double>>& Published() {
 
 int main(int argc, char** argv) {
   std::string dir = std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
-  int seeds = 10, threads = 0, level = 100;
+  int seeds = 10, threads = 0, level = 100, speed = 1;
   std::vector<std::string> traces = {
       "default",     "gpushare20", "gpushare40", "gpushare60", "gpushare80",
       "gpushare100", "multigpu20", "multigpu30", "multigpu40", "multigpu50"};
@@ -117,6 +124,7 @@ int main(int argc, char** argv) {
     if (a == "--level") level = std::stoi(v);
     if (a == "--traces") traces = List(v);
     if (a == "--policies") policies = List(v);
+    if (a == "--speed") speed = std::stoi(v);
   }
   auto nodes = LoadTraceNodes(dir + "/openb_node_list_gpu_node.csv");
   if (!nodes) {
@@ -124,6 +132,43 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Topology topology = TraceTopology(nodes->rows, "openb", 0);
+  if (speed != 0) {
+    auto pods = LoadTracePods(dir + "/openb_pod_list_default.csv");
+    if (!pods) {
+      std::cerr << pods.error().message << "\n";
+      return 2;
+    }
+    std::vector<double> one;
+    for (int rep = 0; rep < 5; ++rep) {
+      SnapshotOptions o;
+      o.scorer = "fgd";
+      o.seeds = 1;
+      o.threads = 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      (void)RunSnapshot(topology, pods->rows, o);
+      one.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count());
+    }
+    std::sort(one.begin(), one.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const char* policy : {"random", "dot-product", "gpu-clustering",
+                               "gpu-packing", "best-fit", "fgd"}) {
+      SnapshotOptions o;
+      o.scorer = policy;
+      o.seeds = 10;
+      o.threads = threads;
+      (void)RunSnapshot(topology, pods->rows, o);
+    }
+    const double six =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    std::printf(
+        "speed, default trace to 130%%: one fgd seed on one thread "
+        "%.3f s (median of 5; target < 1 s); six policies x 10 "
+        "seeds %.1f s on %u cores (target < 30 s)\n\n",
+        one[2], six, std::thread::hardware_concurrency());
+  }
   std::printf(
       "openb: %zu nodes, %zu GPUs; %d seeds; allocation %% at "
       "arrived = %d%%\n\n",

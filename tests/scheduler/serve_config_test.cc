@@ -116,7 +116,7 @@ TEST(ServeConfig, DefaultsWithoutPoolsAndLimits) {
   EXPECT_EQ(config->service.topology.gpus[1].id, "n/gpu1");
   EXPECT_EQ(config->service.topology.gpus[1].memory_mib, 40 * 1024);
   EXPECT_FALSE(config->users[0].user.admin);  // role defaults to user
-  EXPECT_EQ(config->service.scorer, "best-fit");
+  EXPECT_EQ(config->service.scorer, "tessera");
 }
 
 TEST(ServeConfig, ReadsTopLevelSettings) {

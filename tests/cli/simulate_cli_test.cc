@@ -1,0 +1,209 @@
+// End-to-end tests of `tessera simulate` (snapshot mode): the table, the
+// JSON contract, the chart, and the errors a user meets (missing columns,
+// bad rows, unplaceable pods, unknown flags' values).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "tests/cli/cli_runner.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Json = nlohmann::json;
+using testlib::RunResult;
+using testlib::RunTessera;
+using testlib::TempDir;
+
+const std::string kOpenb =
+    std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
+
+std::string Write(const TempDir& dir, const std::string& name,
+                  const std::string& text) {
+  std::ofstream(dir.File(name)) << text;
+  return "'" + dir.File(name) + "'";
+}
+
+// Four nodes of two GPUs, and a handful of pods of every kind.
+struct SmallTrace {
+  TempDir dir;
+  std::string nodes, pods;
+  SmallTrace() {
+    nodes = Write(dir, "nodes.csv",
+                  "sn,cpu_milli,memory_mib,gpu,model\n"
+                  "n0,32000,131072,2,T4\nn1,32000,131072,2,T4\n"
+                  "n2,64000,262144,2,V100M32\nn3,16000,65536,2,P100\n"
+                  "cpu0,32000,131072,0,\n");
+    pods = Write(dir, "pods.csv",
+                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                 "a,4000,8192,1,300,\nb,8000,16384,1,650,\n"
+                 "c,12000,32768,1,1000,\nd,16000,65536,2,1000,\n"
+                 "e,4000,8192,0,0,\nf,3000,8192,1,810,V100M32\n");
+  }
+  std::string Args() const {
+    return "simulate --nodes " + nodes + " --pods " + pods;
+  }
+};
+
+TEST(SimulateCli, PrintsTheAllocationTableWithTheLimit) {
+  SmallTrace t;
+  RunResult r = RunTessera(t.Args() + " --policy fgd,tessera --seeds 3", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("5 nodes, 8 GPUs"));
+  EXPECT_THAT(r.out, HasSubstr("6 pods"));
+  EXPECT_THAT(r.out, HasSubstr("80%"));
+  EXPECT_THAT(r.out, HasSubstr("physical limit"));
+  EXPECT_THAT(r.out, HasSubstr("At 100% arrived"));
+  EXPECT_THAT(r.out, HasSubstr("tessera"));
+}
+
+TEST(SimulateCli, JsonHasTheIssuesKeysForEveryPolicyAndLevel) {
+  SmallTrace t;
+  RunResult r = RunTessera(t.Args() + " --policy all --seeds 2 --json", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["seeds"], 2);
+  EXPECT_EQ(j["inflation_pct"], 130);
+  EXPECT_THAT(j["nodes_file"].get<std::string>(), HasSubstr("nodes.csv"));
+  EXPECT_THAT(j["pods_file"].get<std::string>(), HasSubstr("pods.csv"));
+  ASSERT_EQ(j["results"].size(), 7u * 5u);  // policy x level
+  std::set<std::string> policies;
+  for (const Json& res : j["results"]) {
+    policies.insert(res["policy"].get<std::string>());
+    for (const char* key : {"alloc_ratio_pct", "frag_ratio_pct"}) {
+      const Json& s = res[key];
+      EXPECT_LE(s["min"].get<double>(), s["mean"].get<double>());
+      EXPECT_LE(s["mean"].get<double>(), s["max"].get<double>());
+    }
+    EXPECT_TRUE(res["failed_pods"].contains("mean"));
+    EXPECT_GE(res["arrived_pct"].get<int>(), 80);
+  }
+  EXPECT_EQ(policies, (std::set<std::string>{"random", "dot-product",
+                                             "gpu-clustering", "gpu-packing",
+                                             "best-fit", "fgd", "tessera"}));
+  ASSERT_EQ(j["physical_limit"].size(), 5u);
+  EXPECT_TRUE(j["alloc_curves_pct"].contains("tessera"));
+}
+
+TEST(SimulateCli, PlotsAnSvgChart) {
+  SmallTrace t;
+  const std::string svg = t.dir.File("alloc.svg");
+  RunResult r = RunTessera(
+      t.Args() + " --policy best-fit,fgd --seeds 2 --plot '" + svg + "'",
+      t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string chart = testlib::ReadFile(svg);
+  EXPECT_THAT(chart, HasSubstr("<svg"));
+  EXPECT_THAT(chart, HasSubstr("</svg>"));
+  EXPECT_THAT(chart, HasSubstr(">best-fit<"));
+  EXPECT_THAT(chart, HasSubstr(">physical limit<"));
+  EXPECT_THAT(r.out, HasSubstr("Chart written to"));
+  // An unwritable path is a bad input, not a crash.
+  r = RunTessera(t.Args() + " --seeds 1 --plot /nonexistent/dir/a.svg", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/dir/a.svg"));
+}
+
+TEST(SimulateCli, BadRowsAreSkippedWithAWarningUnlessStrict) {
+  SmallTrace t;
+  const std::string pods =
+      Write(t.dir, "bad.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+            "a,4000,8192,1,300\nb,lots,16384,1,650\nc,1000,1024,1,1200\n");
+  RunResult r = RunTessera(
+      "simulate --nodes " + t.nodes + " --pods " + pods + " --seeds 1", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("2 rows skipped"));
+  EXPECT_THAT(r.err, HasSubstr("bad.csv:3: column 'cpu_milli'"));
+  r = RunTessera(
+      "simulate --nodes " + t.nodes + " --pods " + pods + " --seeds 1 --strict",
+      t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.csv:3"));
+}
+
+TEST(SimulateCli, PodsNoNodeCouldHoldAreNamed) {
+  SmallTrace t;
+  const std::string pods = Write(t.dir, "big.csv",
+                                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                 "ok,4000,8192,1,300\nhuge,4000,8192,8,1000\n");
+  RunResult r = RunTessera(
+      "simulate --nodes " + t.nodes + " --pods " + pods + " --seeds 1", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("1 pods fit no node"));
+  EXPECT_THAT(r.err, HasSubstr("huge"));
+  r = RunTessera(
+      "simulate --nodes " + t.nodes + " --pods " + pods + " --seeds 1 --strict",
+      t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("huge"));
+}
+
+TEST(SimulateCli, ClearErrorsForMissingColumnsFilesAndFlags) {
+  SmallTrace t;
+  const std::string no_column =
+      Write(t.dir, "pods2.csv", "name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n");
+  RunResult r =
+      RunTessera("simulate --nodes " + t.nodes + " --pods " + no_column, t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("pods2.csv: no column 'gpu_milli'"));
+  r = RunTessera("simulate --nodes /no/such.csv --pods " + t.pods, t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/no/such.csv"));
+  r = RunTessera(t.Args() + " --policy tightest", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown policy 'tightest'"));
+  EXPECT_THAT(r.err, HasSubstr("gpu-packing"));
+  r = RunTessera(t.Args() + " --seeds 0", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--seeds"));
+  r = RunTessera(t.Args() + " --mode sideways", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--mode"));
+  r = RunTessera("simulate --pods " + t.pods, t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--nodes"));
+}
+
+TEST(SimulateCli, HelpHasExamples) {
+  TempDir dir;
+  RunResult r = RunTessera("simulate --help", dir);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Examples:"));
+  EXPECT_THAT(r.out, HasSubstr("--policy all --plot"));
+}
+
+// The real trace, one seed: the paper's FGD figure and tessera above it.
+TEST(SimulateCli, OpenbDefaultTraceOneSeed) {
+  if (!std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv")) {
+    GTEST_SKIP() << kOpenb << " not found";
+  }
+  TempDir dir;
+  RunResult r =
+      RunTessera("simulate --nodes '" + kOpenb +
+                     "/openb_node_list_gpu_node.csv' --pods '" + kOpenb +
+                     "/openb_pod_list_default.csv' --policy fgd,tessera "
+                     "--seeds 1 --json",
+                 dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["cluster"]["gpus"], 6212);
+  double fgd = 0, tessera = 0;
+  for (const Json& res : j["results"]) {
+    if (res["arrived_pct"] != 100) continue;
+    const double a = res["alloc_ratio_pct"]["mean"].get<double>();
+    (res["policy"] == "fgd" ? fgd : tessera) = a;
+  }
+  EXPECT_NEAR(fgd, 95.23, 0.6);
+  EXPECT_GT(tessera, fgd);
+}
+
+}  // namespace
+}  // namespace tessera
