@@ -289,7 +289,7 @@ Examples:
                    --policy fgd --seeds 10 --json
   tessera simulate --nodes N.csv --pods P.csv --policy all --plot alloc.svg
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \
-                   --queue-policy all --plot util.svg
+                   --queue-policy all --cluster-fraction 0.02 --plot util.svg
   tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
                    --duration lognormal:7.0,1.0 --interference-sweep 0,0.25,0.5,1
 
@@ -323,7 +323,9 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "Placement policy (scorer), a comma list, or all")
       ->type_name("NAME")
       ->capture_default_str();
-  cmd->add_option("--seeds", args.seeds, "Runs with seeds first-seed, +1, ...")
+  cmd->add_option("--seeds", args.seeds,
+                  "snapshot, models: runs with seeds first-seed, +1, ... "
+                  "(timed: one run, seed first-seed)")
       ->capture_default_str();
   cmd->add_option("--first-seed", args.first_seed, "The first seed")
       ->capture_default_str();
@@ -347,11 +349,25 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
   cmd->add_option("--queue-policy", args.queue_policy,
                   "timed: fifo, backfill, priority, fair-share or all")
       ->capture_default_str();
+  cmd->add_option("--load", args.load,
+                  "timed: arrivals F times faster (offered load x F); "
+                  "durations stay")
+      ->type_name("F")
+      ->capture_default_str();
+  cmd->add_option("--cluster-fraction", args.cluster_fraction,
+                  "timed: replay on a seeded sample of this fraction of the "
+                  "nodes, at least one node per GPU model")
+      ->type_name("F")
+      ->capture_default_str();
   cmd->add_option("--config", args.config,
                   "models: the serve configuration whose cluster the jobs "
                   "run on")
       ->type_name("FILE")
       ->capture_default_str();
+  cmd->add_option("--pool", args.pool,
+                  "models: the serve config's pool the jobs go to (default: "
+                  "the first)")
+      ->type_name("POOL");
   cmd->add_option("--models", args.models,
                   "models: ONNX files to draw jobs from (default: "
                   "models/zoo/*.onnx)")

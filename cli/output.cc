@@ -24,21 +24,36 @@ void Warn(const std::string& message) {
   std::cerr << "tessera: warning: " << message << "\n";
 }
 
-namespace {
-double Now() {
+double MonotonicSeconds() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-}  // namespace
+
+std::string Fixed(double x, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string HumanDuration(double s) {
+  constexpr double kHour = 3600, kDay = 86400;
+  if (s < 120) return Fixed(s, 0) + " s";
+  if (s < 2 * kHour) return Fixed(s / 60, 1) + " min";
+  if (s < 2 * kDay) return Fixed(s / kHour, 1) + " h";
+  return Fixed(s / kDay, 1) + " d";
+}
 
 Progress::Progress(std::string subject)
-    : subject_(std::move(subject)), enabled_(isatty(2) != 0), start_(Now()) {}
+    : subject_(std::move(subject)),
+      enabled_(isatty(2) != 0),
+      start_(MonotonicSeconds()) {}
 
 void Progress::Stage(std::string_view stage) {
   if (!enabled_) return;
   std::fprintf(stderr, "\r\033[K%s: %.*s (%.1f s)", subject_.c_str(),
-               static_cast<int>(stage.size()), stage.data(), Now() - start_);
+               static_cast<int>(stage.size()), stage.data(),
+               MonotonicSeconds() - start_);
   std::fflush(stderr);
 }
 

@@ -19,6 +19,15 @@ void Warn(const std::string& message);
 // part / whole as a percentage with one decimal, "12.5%" (0 when whole is 0).
 std::string Percent(double part, double whole);
 
+// `x` with `digits` decimals: Fixed(95.2581, 2) is "95.26".
+std::string Fixed(double x, int digits);
+
+// Seconds for people: "45 s", "12.5 min", "3.2 h", "149.3 d".
+std::string HumanDuration(double seconds);
+
+// A monotonic clock in seconds, for timing work.
+double MonotonicSeconds();
+
 // Progress lines on stderr ("loading model.onnx: inferring shapes (1.2 s)")
 // when stderr is a terminal; silent otherwise, so scripts see clean output.
 class Progress {

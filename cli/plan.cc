@@ -33,12 +33,6 @@ constexpr size_t kLinksShown = 5;
 // Characters of an error message the --algo all table shows.
 constexpr size_t kNoteWidth = 100;
 
-std::string Fixed(double x, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, x);
-  return buf;
-}
-
 std::string Ratio(const Plan& plan) {
   return plan.lower_bound_s > 0 ? Fixed(plan.sim.step_s / plan.lower_bound_s, 2)
                                 : std::string("-");

@@ -25,18 +25,6 @@ using scheduler::SnapshotRun;
 // Skipped rows and unplaceable pods listed by name before "and N more".
 constexpr size_t kListed = 5;
 
-double NowSeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string Fixed(double x, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
 // The published policies in the paper's order, then tessera's.
 const std::vector<std::string>& AllPolicies() {
   static const std::vector<std::string> all = {
@@ -307,7 +295,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
     options.threads = args.threads;
     options.bound = all.empty();
     PolicyRuns p{policy, {}, 0};
-    const double start = NowSeconds();
+    const double start = MonotonicSeconds();
     auto runs =
         scheduler::RunSnapshot(in->topology, in->pods, options, [&](int done) {
           progress.Stage(policy + ": " + std::to_string(done) + "/" +
@@ -317,7 +305,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
       progress.Done();
       return ReportError(runs.error());
     }
-    p.seconds = NowSeconds() - start;
+    p.seconds = MonotonicSeconds() - start;
     p.runs = std::move(runs).value();
     all.push_back(std::move(p));
   }

@@ -31,6 +31,12 @@ struct SimulateArgs {
 
   // timed: the queue policy (fifo, backfill, priority, fair-share, or all).
   std::string queue_policy = "fifo";
+  // timed: arrivals this many times faster (--load), and the replay on a
+  // seeded sample of this fraction of the nodes, stratified by GPU model
+  // (--cluster-fraction). The openb pod lists fill about 1% of their
+  // cluster in time: these make queues form (docs/simulate_timed.md).
+  double load = 1;
+  double cluster_fraction = 1;
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";

@@ -1,11 +1,265 @@
-// Placeholder until the timed mode lands.
+// `tessera simulate --mode timed`: the trace's pods arrive at their
+// creation_time, wait in a queue policy and leave after their duration;
+// one replay per scorer x queue policy. scheduler/timed_replay.h does the
+// work; this file prints (docs/simulate_timed.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "cli/output.h"
 #include "cli/simulate.h"
+#include "cli/svg_chart.h"
+#include "common/strings.h"
+#include "scheduler/policy.h"
+#include "scheduler/timed_replay.h"
 
 namespace tessera::cli {
+namespace {
 
-int RunSimulateTimed(const SimulateArgs& /*args*/) {
-  return ReportError(Internal("--mode timed is not implemented yet"));
+using scheduler::DelayStats;
+using scheduler::TimedRun;
+
+constexpr double kDay = 86400, kHour = 3600;
+
+// --queue-policy: one name, a comma list, or all.
+Result<std::vector<std::string>> QueuePolicyList(const std::string& text) {
+  const std::vector<std::string> known = scheduler::PolicyNames();
+  if (text == "all") return known;
+  std::vector<std::string> out;
+  for (const std::string_view name : Split(text, ',')) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return BadInput("--queue-policy: unknown queue policy '" +
+                      std::string(name) + "' (known: " + list + ", or all)");
+    }
+    out.emplace_back(name);
+  }
+  return out;
+}
+
+// The delays of the trace's own scheduler (scheduled_time - creation_time,
+// over the pods it scheduled), for reference.
+struct TraceDelays {
+  int64_t scheduled = 0;
+  DelayStats delay_s;
+  double span_s = 0;  // last creation - first creation
+};
+
+TraceDelays TraceOwnDelays(const std::vector<scheduler::TracePod>& pods) {
+  TraceDelays t;
+  std::vector<double> delays;
+  double first = 1e300, last = -1e300;
+  for (const scheduler::TracePod& p : pods) {
+    first = std::min(first, p.creation_time);
+    last = std::max(last, p.creation_time);
+    if (p.scheduled_time >= 0)
+      delays.push_back(p.scheduled_time - p.creation_time);
+  }
+  t.scheduled = static_cast<int64_t>(delays.size());
+  t.delay_s = scheduler::SummarizeDelays(std::move(delays));
+  t.span_s = pods.empty() ? 0 : last - first;
+  return t;
+}
+
+nlohmann::json DelayJson(const DelayStats& d) {
+  return {{"mean", d.mean},
+          {"p50", d.p50},
+          {"p95", d.p95},
+          {"p99", d.p99},
+          {"max", d.max}};
+}
+
+nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
+                         size_t all_nodes, const TraceDelays& trace,
+                         const std::vector<TimedRun>& runs) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const TimedRun& r : runs) {
+    nlohmann::json curve = nlohmann::json::array();
+    for (const auto& [t, pct] : r.utilization) curve.push_back({t, pct});
+    results.push_back(
+        {{"policy", r.scorer},
+         {"queue_policy", r.queue_policy},
+         {"pods", r.pods},
+         {"started", r.started},
+         {"never_started", r.never_started()},
+         {"unplaceable", r.unplaceable},
+         {"still_queued", r.stuck},
+         {"preemptions", r.preemptions},
+         {"lost_gpu_hours", r.lost_gpu_hours},
+         {"queueing_delay_s", DelayJson(r.delay_s)},
+         {"makespan_s", r.makespan_s},
+         {"utilization_pct",
+          {{"mean", r.mean_utilization_pct},
+           {"peak", r.peak_utilization_pct},
+           {"while_queued", r.queued_utilization_pct}}},
+         {"queue_length", {{"mean", r.mean_queue}, {"peak", r.peak_queue}}},
+         {"policy_rounds", r.rounds},
+         {"seconds", r.seconds},
+         {"utilization_over_time", curve}});
+  }
+  return {{"mode", "timed"},
+          {"nodes_file", args.nodes},
+          {"pods_file", args.pods},
+          {"seed", args.first_seed},
+          {"load_factor", args.load},
+          {"cluster",
+           {{"nodes", in.topology.nodes.size()},
+            {"gpus", in.topology.gpus.size()},
+            {"fraction", args.cluster_fraction},
+            {"nodes_in_file", all_nodes}}},
+          {"pods", in.pods.size()},
+          {"trace_queueing_delay_s",
+           {{"pods", trace.scheduled}, {"delay", DelayJson(trace.delay_s)}}},
+          {"results", results}};
+}
+
+void PrintTimed(const SimulateArgs& args, const TraceInput& in,
+                size_t all_nodes, const TraceDelays& trace,
+                const std::vector<TimedRun>& runs) {
+  std::cout << "Cluster " << WithThousands(int64_t(in.topology.nodes.size()));
+  if (in.topology.nodes.size() != all_nodes) {
+    std::cout << " of " << WithThousands(int64_t(all_nodes)) << " nodes ("
+              << Fixed(100 * args.cluster_fraction, 1)
+              << "% sample by GPU model), ";
+  } else {
+    std::cout << " nodes, ";
+  }
+  std::cout << WithThousands(int64_t(in.topology.gpus.size())) << " GPUs ("
+            << args.nodes << "); " << WithThousands(int64_t(in.pods.size()))
+            << " pods (" << args.pods << ") arriving over "
+            << HumanDuration(trace.span_s / args.load);
+  if (args.load != 1) {
+    std::cout << " (" << Fixed(args.load, args.load < 10 ? 2 : 0)
+              << "x faster than the trace)";
+  }
+  std::cout << "\nTimed replay, seed " << args.first_seed
+            << ": pods arrive at creation_time, run deletion_time - "
+               "scheduled_time,\nqueue when they do not fit. Delay = time "
+               "queued before starting.\n\n";
+  TextTable table({"policy", "queue", "started", "never", "delay mean", "p50",
+                   "p95", "p99", "max", "makespan", "util mean", "peak",
+                   "queued", "peak queue", "preempted", "run s"},
+                  {false, false, true, true, true, true, true, true, true, true,
+                   true, true, true, true, true, true});
+  for (const TimedRun& r : runs) {
+    std::string never = WithThousands(r.never_started());
+    if (r.unplaceable > 0) {
+      never += " (" + WithThousands(r.unplaceable) + " unplaceable)";
+    }
+    table.AddRow(
+        {r.scorer, r.queue_policy, WithThousands(r.started), never,
+         HumanDuration(r.delay_s.mean), HumanDuration(r.delay_s.p50),
+         HumanDuration(r.delay_s.p95), HumanDuration(r.delay_s.p99),
+         HumanDuration(r.delay_s.max), HumanDuration(r.makespan_s),
+         Fixed(r.mean_utilization_pct, 1) + "%",
+         Fixed(r.peak_utilization_pct, 1) + "%",
+         r.peak_queue > 0 ? Fixed(r.queued_utilization_pct, 1) + "%" : "-",
+         WithThousands(r.peak_queue), WithThousands(r.preemptions),
+         Fixed(r.seconds, 1)});
+  }
+  std::cout << table.Render() << "\n  never: unplaceable (fit no node even "
+            << "when empty) plus still queued at the end.\n"
+            << "  util: allocated GPU / capacity, time-weighted over the "
+               "makespan; queued: the same\n  over the times when pods were "
+               "waiting.\n"
+            << "  The trace's own scheduler: delay mean "
+            << HumanDuration(trace.delay_s.mean) << ", p50 "
+            << HumanDuration(trace.delay_s.p50) << ", p95 "
+            << HumanDuration(trace.delay_s.p95) << ", p99 "
+            << HumanDuration(trace.delay_s.p99) << " over "
+            << WithThousands(trace.scheduled) << " scheduled pods.\n";
+}
+
+Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
+                 const std::vector<TimedRun>& runs) {
+  double span = 0;
+  for (const TimedRun& r : runs) span = std::max(span, r.makespan_s);
+  const bool days = span >= 2 * kDay;
+  const double unit = days ? kDay : kHour;
+  LineChart chart;
+  chart.title = "GPU utilization over time";
+  chart.subtitle = std::to_string(in.topology.gpus.size()) + " GPUs, " +
+                   std::to_string(in.pods.size()) + " pods (" + args.pods +
+                   "); timed replay, seed " + std::to_string(args.first_seed);
+  chart.x_label = std::string("time since the first arrival (") +
+                  (days ? "days" : "hours") + ")";
+  chart.y_label = "allocated GPUs (% of capacity)";
+  chart.y_range = std::make_pair(0.0, 100.0);
+  chart.step = true;
+  for (const TimedRun& r : runs) {
+    ChartSeries s;
+    s.name = r.scorer + " / " + r.queue_policy;
+    for (const auto& [t, pct] : r.utilization) {
+      s.points.emplace_back(t / unit, pct);
+    }
+    chart.series.push_back(std::move(s));
+  }
+  return WriteSvg(args.plot, chart);
+}
+
+}  // namespace
+
+int RunSimulateTimed(const SimulateArgs& args) {
+  if (!(args.load > 0) || !std::isfinite(args.load)) {
+    return ReportError(
+        BadInput("--load: a positive factor, got " + Fixed(args.load, 2)));
+  }
+  if (!(args.cluster_fraction > 0 && args.cluster_fraction <= 1)) {
+    return ReportError(
+        BadInput("--cluster-fraction: a fraction in (0, 1], "
+                 "got " +
+                 std::to_string(args.cluster_fraction)));
+  }
+  auto in = LoadTraceInput(args);
+  if (!in) return ReportError(in.error());
+  const size_t all_nodes = in->topology.nodes.size();
+  if (args.cluster_fraction < 1) {
+    in->topology = scheduler::SampleCluster(in->topology, args.cluster_fraction,
+                                            args.first_seed);
+  }
+  if (auto timed = scheduler::MakeTimedPods(in->pods); !timed) {
+    return ReportError(timed.error().WithContext(args.pods));
+  }
+  auto scorers = PolicyList(args.policy);
+  if (!scorers) return ReportError(scorers.error());
+  auto queue_policies = QueuePolicyList(args.queue_policy);
+  if (!queue_policies) return ReportError(queue_policies.error());
+  std::vector<scheduler::TimedOptions> options;
+  for (const std::string& scorer : *scorers) {
+    for (const std::string& queue_policy : *queue_policies) {
+      scheduler::TimedOptions o;
+      o.scorer = scorer;
+      o.queue_policy = queue_policy;
+      o.seed = args.first_seed;
+      o.load_factor = args.load;
+      options.push_back(std::move(o));
+    }
+  }
+  Progress progress("simulate --mode timed");
+  const std::string count = std::to_string(options.size());
+  auto runs = scheduler::RunTimedAll(
+      in->topology, in->pods, options, args.threads, [&](double done) {
+        progress.Stage(count + (options.size() == 1 ? " run, " : " runs, ") +
+                       Fixed(100 * done, 0) + "% done");
+      });
+  progress.Done();
+  if (!runs) return ReportError(runs.error());
+  const TraceDelays trace = TraceOwnDelays(in->pods);
+  if (args.json) {
+    std::cout << TimedJson(args, *in, all_nodes, trace, *runs).dump(2) << "\n";
+  } else {
+    PrintTimed(args, *in, all_nodes, trace, *runs);
+  }
+  if (!args.plot.empty()) {
+    if (Status s = PlotTimed(args, *in, *runs); !s.ok()) {
+      return ReportError(s.error());
+    }
+    if (!args.json) std::cout << "\nChart written to " << args.plot << "\n";
+  }
+  return 0;
 }
 
 }  // namespace tessera::cli

@@ -25,6 +25,8 @@
 #include "placer/reductions.h"
 
 namespace tessera::placer {
+
+void ReleaseThreadSolverMemory() { glp_free_env(); }
 namespace {
 
 // The LP's times are in microseconds: seconds would put coefficients near

@@ -32,6 +32,10 @@ enum class Algorithm {
 };
 // "single", "m-topo", "m-etf", "m-sct", "pipeline", "ilp", "auto".
 std::string_view AlgorithmName(Algorithm a);
+// Frees the LP solver's memory (GLPK keeps an environment per thread) on
+// the calling thread. Worker threads that placed models call it before they
+// end; none of this thread's solver objects may be alive.
+void ReleaseThreadSolverMemory();
 // Parses those names; kBadInput listing them otherwise. "all" is the CLI's.
 Result<Algorithm> ParseAlgorithm(std::string_view text);
 // The concrete algorithms, in the order `--algo all` lists them.

@@ -3,14 +3,13 @@
 #include "scheduler/replay.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <numeric>
 #include <random>
-#include <thread>
 
 #include "scheduler/admission.h"
+#include "scheduler/parallel.h"
 #include "scheduler/replay_bound.h"
 
 namespace tessera::scheduler {
@@ -146,26 +145,15 @@ Result<std::vector<SnapshotRun>> RunSnapshot(
   const Workload& workload =
       options.workload != nullptr ? *options.workload : own;
   std::vector<SnapshotRun> runs(options.seeds);
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp(threads, 1, options.seeds);
-  std::atomic<int> next{0};
   std::mutex progress_mu;
   int done = 0;
-  auto work = [&] {
-    for (int s = next++; s < options.seeds; s = next++) {
-      runs[s] = RunSnapshotSeed(topology, pods, workload, options,
-                                options.first_seed + s);
-      std::lock_guard lock(progress_mu);
-      ++done;
-      if (progress) progress(done);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  ParallelFor(options.seeds, options.threads, [&](int s) {
+    runs[s] = RunSnapshotSeed(topology, pods, workload, options,
+                              options.first_seed + s);
+    std::lock_guard lock(progress_mu);
+    ++done;
+    if (progress) progress(done);
+  });
   return runs;
 }
 
