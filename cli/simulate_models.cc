@@ -1,11 +1,553 @@
-// Placeholder until the models mode lands.
+// `tessera simulate --mode models`: model jobs from the zoo on a serve
+// config's cluster under three admissions (whole GPUs, fractions, fractions
+// plus splitting), for one or several interference factors.
+// scheduler/model_workload.h does the work; this file prints
+// (docs/simulate_models.md).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "cli/output.h"
 #include "cli/simulate.h"
+#include "cli/svg_chart.h"
+#include "common/strings.h"
+#include "scheduler/admission.h"
+#include "scheduler/model_workload.h"
+#include "scheduler/policy.h"
+#include "scheduler/serve_config.h"
 
 namespace tessera::cli {
+namespace {
 
-int RunSimulateModels(const SimulateArgs& /*args*/) {
-  return ReportError(Internal("--mode models is not implemented yet"));
+namespace fs = std::filesystem;
+using scheduler::Admission;
+using scheduler::ModelJobKind;
+using scheduler::ModelSimResult;
+
+constexpr const char* kZoo = "models/zoo";
+
+// Everything the command read and decided before the runs.
+struct Setup {
+  scheduler::Topology topology;
+  std::string pool;
+  scheduler::GpuInfo gpu;
+  int pool_gpus = 0;
+  double headroom = 0;
+  scheduler::DurationDistribution duration;
+  std::vector<std::string> models;
+  std::vector<double> alphas;
+};
+
+Result<std::vector<std::string>> ModelFiles(const SimulateArgs& args) {
+  if (!args.models.empty()) {
+    for (const std::string& m : args.models) {
+      std::error_code ec;
+      if (!fs::is_regular_file(m, ec)) {
+        return BadInput("--models: " + m + ": no such file");
+      }
+    }
+    return args.models;
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kZoo, ec)) {
+    if (e.path().extension() == ".onnx") files.push_back(e.path().string());
+  }
+  if (files.empty()) {
+    return BadInput(std::string("--models: none given, and no ") + kZoo +
+                    "/*.onnx under the working directory");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Status CheckArgs(const SimulateArgs& args) {
+  if (args.jobs < 1) return BadInput("--jobs: must be at least 1");
+  if (!(args.arrival_per_hour > 0)) {
+    return BadInput("--arrival-rate: must be > 0 jobs per hour");
+  }
+  if (args.seeds < 1) return BadInput("--seeds: must be at least 1");
+  if (!(args.interference >= 0)) {
+    return BadInput("--interference: must be >= 0");
+  }
+  for (const double a : args.interference_sweep) {
+    if (!(a >= 0)) {
+      return BadInput("--interference-sweep: " + Fixed(a, 3) + " is negative");
+    }
+  }
+  const auto known = scheduler::ScorerNames();
+  if (std::find(known.begin(), known.end(), args.policy) == known.end()) {
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    return BadInput("--policy: models mode compares admissions under one " +
+                    std::string("scorer; '") + args.policy + "' is none of " +
+                    list);
+  }
+  scheduler::PolicyConfig queue;
+  queue.name = args.queue_policy;
+  if (auto p = scheduler::MakePolicy(queue); !p) {
+    return p.error().WithContext("--queue-policy");
+  }
+  return {};
+}
+
+Result<Setup> Prepare(const SimulateArgs& args) {
+  TESSERA_RETURN_IF_ERROR(CheckArgs(args));
+  Setup s;
+  auto duration = scheduler::ParseDurationDistribution(args.duration);
+  if (!duration) return duration.error();
+  s.duration = *duration;
+  auto config = scheduler::LoadServeConfig(args.config);
+  if (!config) return config.error();
+  s.topology = config->service.topology;
+  s.headroom = config->service.model_headroom;
+  auto pool = scheduler::ResolveModelPool(s.topology, args.pool);
+  if (!pool) return pool.error();
+  s.pool = *pool;
+  const scheduler::GpuInfo* gpu = scheduler::PoolGpu(s.topology, s.pool);
+  if (gpu == nullptr) {
+    return BadInput(args.config + ": pool '" + s.pool + "' has no GPUs");
+  }
+  s.gpu = *gpu;
+  for (const auto& n : s.topology.nodes) {
+    if (n.pool == s.pool) s.pool_gpus += static_cast<int>(n.gpus.size());
+  }
+  auto models = ModelFiles(args);
+  if (!models) return models.error();
+  s.models = std::move(models).value();
+  s.alphas = args.interference_sweep.empty()
+                 ? std::vector<double>{args.interference}
+                 : args.interference_sweep;
+  std::sort(s.alphas.begin(), s.alphas.end());
+  s.alphas.erase(std::unique(s.alphas.begin(), s.alphas.end()), s.alphas.end());
+  return s;
+}
+
+// The runs of one (admission, alpha) over the seeds, averaged.
+struct Summary {
+  Admission admission = Admission::kWhole;
+  double alpha = 0;
+  int runs = 0;
+  double jobs = 0, completed = 0, never_ran = 0, split_jobs = 0;
+  double jct = 0, jct_min = 0, jct_max = 0;
+  // Over the jobs that completed under all three admissions (per seed).
+  double jct_common = 0, common_min = 0, common_max = 0;
+  double split_speed = 0;  // mean over the runs with split jobs
+  double split_shared_speed = 0;
+  double delay_mean = 0, delay_p50 = 0, delay_p95 = 0;
+  double stretch = 0, makespan = 0, gpu_util = 0, memory_util = 0;
+  double max_running = 0;
+};
+
+// Each run's mean JCT over the jobs every admission completed on its
+// seed and alpha, by position in `results`.
+std::vector<double> CommonJct(const std::vector<ModelSimResult>& results) {
+  std::map<std::pair<uint64_t, double>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < results.size(); ++i) {
+    groups[{results[i].seed, results[i].interference}].push_back(i);
+  }
+  std::vector<double> out(results.size(), 0);
+  for (const auto& [key, members] : groups) {
+    std::vector<const ModelSimResult*> runs;
+    for (const size_t i : members) runs.push_back(&results[i]);
+    const std::vector<double> jct = scheduler::MeanJctOfCommonJobs(runs);
+    for (size_t k = 0; k < members.size(); ++k) out[members[k]] = jct[k];
+  }
+  return out;
+}
+
+std::vector<Summary> Summarize(const std::vector<ModelSimResult>& results,
+                               const std::vector<double>& alphas) {
+  const std::vector<double> common = CommonJct(results);
+  std::vector<Summary> out;
+  for (const double alpha : alphas) {
+    for (const Admission a : scheduler::kAdmissions) {
+      Summary s{a, alpha};
+      s.jct_min = s.common_min = 1e300;
+      s.jct_max = s.common_max = -1e300;
+      int split_runs = 0;
+      for (size_t i = 0; i < results.size(); ++i) {
+        const ModelSimResult& r = results[i];
+        if (r.admission != a || r.interference != alpha) continue;
+        ++s.runs;
+        s.jct_common += common[i];
+        s.common_min = std::min(s.common_min, common[i]);
+        s.common_max = std::max(s.common_max, common[i]);
+        if (r.split_jobs > 0) {
+          ++split_runs;
+          s.split_speed += r.mean_split_speed;
+          s.split_shared_speed += r.mean_split_shared_speed;
+        }
+        s.jobs += double(r.jobs);
+        s.completed += double(r.completed);
+        s.never_ran += double(r.never_ran);
+        s.split_jobs += double(r.split_jobs);
+        s.jct += r.mean_jct_s;
+        s.jct_min = std::min(s.jct_min, r.mean_jct_s);
+        s.jct_max = std::max(s.jct_max, r.mean_jct_s);
+        s.delay_mean += r.delay_mean_s;
+        s.delay_p50 += r.delay_p50_s;
+        s.delay_p95 += r.delay_p95_s;
+        s.stretch += r.mean_stretch;
+        s.makespan += r.makespan_s;
+        s.gpu_util += r.gpu_util_pct;
+        s.memory_util += r.memory_util_pct;
+        s.max_running += r.max_running;
+      }
+      s.split_speed /= std::max(1, split_runs);
+      s.split_shared_speed /= std::max(1, split_runs);
+      const double n = std::max(1, s.runs);
+      for (double* v : {&s.jobs, &s.completed, &s.never_ran, &s.split_jobs,
+                        &s.jct, &s.jct_common, &s.delay_mean, &s.delay_p50,
+                        &s.delay_p95, &s.stretch, &s.makespan, &s.gpu_util,
+                        &s.memory_util, &s.max_running}) {
+        *v /= n;
+      }
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+const Summary& Find(const std::vector<Summary>& all, Admission a,
+                    double alpha) {
+  return *std::find_if(all.begin(), all.end(), [&](const Summary& s) {
+    return s.admission == a && s.alpha == alpha;
+  });
+}
+
+// Where `a`'s mean JCT over whole's crosses 1 as alpha grows (linear
+// between swept values); nullopt when it stays on one side.
+std::optional<double> Crossover(const std::vector<Summary>& all, Admission a,
+                                const std::vector<double>& alphas) {
+  auto ratio = [&](double alpha) {
+    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+    return whole > 0 ? Find(all, a, alpha).jct_common / whole : 1.0;
+  };
+  for (size_t i = 1; i < alphas.size(); ++i) {
+    const double r0 = ratio(alphas[i - 1]) - 1, r1 = ratio(alphas[i]) - 1;
+    if ((r0 < 0) != (r1 < 0)) {
+      return alphas[i - 1] + (alphas[i] - alphas[i - 1]) * r0 / (r0 - r1);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Conclusion(const std::vector<Summary>& all, Admission a,
+                       const std::vector<double>& alphas) {
+  auto ratio = [&](double alpha) {
+    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+    return whole > 0 ? Find(all, a, alpha).jct_common / whole : 1.0;
+  };
+  const std::string name(AdmissionName(a));
+  const double first = ratio(alphas.front()), last = ratio(alphas.back());
+  const std::string range = Fixed(first, 2) + "x at alpha " +
+                            Fixed(alphas.front(), 2) + ", " + Fixed(last, 2) +
+                            "x at " + Fixed(alphas.back(), 2);
+  if (auto x = Crossover(all, a, alphas)) {
+    return name + (first < 1 ? " beats" : " trails") +
+           " whole GPUs on mean JCT up to alpha ~ " + Fixed(*x, 2) +
+           (first < 1 ? " and loses" : " and wins") + " beyond (" + range + ")";
+  }
+  return name + (first < 1 ? " beats" : " does not beat") +
+         " whole GPUs on mean JCT at every alpha swept (" + range + ")";
+}
+
+nlohmann::ordered_json KindsJson(const Setup& s,
+                                 const std::vector<ModelJobKind>& kinds) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ModelJobKind& k : kinds) {
+    out.push_back(
+        {{"name", k.name},
+         {"path", k.path},
+         {"batch", k.batch},
+         {"memory_mib", k.demand_mib},
+         {"step_ms", k.step_s * 1e3},
+         {"fraction_milli",
+          scheduler::FractionDemand(k, s.gpu.memory_mib).gpu_milli},
+         {"whole_gpus", scheduler::WholeDemand(k, s.gpu.memory_mib).gpus}});
+  }
+  return out;
+}
+
+struct Timing {
+  double sizing_s = 0, simulation_s = 0;
+  int64_t placer_calls = 0, cache_hits = 0, skipped = 0;
+};
+
+nlohmann::ordered_json ModelsJson(const SimulateArgs& args, const Setup& s,
+                                  const std::vector<ModelJobKind>& kinds,
+                                  const std::vector<Summary>& all,
+                                  const Timing& timing) {
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (const Summary& x : all) {
+    const double whole = Find(all, Admission::kWhole, x.alpha).jct_common;
+    results.push_back(
+        {{"admission", std::string(AdmissionName(x.admission))},
+         {"interference", x.alpha},
+         {"mean_jct_s", x.jct},
+         {"mean_jct_range_s", {x.jct_min, x.jct_max}},
+         {"mean_jct_common_s", x.jct_common},
+         {"mean_jct_common_range_s", {x.common_min, x.common_max}},
+         {"jct_vs_whole", whole > 0
+                              ? nlohmann::ordered_json(x.jct_common / whole)
+                              : nlohmann::ordered_json(nullptr)},
+         {"queueing_delay_s",
+          {{"mean", x.delay_mean}, {"p50", x.delay_p50}, {"p95", x.delay_p95}}},
+         {"utilization_pct", {{"gpu", x.gpu_util}, {"memory", x.memory_util}}},
+         {"makespan_s", x.makespan},
+         {"mean_stretch", x.stretch},
+         {"jobs", x.jobs},
+         {"completed", x.completed},
+         {"never_ran", x.never_ran},
+         {"split_jobs", x.split_jobs},
+         {"split_speed", x.split_speed},
+         {"split_speed_at_shares", x.split_shared_speed},
+         {"max_running", x.max_running}});
+  }
+  nlohmann::ordered_json comparison = nlohmann::ordered_json::array();
+  for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
+    const auto x = Crossover(all, a, s.alphas);
+    comparison.push_back(
+        {{"admission", std::string(AdmissionName(a))},
+         {"crossover_interference",
+          x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr)},
+         {"summary", Conclusion(all, a, s.alphas)}});
+  }
+  return {
+      {"mode", "models"},
+      {"config", args.config},
+      {"pool", s.pool},
+      {"gpu",
+       {{"kind", s.gpu.kind},
+        {"memory_mib", s.gpu.memory_mib},
+        {"count", s.pool_gpus}}},
+      {"scorer", args.policy},
+      {"queue_policy", args.queue_policy},
+      {"jobs", args.jobs},
+      {"arrival_per_hour", args.arrival_per_hour},
+      {"duration", {{"spec", args.duration}, {"mean_s", s.duration.Mean()}}},
+      {"batches", args.batches},
+      {"models", s.models},
+      {"seeds", args.seeds},
+      {"first_seed", args.first_seed},
+      {"headroom", s.headroom},
+      {"kinds", KindsJson(s, kinds)},
+      {"results", std::move(results)},
+      {"comparison", std::move(comparison)},
+      {"timing",
+       {{"sizing_s", timing.sizing_s},
+        {"simulation_s", timing.simulation_s},
+        {"placer_calls", timing.placer_calls},
+        {"split_cache_hits", timing.cache_hits},
+        {"placer_calls_skipped", timing.skipped}}}};
+}
+
+void PrintKinds(const Setup& s, const std::vector<ModelJobKind>& kinds) {
+  std::cout << "Job kinds (training, sized on " << s.gpu.kind << ", need x "
+            << Fixed(1 + s.headroom, 2) << "):\n";
+  TextTable t({"kind", "memory", "GPU share", "whole GPUs", "step ms"},
+              {false, true, true, true, true});
+  for (const ModelJobKind& k : kinds) {
+    const auto f = scheduler::FractionDemand(k, s.gpu.memory_mib);
+    const auto w = scheduler::WholeDemand(k, s.gpu.memory_mib);
+    t.AddRow(
+        {k.name, HumanBytes(k.demand_mib << 20),
+         k.demand_mib > s.gpu.memory_mib ? "-" : std::to_string(f.gpu_milli),
+         std::to_string(w.gpus), Fixed(k.step_s * 1e3, 1)});
+  }
+  std::cout << t.Render() << "\n";
+}
+
+void PrintResults(const std::vector<Summary>& all, double alpha) {
+  std::cout << "Interference alpha = " << Fixed(alpha, 2)
+            << " (mean over seeds):\n";
+  TextTable t({"admission", "done", "never", "split", "mean JCT", "common JCT",
+               "vs whole", "delay mean", "p50", "p95", "makespan", "GPU util",
+               "mem util"},
+              {false, true, true, true, true, true, true, true, true, true,
+               true, true, true});
+  const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+  for (const Admission a : scheduler::kAdmissions) {
+    const Summary& x = Find(all, a, alpha);
+    t.AddRow({std::string(AdmissionName(a)), Fixed(x.completed, 1),
+              Fixed(x.never_ran, 1), Fixed(x.split_jobs, 1),
+              HumanDuration(x.jct), HumanDuration(x.jct_common),
+              whole > 0 ? Fixed(x.jct_common / whole, 2) + "x" : "-",
+              HumanDuration(x.delay_mean), HumanDuration(x.delay_p50),
+              HumanDuration(x.delay_p95), HumanDuration(x.makespan),
+              Fixed(x.gpu_util, 1) + "%", Fixed(x.memory_util, 1) + "%"});
+  }
+  std::cout << t.Render();
+  const Summary& split = Find(all, Admission::kSplit, alpha);
+  if (split.split_jobs > 0) {
+    std::cout << "  split gangs ran at " << Fixed(split.split_speed, 3)
+              << " of one whole GPU's speed before interference (mean; "
+              << Fixed(split.split_shared_speed, 3)
+              << " if capped at the slivers' compute shares)\n";
+  }
+  std::cout << "\n";
+}
+
+void PrintSweep(const Setup& s, const std::vector<Summary>& all) {
+  std::cout << "Mean JCT of the jobs every admission completed, as "
+               "interference grows (x: relative to whole):\n";
+  TextTable t({"alpha", "whole", "fraction", "", "split", ""},
+              {true, true, true, true, true, true});
+  for (const double alpha : s.alphas) {
+    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+    std::vector<std::string> row = {Fixed(alpha, 2), HumanDuration(whole)};
+    for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
+      const double j = Find(all, a, alpha).jct_common;
+      row.push_back(HumanDuration(j));
+      row.push_back(whole > 0 ? Fixed(j / whole, 2) + "x" : "-");
+    }
+    t.AddRow(row);
+  }
+  std::cout << t.Render() << "\n";
+  for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
+    std::cout << "  " << Conclusion(all, a, s.alphas) << "\n";
+  }
+  std::cout << "\n";
+}
+
+void PrintText(const SimulateArgs& args, const Setup& s,
+               const std::vector<ModelJobKind>& kinds,
+               const std::vector<Summary>& all, const Timing& timing) {
+  std::cout << "Cluster: pool " << s.pool << " of " << args.config << ", "
+            << s.pool_gpus << " x " << s.gpu.kind << " ("
+            << HumanBytes(s.gpu.memory_mib << 20) << "); scorer " << args.policy
+            << ", queue " << args.queue_policy << "\n"
+            << "Jobs: " << args.jobs << " per seed, Poisson "
+            << Fixed(args.arrival_per_hour, 1) << "/h, run time "
+            << args.duration << " (mean " << HumanDuration(s.duration.Mean())
+            << "), kinds uniform over " << kinds.size() << " (model, batch); "
+            << args.seeds << " seed" << (args.seeds == 1 ? "" : "s") << " from "
+            << args.first_seed << "\n\n";
+  PrintKinds(s, kinds);
+  for (const double alpha : s.alphas) PrintResults(all, alpha);
+  if (s.alphas.size() > 1) PrintSweep(s, all);
+  std::cout << "Sizing " << Fixed(timing.sizing_s, 2) << " s, simulation "
+            << Fixed(timing.simulation_s, 2) << " s (placer calls "
+            << timing.placer_calls << ", split cache hits " << timing.cache_hits
+            << ", splits ruled out without the placer " << timing.skipped
+            << ")\n";
+}
+
+// Several alphas: mean JCT against alpha per admission, band over seeds.
+// One: GPU utilization over time of the first seed.
+Status Plot(const SimulateArgs& args, const Setup& s,
+            const std::vector<ModelSimResult>& results,
+            const std::vector<Summary>& all) {
+  LineChart chart;
+  const std::string inputs = std::to_string(args.jobs) + " jobs, " +
+                             Fixed(args.arrival_per_hour, 1) + "/h, " +
+                             args.duration + ", " +
+                             std::to_string(s.pool_gpus) + " x " + s.gpu.kind;
+  if (s.alphas.size() > 1) {
+    chart.title = "Mean job completion time as interference grows";
+    chart.subtitle = inputs + "; mean of " + std::to_string(args.seeds) +
+                     " seeds, band: min to max";
+    chart.x_label = "interference alpha (time x (1 + alpha (k - 1)))";
+    chart.y_label = "mean JCT of the jobs all three completed (hours)";
+    for (const Admission a : scheduler::kAdmissions) {
+      ChartSeries series;
+      series.name = std::string(AdmissionName(a));
+      for (const double alpha : s.alphas) {
+        const Summary& x = Find(all, a, alpha);
+        series.points.emplace_back(alpha, x.jct_common / 3600);
+        if (args.seeds > 1) {
+          series.band.push_back(
+              {alpha, {x.common_min / 3600, x.common_max / 3600}});
+        }
+      }
+      chart.series.push_back(std::move(series));
+    }
+  } else {
+    chart.title = "GPU compute allocated over time";
+    chart.subtitle = inputs + "; seed " + std::to_string(args.first_seed) +
+                     ", alpha " + Fixed(s.alphas.front(), 2);
+    chart.x_label = "time (hours)";
+    chart.y_label = "allocated GPU compute (% of the pool)";
+    chart.step = true;
+    chart.y_range = std::make_pair(0.0, 100.0);
+    for (const ModelSimResult& r : results) {
+      if (r.seed != args.first_seed) continue;
+      ChartSeries series;
+      series.name = std::string(AdmissionName(r.admission));
+      for (const auto& p : r.utilization) {
+        series.points.emplace_back(p.t / 3600, p.gpu_pct);
+      }
+      chart.series.push_back(std::move(series));
+    }
+  }
+  return WriteSvg(args.plot, chart);
+}
+
+}  // namespace
+
+int RunSimulateModels(const SimulateArgs& args) {
+  auto setup = Prepare(args);
+  if (!setup) return ReportError(setup.error());
+  const Setup& s = *setup;
+  Progress progress("simulate models");
+  Timing timing;
+  double start = MonotonicSeconds();
+  auto kinds = scheduler::SizeModelJobKinds(
+      s.models, args.batches, s.gpu.kind, s.headroom, args.threads,
+      [&](int done, int total) {
+        progress.Stage("sizing " + std::to_string(done) + "/" +
+                       std::to_string(total) + " (model, batch)");
+      });
+  if (!kinds) {
+    progress.Done();
+    return ReportError(kinds.error());
+  }
+  timing.sizing_s = MonotonicSeconds() - start;
+
+  scheduler::ModelExperimentOptions options;
+  options.workload.jobs = args.jobs;
+  options.workload.arrival_per_hour = args.arrival_per_hour;
+  options.workload.duration = s.duration;
+  options.sim.scorer = args.policy;
+  options.sim.queue_policy = args.queue_policy;
+  options.sim.pool = s.pool;
+  options.sim.headroom = s.headroom;
+  options.interference = s.alphas;
+  options.seeds = args.seeds;
+  options.first_seed = args.first_seed;
+  options.threads = args.threads;
+  scheduler::SplitCache cache;
+  start = MonotonicSeconds();
+  auto results = scheduler::RunModelExperiment(
+      s.topology, *kinds, options, cache, [&](int done, int total) {
+        progress.Stage("runs " + std::to_string(done) + "/" +
+                       std::to_string(total));
+      });
+  progress.Done();
+  if (!results) return ReportError(results.error());
+  timing.simulation_s = MonotonicSeconds() - start;
+  timing.placer_calls = cache.placer_calls();
+  timing.cache_hits = cache.hits();
+  timing.skipped = cache.filtered();
+
+  const std::vector<Summary> all = Summarize(*results, s.alphas);
+  if (args.json) {
+    std::cout << ModelsJson(args, s, *kinds, all, timing).dump(2) << "\n";
+  } else {
+    PrintText(args, s, *kinds, all, timing);
+  }
+  if (!args.plot.empty()) {
+    if (Status st = Plot(args, s, *results, all); !st.ok()) {
+      return ReportError(st.error());
+    }
+    if (!args.json) std::cout << "Chart written to " << args.plot << "\n";
+  }
+  return 0;
 }
 
 }  // namespace tessera::cli

@@ -13,8 +13,6 @@ namespace tessera::scheduler {
 namespace {
 
 constexpr int64_t kMiB = 1024 * 1024;
-// A GPU with less free compute than this is no sliver worth a part.
-constexpr int kMinSliverMilli = 100;
 
 int64_t ToMiB(double bytes) {
   return static_cast<int64_t>(std::ceil(bytes / static_cast<double>(kMiB)));

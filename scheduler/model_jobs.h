@@ -17,6 +17,10 @@
 
 namespace tessera::scheduler {
 
+// A GPU with less free compute than this is no sliver worth a part of a
+// split model (SplitAcrossSlivers leaves it out).
+inline constexpr int kMinSliverMilli = 100;
+
 // A loaded model job: the graph (kept for splitting) and what one GPU would
 // have to hold.
 struct SizedModel {
