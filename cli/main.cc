@@ -280,6 +280,9 @@ void AddServe(CLI::App& app, tessera::cli::ServeArgs& args) {
   cmd->add_option("--listen", args.listen,
                   "Address to serve on (overrides the config; port 0: any)")
       ->type_name("HOST:PORT");
+  cmd->add_flag("--k8s-extender", args.k8s_extender,
+                "Also serve the kube-scheduler extender endpoints "
+                "(/k8s/filter, /k8s/prioritize, /k8s/bind)");
 }
 
 constexpr const char* kSimulateExamples = R"(

@@ -86,6 +86,7 @@ int RunServe(const ServeArgs& args) {
     config->listen_host = address->host;
     config->listen_port = address->port;
   }
+  if (args.k8s_extender) config->k8s_extender = true;
   const Status signals = InstallSignalHandlers();
   if (!signals) return ReportError(signals.error());
 

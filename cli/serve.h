@@ -9,6 +9,7 @@ struct ServeArgs {
   std::string config;  // --config: the service's YAML (examples/serve.yaml)
   std::string db;      // --db: overrides the config's `db`
   std::string listen;  // --listen HOST:PORT: overrides the config's `listen`
+  bool k8s_extender = false;  // --k8s-extender: serve /k8s/... too
 };
 
 // `tessera serve`: runs the queue service and its HTTP API until SIGINT or

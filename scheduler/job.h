@@ -79,13 +79,16 @@ struct GpuShare {
 };
 
 // Where a job runs: one share per GPU (several for whole-GPU jobs and split
-// gangs), all on `node`, plus CPU and memory on that node.
+// gangs), all on `node`, plus CPU and memory on that node. A split gang
+// under a launcher that starts one part per node (a cluster engine) may
+// span nodes: its shares are then on any nodes and `node` is the first.
 struct Allocation {
   int node = -1;  // index into Topology::nodes
   std::vector<GpuShare> gpus;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  bool exclusive = false;  // whole GPUs: shared with nobody
+  bool exclusive = false;    // whole GPUs: shared with nobody
+  bool spans_nodes = false;  // a gang whose GPUs may be on other nodes
   bool empty() const { return gpus.empty() && node < 0; }
 };
 

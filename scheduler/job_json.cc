@@ -391,17 +391,19 @@ json AllocationRecordJson(const Allocation& a) {
     gpus.push_back(
         {{"gpu", g.gpu}, {"milli", g.milli}, {"memory_mib", g.memory_mib}});
   }
-  return {{"node", a.node},
-          {"gpus", gpus},
-          {"cpu_milli", a.cpu_milli},
-          {"memory_mib", a.memory_mib},
-          {"exclusive", a.exclusive}};
+  json record = {{"node", a.node},
+                 {"gpus", gpus},
+                 {"cpu_milli", a.cpu_milli},
+                 {"memory_mib", a.memory_mib},
+                 {"exclusive", a.exclusive}};
+  if (a.spans_nodes) record["spans_nodes"] = true;
+  return record;
 }
 
 Status ParseAllocationRecord(const Reader& rd, const json& j, Allocation* a) {
-  TESSERA_RETURN_IF_ERROR(
-      rd.Keys(j, "allocation",
-              {"node", "gpus", "cpu_milli", "memory_mib", "exclusive"}));
+  TESSERA_RETURN_IF_ERROR(rd.Keys(
+      j, "allocation",
+      {"node", "gpus", "cpu_milli", "memory_mib", "exclusive", "spans_nodes"}));
   if (j.contains("node")) {
     TESSERA_RETURN_IF_ERROR(
         rd.SmallInt(j["node"], "allocation.node", kIntMin, kIntMax, &a->node));
@@ -417,6 +419,10 @@ Status ParseAllocationRecord(const Reader& rd, const json& j, Allocation* a) {
   if (j.contains("exclusive")) {
     TESSERA_RETURN_IF_ERROR(
         rd.Bool(j["exclusive"], "allocation.exclusive", &a->exclusive));
+  }
+  if (j.contains("spans_nodes")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.Bool(j["spans_nodes"], "allocation.spans_nodes", &a->spans_nodes));
   }
   if (!j.contains("gpus")) return {};
   if (!j["gpus"].is_array()) {

@@ -15,11 +15,25 @@
 
 namespace tessera::scheduler {
 
+// What a job holds on one node, for launchers that hand placements to a
+// cluster engine (a split job that spans nodes has one part per node).
+struct LaunchPart {
+  std::string node;                     // the node's name in the config
+  std::vector<int> gpu_indices;         // on the node (CUDA_VISIBLE_DEVICES)
+  std::vector<int> gpu_milli;           // per GPU: 1000 for a whole GPU
+  std::vector<int64_t> gpu_memory_mib;  // per GPU
+  bool exclusive = false;               // whole GPUs
+  int64_t cpu_milli = 0, memory_mib = 0;
+};
+
 struct LaunchSpec {
   JobId id = 0;
+  std::string name;  // the job's name for people ("" = none)
+  std::string user;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;  // added to the service's own
   std::string log_dir;                     // <log_dir>/<id>.out and .err
+  std::vector<LaunchPart> parts;           // by node, the first holds CPU
 };
 
 struct Launched {
@@ -36,7 +50,10 @@ struct Exited {
 class Launcher {
  public:
   virtual ~Launcher() = default;
-  // Starts the job's command; the error says why it could not start.
+  // Starts the job's command; the error says why it could not start. An
+  // error with code kInternal is transient (the engine is unreachable): the
+  // service puts the job back in the queue and tries again. Any other code
+  // fails the job with the message.
   virtual Result<Launched> Start(const LaunchSpec& spec) = 0;
   // SIGTERM to the job's process group, SIGKILL after `grace_s`.
   virtual void Stop(JobId id, double grace_s) = 0;
@@ -47,6 +64,10 @@ class Launcher {
   virtual bool Adopt(JobId id, int64_t pid, int64_t start_time) = 0;
   // Paths of the job's stdout and stderr logs.
   virtual std::string LogPath(JobId id, bool stderr_log) const = 0;
+  // Whether one job may hold GPUs of several nodes (a split model's gang):
+  // the local launcher starts one process on this machine, a cluster
+  // engine starts one part per node.
+  virtual bool multi_node() const { return false; }
 };
 
 // Runs commands on this machine: each in its own process group (setsid),

@@ -45,7 +45,12 @@ std::string Metrics::Render(
       << "# HELP tessera_jobs_finished_total Jobs that ended since start.\n"
          "# TYPE tessera_jobs_finished_total counter\n"
          "tessera_jobs_finished_total "
-      << finished << "\n";
+      << finished << "\n"
+      << "# HELP tessera_launch_retries_total Starts put off because the "
+         "cluster engine could not be reached.\n"
+         "# TYPE tessera_launch_retries_total counter\n"
+         "tessera_launch_retries_total "
+      << launch_retries << "\n";
   const Topology& t = state.topology();
   const struct {
     const char* name;

@@ -31,6 +31,7 @@ struct Metrics {
   int64_t submitted = 0;
   int64_t finished = 0;
   int64_t store_errors = 0;
+  int64_t launch_retries = 0;  // starts put off: the engine was unreachable
   Histogram queue_wait;        // submission -> start
   Histogram decision_latency;  // one pool's scheduling decision
 

@@ -40,18 +40,25 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
 Resources ModelDemand(const SizedModel& sized, double headroom);
 
 // A gang for `sized` on one node of `pool`: the placer's plan (auto) over
-// the free memory and compute of the node's GPUs (those with at least 100
-// milli free), each GPU the plan uses reserving the plan's peak x (1 +
-// headroom) and the free compute it assumed. The node whose plan has the
-// shortest step wins. nullopt when no node's slivers hold the model.
+// the free memory and compute of the node's GPUs (those with at least
+// kMinSliverMilli free), each GPU the plan uses reserving the plan's peak x
+// (1 + headroom) and the free compute it assumed. The node whose plan has
+// the shortest step wins. With `multi_node` (a launcher that starts one
+// part per node) and no node able to hold it alone, the slivers of the
+// kMaxGangNodes nodes with the most free memory together, linked by the
+// network (an Allocation with spans_nodes). nullopt when nothing holds it.
 struct Gang {
   Allocation allocation;
   nlohmann::json plan;  // plan.json
 };
+// A multi-node gang spans at most this many nodes: the placer's time grows
+// with the GPUs it considers, and a split over more nodes than this is
+// dominated by the network.
+inline constexpr size_t kMaxGangNodes = 4;
 std::optional<Gang> SplitAcrossSlivers(const ClusterState& state,
                                        std::string_view pool,
-                                       const SizedModel& sized,
-                                       double headroom);
+                                       const SizedModel& sized, double headroom,
+                                       bool multi_node = false);
 
 }  // namespace tessera::scheduler
 

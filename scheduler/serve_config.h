@@ -29,8 +29,20 @@ inline constexpr int kDefaultListenPort = 8471;
 // environments while keeping a hostile client from tying up memory.
 inline constexpr int64_t kDefaultMaxBodyBytes = int64_t{1} << 20;
 
+// Which launcher starts the jobs (`launcher:` in the config): "local"
+// (processes on this machine) or "slurm" (Slurm jobs). Slurm's own settings
+// live here too.
+struct LauncherConfig {
+  std::string kind = "local";
+};
+
 struct ServeConfig {
   ServiceOptions service;
+  LauncherConfig launcher;
+  // Serve the kube-scheduler extender endpoints (/k8s/filter, /k8s/prioritize,
+  // /k8s/bind) beside the queue API (`k8s_extender: true`, or
+  // `tessera serve --k8s-extender`).
+  bool k8s_extender = false;
   std::string listen_host = std::string(kDefaultListenHost);
   int listen_port = kDefaultListenPort;  // 0: any free port
   std::vector<UserEntry> users;

@@ -59,6 +59,14 @@ ClusterState::ClusterState(Topology topology)
   stamp_ = NextStamp();
 }
 
+void ClusterState::TouchAll(const Allocation& a) {
+  Touch(a.node);
+  for (const GpuShare& share : a.gpus) {
+    const int n = topology_->gpus[share.gpu].node;
+    if (n != a.node) Touch(n);
+  }
+}
+
 void ClusterState::Touch(int node) {
   nodes_[node].stamp = NextStamp();
   stamp_ = nodes_[node].stamp;
@@ -113,7 +121,7 @@ bool ClusterState::Fits(const Allocation& a) const {
     const GpuShare& share = a.gpus[i];
     const int g = share.gpu;
     if (g < 0 || g >= static_cast<int>(t.gpus.size()) ||
-        t.gpus[g].node != a.node) {
+        (t.gpus[g].node != a.node && !a.spans_nodes)) {
       return false;  // unknown, or on another node
     }
     for (size_t j = 0; j < i; ++j) {
@@ -158,7 +166,7 @@ Status ClusterState::Reserve(JobId job, const Allocation& a) {
   node.cpu_milli += a.cpu_milli;
   node.memory_mib += a.memory_mib;
   if (const int tag = HolderTag(a); tag >= 0) ++node.tags[tag];
-  Touch(a.node);
+  TouchAll(a);
   holders_.insert(it, {job, a});
   return {};
 }
@@ -178,7 +186,7 @@ void ClusterState::Release(JobId job) {
   node.cpu_milli -= a.cpu_milli;
   node.memory_mib -= a.memory_mib;
   if (const int tag = HolderTag(a); tag >= 0) --node.tags[tag];
-  Touch(a.node);
+  TouchAll(a);
   holders_.erase(it);
 }
 

@@ -116,6 +116,7 @@ class ClusterState {
     uint64_t stamp = 0;
   };
   void Touch(int node);
+  void TouchAll(const Allocation& a);  // every node `a` holds something on
   std::vector<std::pair<JobId, Allocation>>::const_iterator Find(
       JobId job) const;
 
