@@ -258,6 +258,9 @@ constexpr const char* kServeExamples = R"(
 Examples:
   tessera serve --config examples/serve.yaml --db demo.db --listen 127.0.0.1:8471
   tessera serve --config cluster.yaml          # db and address from the config
+  tessera serve --config examples/serve-k8s.yaml --k8s-extender
+                               # also kube-scheduler's extender at /k8s/
+                               # (examples/kube-scheduler-extender.yaml)
 
 The configuration (examples/serve.yaml is a commented example) names the
 pools and their policies, the nodes and GPUs, and the users with the

@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "scheduler/http_server.h"
 #include "scheduler/launcher.h"
+#include "scheduler/launcher_config.h"
 #include "scheduler/serve_config.h"
 #include "scheduler/service.h"
 
@@ -70,7 +71,13 @@ std::string Describe(const ServeConfig& config) {
   }
   return std::to_string(t.gpus.size()) + " GPUs on " +
          std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; db " +
-         config.service.db_path + ", logs in " + config.service.log_dir;
+         config.service.db_path + ", logs in " + config.service.log_dir +
+         (config.launcher.kind == "slurm"
+              ? "; jobs run as Slurm jobs" +
+                    (config.launcher.slurm.partition.empty()
+                         ? std::string()
+                         : " in partition " + config.launcher.slurm.partition)
+              : std::string());
 }
 
 }  // namespace
@@ -90,10 +97,12 @@ int RunServe(const ServeArgs& args) {
   const Status signals = InstallSignalHandlers();
   if (!signals) return ReportError(signals.error());
 
-  const std::string log_dir = config->service.log_dir;
+  Result<std::unique_ptr<scheduler::Launcher>> launcher =
+      scheduler::MakeLauncher(config->launcher, config->service.log_dir,
+                              config->service.db_path);
+  if (!launcher) return ReportError(launcher.error().WithContext(args.config));
   Result<std::unique_ptr<scheduler::Service>> service =
-      scheduler::Service::Start(config->service,
-                                scheduler::MakeLocalLauncher(log_dir));
+      scheduler::Service::Start(config->service, std::move(*launcher));
   if (!service) return ReportError(service.error());
   Result<std::unique_ptr<scheduler::HttpServer>> server =
       scheduler::HttpServer::Start(**service, *config);
@@ -102,6 +111,16 @@ int RunServe(const ServeArgs& args) {
   std::cerr << "tessera: serving on "
             << Url((*server)->host(), (*server)->port()) << " ("
             << Describe(*config) << "); Ctrl-C stops" << std::endl;
+  if (config->k8s_extender) {
+    const std::string& api = config->k8s.api_server;
+    std::cerr << "tessera: kube-scheduler extender at "
+              << Url((*server)->host(), (*server)->port())
+              << "/k8s (filter, prioritize, bind; no token: keep it on a "
+                 "network only kube-scheduler reaches); bind "
+              << (api.empty() ? "records only (no k8s.api_server)"
+                              : "binds through " + api)
+              << std::endl;
+  }
   WaitForSignal();
   std::cerr << "tessera: stopping; running jobs keep running and are "
                "re-adopted when the service restarts"

@@ -200,27 +200,56 @@ std::optional<Allocation> FindAllocation(const ClusterState& state,
   return FindAllocation(state, pool, PlacementRequest{demand, {}}, scorer);
 }
 
+std::optional<ScoredAllocation> FitOnNode(const ClusterState& state, int node,
+                                          const PlacementRequest& request,
+                                          const GpuScorer& scorer) {
+  const Topology& t = state.topology();
+  if (!IsValid(request.demand) || node < 0 ||
+      node >= static_cast<int>(t.nodes.size())) {
+    return std::nullopt;
+  }
+  std::vector<int> fitting, gpus;
+  double score = 0;
+  if (!Evaluate(state, t.nodes[node].pool, request, scorer, node, fitting,
+                score, gpus)) {
+    return std::nullopt;
+  }
+  return ScoredAllocation{MakeAllocation(state, node, request.demand, gpus),
+                          score};
+}
+
+bool CouldEverFitOnNode(const Topology& topology, int node,
+                        const PlacementRequest& request) {
+  const Resources& d = request.demand;
+  if (!IsValid(d) || node < 0 ||
+      node >= static_cast<int>(topology.nodes.size())) {
+    return false;
+  }
+  const NodeInfo& info = topology.nodes[node];
+  if (info.cpu_milli < d.cpu_milli || info.memory_mib < d.memory_mib) {
+    return false;
+  }
+  if (CpuOnly(d)) return true;
+  int usable = 0;
+  for (const int g : info.gpus) {
+    const GpuInfo& gpu = topology.gpus[g];
+    if (KindAllowed(request, gpu.kind) &&
+        (d.gpus > 0 || gpu.memory_mib >= d.gpu_memory_mib)) {
+      ++usable;
+    }
+  }
+  return usable >= std::max(1, d.gpus);
+}
+
 bool CouldEverFit(const Topology& topology, std::string_view pool,
                   const PlacementRequest& request) {
-  const Resources& d = request.demand;
-  if (!IsValid(d)) return false;
   pool = ResolvePool(topology, pool);
   // Drained nodes count: a drain is temporary, the request is not wrong.
-  for (const NodeInfo& node : topology.nodes) {
-    if (node.pool != pool || node.cpu_milli < d.cpu_milli ||
-        node.memory_mib < d.memory_mib) {
-      continue;
+  for (size_t n = 0; n < topology.nodes.size(); ++n) {
+    if (topology.nodes[n].pool == pool &&
+        CouldEverFitOnNode(topology, static_cast<int>(n), request)) {
+      return true;
     }
-    if (CpuOnly(d)) return true;
-    int usable = 0;
-    for (const int g : node.gpus) {
-      const GpuInfo& gpu = topology.gpus[g];
-      if (KindAllowed(request, gpu.kind) &&
-          (d.gpus > 0 || gpu.memory_mib >= d.gpu_memory_mib)) {
-        ++usable;
-      }
-    }
-    if (usable >= std::max(1, d.gpus)) return true;
   }
   return false;
 }

@@ -107,6 +107,23 @@ std::optional<Allocation> FindAllocation(const ClusterState& state,
                                          const Resources& demand,
                                          const GpuScorer& scorer);
 
+// A placement on one given node and the scorer's score for it.
+struct ScoredAllocation {
+  Allocation allocation;
+  double score = 0;
+};
+
+// The placement of `request` on `node` alone, now, as FindAllocation would
+// make it there (the same feasibility, GPUs and score), whatever the node's
+// pool: for the Kubernetes extender, which is asked about given nodes.
+// nullopt when it does not fit now or the node is drained.
+std::optional<ScoredAllocation> FitOnNode(const ClusterState& state, int node,
+                                          const PlacementRequest& request,
+                                          const GpuScorer& scorer);
+// Whether `request` could ever fit `node` (empty; drained or not).
+bool CouldEverFitOnNode(const Topology& topology, int node,
+                        const PlacementRequest& request);
+
 // Whether `request` could ever fit `pool` (an empty cluster of that pool):
 // false means it is larger than any GPU or node it could get.
 bool CouldEverFit(const Topology& topology, std::string_view pool,

@@ -19,6 +19,7 @@
 
 #include "scheduler/auth.h"
 #include "scheduler/job_json.h"
+#include "scheduler/k8s_extender.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -123,6 +124,7 @@ struct HttpServer::Impl {
   void Drain(const Request& req, Response& res, bool drained);
 
   Service& service;
+  std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
   const std::vector<UserEntry> users;
   const int64_t max_body_bytes;
   std::string host;
@@ -368,6 +370,17 @@ void HttpServer::Impl::Register() {
               Guarded([this](const Request& req, Response& res) {
                 Drain(req, res, false);
               }));
+  if (k8s) {
+    // kube-scheduler calls filter, prioritize and bind without a token;
+    // releasing a reservation takes an admin's.
+    RegisterK8sRoutes(server, *k8s, [this](const Request& req, Response& res) {
+      const std::optional<User> user = Authenticated(req, res);
+      if (user && !user->admin) {
+        SendError(res, 403, "only an admin may release a pod's reservation");
+      }
+      return user && user->admin;
+    });
+  }
 
   // Statuses httplib sets itself (no route, body too large, a malformed
   // request) get a JSON body like ours; ours already have one.
@@ -382,6 +395,11 @@ void HttpServer::Impl::Register() {
                 std::to_string(limit) + " bytes)";
     } else if (res.status == 400) {
       message = "malformed HTTP request";
+    }
+    if (req.path.rfind("/k8s/", 0) == 0) {
+      // The extender's errors carry the protocol's Error too.
+      SendJson(res, res.status, json{{"Error", message}, {"error", message}});
+      return;
     }
     SendError(res, res.status, message);
   });
@@ -409,6 +427,12 @@ HttpServer::~HttpServer() { Stop(); }
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(
     Service& service, const ServeConfig& config) {
   auto impl = std::make_unique<Impl>(service, config);
+  if (config.k8s_extender) {
+    Result<std::unique_ptr<K8sExtender>> k8s =
+        MakeK8sExtender(service, config.k8s);
+    if (!k8s) return k8s.error();
+    impl->k8s = std::move(k8s).value();
+  }
   impl->Register();
   const std::string address =
       config.listen_host + ":" + std::to_string(config.listen_port);

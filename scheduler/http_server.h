@@ -24,6 +24,9 @@ namespace tessera::scheduler {
 //   POST /v1/nodes/{name}/drain     admin only; also /undrain
 //   GET  /healthz                   {"ok": true}
 //   GET  /metrics                   Prometheus text format
+//   POST /k8s/filter, /k8s/prioritize, /k8s/bind   with config.k8s_extender:
+//                                   kube-scheduler's extender (no token)
+//   POST /k8s/release               admin only (k8s_extender.h)
 // Errors are {"error": "..."}: 400 malformed input (naming the field), 401
 // no or unknown token, 403 wrong role, 404 unknown job, node or route, 413
 // body over max_body_bytes, 422 a valid request the service rejects, 500.

@@ -36,6 +36,9 @@ struct LaunchSpec {
   std::vector<LaunchPart> parts;           // by node, the first holds CPU
 };
 
+// What Start returns and Adopt gets back after a restart. The local
+// launcher: the process id and its start time. The Slurm launcher: pid is
+// the Slurm job id (the leader's, for a heterogeneous job), start_time 0.
 struct Launched {
   int64_t pid = 0;
   int64_t start_time = 0;  // /proc/<pid>/stat field 22 (ticks since boot)
@@ -45,6 +48,7 @@ struct Exited {
   JobId id = 0;
   std::optional<int> exit_code;  // nullopt: killed by a signal or unknown
   std::string reason;            // "signal 9", "exit code unknown (adopted)"
+  bool cancelled = false;        // the engine cancelled it (scancel by someone)
 };
 
 class Launcher {

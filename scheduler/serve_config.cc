@@ -21,6 +21,7 @@
 #include "common/yaml_reader.h"
 #include "estimator/device_catalog.h"
 #include "scheduler/admission.h"
+#include "scheduler/launcher_config.h"
 #include "scheduler/policy.h"
 
 namespace tessera::scheduler {
@@ -37,7 +38,8 @@ constexpr int64_t kMaxGpusPerNode = 64;
 
 constexpr std::string_view kTopKeys[] = {
     "listen",         "db",     "log_dir", "scorer", "kill_grace_s",
-    "model_headroom", "limits", "pools",   "nodes",  "users"};
+    "model_headroom", "limits", "pools",   "nodes",  "users",
+    "k8s_extender",   "k8s",    "launcher"};
 constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
                                            "max_queued_per_user"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
@@ -47,6 +49,8 @@ constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
 constexpr std::string_view kGpuKeys[] = {"kind", "count", "memory"};
 constexpr std::string_view kUserKeys[] = {"name", "role", "team",
                                           "token_sha256"};
+constexpr std::string_view kK8sKeys[] = {"pool", "api_server", "token_file",
+                                         "ca_file", "resync_s"};
 
 using Field = YamlReader::Field;
 using Fields = YamlReader::Fields;
@@ -106,6 +110,7 @@ class ConfigParser : public YamlReader {
 
   Status ParseTop(const Fields& top, ServeConfig* config) const;
   Status ParseLimits(const Field& f, ServeConfig* config) const;
+  Status ParseK8s(const Field& f, ServeConfig* config) const;
   Status ParsePools(const Fields& top, ServeConfig* config) const;
   Status ParsePool(const YAML::Node& node, const std::string& label,
                    ServeConfig* config) const;
@@ -232,6 +237,13 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   ServeConfig config;
   TESSERA_RETURN_IF_ERROR(ParseTop(*top, &config));
   TESSERA_RETURN_IF_ERROR(ParsePools(*top, &config));
+  if (const Field* launcher = Find(*top, "launcher")) {
+    TESSERA_RETURN_IF_ERROR(
+        ParseLauncherConfig(*this, *launcher, &config.launcher));
+  }
+  if (const Field* k8s = Find(*top, "k8s")) {
+    TESSERA_RETURN_IF_ERROR(ParseK8s(*k8s, &config));
+  }
 
   const Field* nodes = Find(*top, "nodes");
   if (nodes == nullptr) {
@@ -296,6 +308,55 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
   }
   if (const Field* f = Find(top, "limits")) {
     TESSERA_RETURN_IF_ERROR(ParseLimits(*f, config));
+  }
+  if (const Field* f = Find(top, "k8s_extender")) {
+    Result<bool> on = Bool(*f, "");
+    TESSERA_RETURN_IF_ERROR(on);
+    config->k8s_extender = *on;
+  }
+  return {};
+}
+
+// The Kubernetes extender's settings (after the pools: `pool` names one).
+Status ConfigParser::ParseK8s(const Field& f, ServeConfig* config) const {
+  Result<Fields> fields = MapFields(f.value, "k8s", kK8sKeys);
+  TESSERA_RETURN_IF_ERROR(fields);
+  K8sConfig& k8s = config->k8s;
+  if (const Field* pool = Find(*fields, "pool")) {
+    Result<std::string> name =
+        OneOf(*pool, "k8s", Views(config->service.topology.pools), "pool");
+    TESSERA_RETURN_IF_ERROR(name);
+    k8s.pool = *name;
+  }
+  if (const Field* url = Find(*fields, "api_server")) {
+    Result<std::string> text = Text(*url, "k8s");
+    TESSERA_RETURN_IF_ERROR(text);
+    std::string u = *text;
+    while (!u.empty() && u.back() == '/') u.pop_back();
+    const size_t scheme = u.find("://");
+    const std::string rest =
+        scheme == std::string::npos ? "" : u.substr(scheme + 3);
+    if ((u.rfind("http://", 0) != 0 && u.rfind("https://", 0) != 0) ||
+        rest.empty() || rest.find('/') != std::string::npos) {
+      return Fail(*url, "k8s",
+                  "'" + *text +
+                      "' must be http(s)://HOST[:PORT], e.g. "
+                      "https://10.0.0.1:6443 (no path)");
+    }
+    k8s.api_server = u;
+  }
+  for (auto [key, target] : {std::pair{"token_file", &k8s.token_file},
+                             std::pair{"ca_file", &k8s.ca_file}}) {
+    if (const Field* file = Find(*fields, key)) {
+      Result<std::string> text = Text(*file, "k8s");
+      TESSERA_RETURN_IF_ERROR(text);
+      *target = *text;
+    }
+  }
+  if (const Field* resync = Find(*fields, "resync_s")) {
+    Result<int64_t> seconds = Int(*resync, "k8s", 0, 86400);
+    TESSERA_RETURN_IF_ERROR(seconds);
+    k8s.resync_s = static_cast<int>(*seconds);
   }
   return {};
 }

@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "scheduler/service.h"
+#include "scheduler/slurm_launcher.h"
 
 namespace tessera::scheduler {
 
@@ -34,6 +35,25 @@ inline constexpr int64_t kDefaultMaxBodyBytes = int64_t{1} << 20;
 // live here too.
 struct LauncherConfig {
   std::string kind = "local";
+  SlurmOptions slurm;  // kind slurm (scheduler/launcher_config.h parses it)
+};
+
+inline constexpr int kDefaultK8sResyncS = 30;
+
+// The Kubernetes scheduler extender's settings (`k8s:`; k8s_extender.h).
+struct K8sConfig {
+  // The pool whose nodes the extender offers ("" = every node, each pod
+  // recorded in its node's pool).
+  std::string pool;
+  // Where bind POSTs the pod's Binding: http(s)://HOST[:PORT] ("" = bind
+  // only records the decision; something else must bind the pod).
+  std::string api_server;
+  std::string token_file;  // a bearer token, read at every call; "" = none
+  std::string ca_file;     // PEM CAs for https; "" = the system's
+  // With api_server: every resync_s seconds the extender asks the API
+  // server about its bound pods and frees the reservations of those gone
+  // or ended (0: never; POST /k8s/release only).
+  int resync_s = kDefaultK8sResyncS;
 };
 
 struct ServeConfig {
@@ -43,6 +63,7 @@ struct ServeConfig {
   // /k8s/bind) beside the queue API (`k8s_extender: true`, or
   // `tessera serve --k8s-extender`).
   bool k8s_extender = false;
+  K8sConfig k8s;
   std::string listen_host = std::string(kDefaultListenHost);
   int listen_port = kDefaultListenPort;  // 0: any free port
   std::vector<UserEntry> users;

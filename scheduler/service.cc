@@ -157,6 +157,9 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason) {
     }
     return r->second;
   }
+  if (std::optional<Result<Job>> pod = m.CancelK8sPod(id, reason)) {
+    return std::move(*pod);
+  }
   auto stored = m.store->Get(id);
   if (!stored) return stored.error();
   if (!*stored) return BadInput("job " + std::to_string(id) + ": no such job");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler/job.h"
+#include "scheduler/k8s_pod.h"
 #include "scheduler/launcher.h"
 #include "scheduler/policy.h"
 #include "scheduler/topology.h"
@@ -86,6 +87,28 @@ class Service {
   void Tick();
   // The invariants of the cluster state ("" when they hold).
   std::string CheckInvariants();
+
+  // Kubernetes scheduler extender (k8s_extender.h, service_k8s.cc) -------
+  // Where `pod` fits now among `nodes` (Kubernetes node names, which are
+  // the config's), scored as the scorer ranks them; only nodes of `pool`
+  // ("" = any) are offered. Remembers the pod's request for its bind.
+  std::vector<K8sNodeVerdict> K8sEvaluate(const K8sPod& pod,
+                                          const std::vector<std::string>& nodes,
+                                          const std::string& pool);
+  // Reserves the pod's GPU share on `node` (the GPU the scorer picks there)
+  // and records it durably as a running job. `pod`: its request when the
+  // caller fetched it (else the one K8sEvaluate remembered). A pod of the
+  // same namespace and name but another UID is a successor: the earlier
+  // one's reservation is released. kInternal if the store fails.
+  Result<K8sBindOutcome> K8sBind(const K8sPodRef& ref, const std::string& node,
+                                 const K8sPod* pod, const std::string& pool);
+  // Ends a bound pod's reservation (by UID, or namespace and name when the
+  // UID is ""): the job becomes `end` with `reason`. nullopt if no such pod
+  // holds one.
+  Result<std::optional<Job>> K8sRelease(const K8sPodRef& ref, JobState end,
+                                        const std::string& reason);
+  // The pods that hold a reservation now.
+  std::vector<K8sPodRef> K8sBoundPods();
 
  private:
   struct Impl;

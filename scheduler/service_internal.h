@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -52,6 +53,13 @@ inline std::string PoolKind(const Topology& t, const std::string& pool) {
 
 }  // namespace service_internal
 
+// The Kubernetes extender's pods: requests seen, reservations held
+// (service_k8s.cc).
+struct K8sState;
+struct K8sStateDeleter {
+  void operator()(K8sState* state) const;
+};
+
 struct Service::Impl {
   ServiceOptions options;
   ClusterState state;
@@ -75,6 +83,15 @@ struct Service::Impl {
   // After a transient launcher error nothing starts until then.
   double launch_retry_at = 0;
   Metrics metrics;
+  std::unique_ptr<K8sState, K8sStateDeleter> k8s;  // made on first use
+
+  // Recover(): re-reserves a bound Kubernetes pod's job; false if `job` is
+  // none (service_k8s.cc).
+  bool RecoverK8sPod(Job& job);
+  // Cancel(): ends the reservation of the bound Kubernetes pod whose job is
+  // `id` (the pod itself keeps running: only Kubernetes can stop it);
+  // nullopt if no bound pod has that job (service_k8s.cc; caller holds mu).
+  std::optional<Result<Job>> CancelK8sPod(JobId id, const std::string& reason);
 
   explicit Impl(ServiceOptions o)
       : options(std::move(o)), state(options.topology) {}
@@ -209,9 +226,11 @@ struct Service::Impl {
       return;
     }
     job.finished_at = Now();
-    if (cancel_requested.erase(job.id)) {
+    if (cancel_requested.erase(job.id) || e.cancelled) {
       job.state = JobState::kCancelled;
-      if (job.reason.empty()) job.reason = "cancelled";
+      if (job.reason.empty()) {
+        job.reason = e.reason.empty() ? "cancelled" : e.reason;
+      }
     } else if (e.exit_code && *e.exit_code == 0) {
       job.state = JobState::kSucceeded;
     } else {
@@ -380,6 +399,7 @@ struct Service::Impl {
         queue.push_back(std::move(job));
         continue;
       }
+      if (RecoverK8sPod(job)) continue;
       const bool alive = job.pid > 0 && state.Fits(job.allocation) &&
                          launcher->Adopt(job.id, job.pid, job.pid_start);
       if (alive && state.Reserve(job.id, job.allocation).ok()) {

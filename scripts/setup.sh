@@ -16,6 +16,9 @@ PACKAGES=(
   libcpp-httplib-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format graphviz
+  # A real Slurm (controller, node daemons, client commands) and munge for
+  # the Slurm launcher's integration tests (tests/slurm/, on loopback).
+  slurm-wlm munge
 )
 
 missing=()
