@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-extern char** environ;
+#include "scheduler/subprocess.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -71,100 +71,7 @@ bool SameLiveProcess(int64_t pid, int64_t start_time) {
   return s && s->start_time == start_time && s->state != 'Z' && s->state != 'X';
 }
 
-// A file descriptor closed with its owner.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
 std::string ErrnoText(int err) { return std::strerror(err); }
-
-// "NAME=value" for the service's environment with `extra` on top.
-std::vector<std::string> ChildEnvironment(
-    const std::map<std::string, std::string>& extra) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq == std::string_view::npos) continue;
-    env[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
-  }
-  for (const auto& [k, v] : extra) env[k] = v;
-  std::vector<std::string> out;
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
-}
-
-std::vector<char*> CStrings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// `fd` moved above 0..2 (which are closed when the service runs detached),
-// so that the child's dup2 onto 0..2 cannot overwrite one of its sources.
-int AboveStdio(int fd) {
-  if (fd < 0 || fd > STDERR_FILENO) return fd;
-  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-  close(fd);
-  return moved;
-}
-
-// Async-signal-safe write of a whole buffer.
-void WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-// In the child, after fork: only async-signal-safe calls. Never returns.
-[[noreturn]] void RunChild(int in, int out, int err, int report, char** argv,
-                           char** envp) {
-  setsid();
-  dup2(in, STDIN_FILENO);
-  dup2(out, STDOUT_FILENO);
-  dup2(err, STDERR_FILENO);
-  // Ignored signals and the blocked mask survive exec: give the job the
-  // defaults, whatever the service set (SIGPIPE ignored by the HTTP server).
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Descriptors other threads opened without O_CLOEXEC stay out of the job
-  // (the report pipe is O_CLOEXEC and must stay open until exec).
-  if (report > 3) close_range(3, static_cast<unsigned>(report - 1), 0);
-  close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
-  // execvpe searches the service's PATH, not a PATH in the job's env.
-  execvpe(argv[0], argv, envp);
-  const int e = errno;
-  const char* why = strerrordesc_np(e);
-  static constexpr char kPrefix[] = "tessera: cannot run '";
-  WriteAll(STDERR_FILENO, kPrefix, sizeof kPrefix - 1);
-  WriteAll(STDERR_FILENO, argv[0], strlen(argv[0]));
-  WriteAll(STDERR_FILENO, "': ", 3);
-  WriteAll(STDERR_FILENO, why, strlen(why));
-  WriteAll(STDERR_FILENO, "\n", 1);
-  WriteAll(report, reinterpret_cast<const char*>(&e), sizeof e);
-  _exit(127);
-}
 
 class LocalLauncher : public Launcher {
  public:
@@ -208,22 +115,14 @@ class LocalLauncher : public Launcher {
     const pid_t pid = fork();
     if (pid < 0) return Internal("fork: " + ErrnoText(errno));
     if (pid == 0) {
-      RunChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
-               envp.data());
+      ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
+                envp.data(), /*new_session=*/true);
     }
     report_write.Reset();
-    // The pipe closes at exec (O_CLOEXEC) with nothing written, or carries
-    // errno from a failed exec.
-    int child_errno = 0;
-    ssize_t n;
-    do {
-      n = read(report_read.get(), &child_errno, sizeof child_errno);
-    } while (n < 0 && errno == EINTR);
-    if (n == static_cast<ssize_t>(sizeof child_errno)) {
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
+    if (const std::optional<int> child_errno =
+            AwaitExec(report_read.get(), pid)) {
       return BadInput("cannot run '" + spec.command[0] +
-                      "': " + ErrnoText(child_errno));
+                      "': " + ErrnoText(*child_errno));
     }
     // The child is ours until Poll reaps it, so /proc/<pid> exists even if
     // it has exited already.

@@ -1,7 +1,8 @@
 // RunCommand: fork + exec with pipes for stdout and stderr, read with poll()
-// against a deadline. As in launcher.cc, the child makes only
-// async-signal-safe calls between fork and exec (the service is
-// multithreaded): argv, envp and the descriptors are prepared before fork.
+// against a deadline; and the fork + exec building blocks it shares with
+// the local launcher. The child makes only async-signal-safe calls between
+// fork and exec (the service is multithreaded): argv, envp and the
+// descriptors are prepared before fork.
 
 #include "scheduler/subprocess.h"
 
@@ -24,32 +25,40 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-// `fd` moved above 0..2 (closed when the service runs detached), so that
-// the child's dup2 onto 0..2 cannot overwrite one of its sources.
-int AboveStdio(int fd) {
-  if (fd < 0 || fd > STDERR_FILENO) return fd;
-  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-  close(fd);
-  return moved;
+// Reads what is available on `fd` into `sink` (up to the cap); false at
+// end of file or on an error.
+bool Drain(int fd, std::string* sink) {
+  char buf[65536];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return false;
+  const size_t room =
+      kMaxCommandOutput - std::min(kMaxCommandOutput, sink->size());
+  sink->append(buf, std::min(room, static_cast<size_t>(n)));
+  return true;
 }
 
-std::vector<std::string> Environment(
+int Status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// Async-signal-safe write of a whole buffer.
+void WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+}  // namespace
+
+void Fd::Reset() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+std::vector<std::string> ChildEnvironment(
     const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -71,46 +80,60 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// In the child, after fork: only async-signal-safe calls. Never returns.
-[[noreturn]] void RunChild(int in, int out, int err, int report, char** argv,
-                           char** envp) {
-  setpgid(0, 0);
+int AboveStdio(int fd) {
+  if (fd < 0 || fd > STDERR_FILENO) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+  close(fd);
+  return moved;
+}
+
+[[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
+                            char** envp, bool new_session) {
+  if (new_session) {
+    setsid();
+  } else {
+    setpgid(0, 0);
+  }
   dup2(in, STDIN_FILENO);
   dup2(out, STDOUT_FILENO);
   dup2(err, STDERR_FILENO);
+  // Ignored signals and the blocked mask survive exec: give the child the
+  // defaults, whatever the service set (SIGPIPE ignored by the HTTP server).
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Descriptors other threads opened without O_CLOEXEC stay out of the
+  // child (the report pipe is O_CLOEXEC and must stay open until exec).
   if (report > 3) close_range(3, static_cast<unsigned>(report - 1), 0);
   close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
+  // execvpe searches the service's PATH, not a PATH in the child's env.
   execvpe(argv[0], argv, envp);
   const int e = errno;
-  ssize_t w;
-  do {
-    w = write(report, &e, sizeof e);
-  } while (w < 0 && errno == EINTR);
+  const char* why = strerrordesc_np(e);
+  static constexpr char kPrefix[] = "tessera: cannot run '";
+  WriteAll(STDERR_FILENO, kPrefix, sizeof kPrefix - 1);
+  WriteAll(STDERR_FILENO, argv[0], strlen(argv[0]));
+  WriteAll(STDERR_FILENO, "': ", 3);
+  WriteAll(STDERR_FILENO, why, strlen(why));
+  WriteAll(STDERR_FILENO, "\n", 1);
+  WriteAll(report, reinterpret_cast<const char*>(&e), sizeof e);
   _exit(127);
 }
 
-// Reads what is available on `fd` into `sink` (up to the cap); false at
-// end of file or on an error.
-bool Drain(int fd, std::string* sink) {
-  char buf[65536];
-  const ssize_t n = read(fd, buf, sizeof buf);
-  if (n < 0) return errno == EINTR || errno == EAGAIN;
-  if (n == 0) return false;
-  const size_t room =
-      kMaxCommandOutput - std::min(kMaxCommandOutput, sink->size());
-  sink->append(buf, std::min(room, static_cast<size_t>(n)));
-  return true;
+std::optional<int> AwaitExec(int report, pid_t pid) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(report, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof child_errno)) return std::nullopt;
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return child_errno;
 }
-
-int Status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-
-}  // namespace
 
 std::string CommandResult::Summary() const {
   if (!start_error.empty()) return start_error;
@@ -153,27 +176,21 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   }
 
   std::vector<std::string> args = argv;
-  std::vector<std::string> envs = Environment(env);
+  std::vector<std::string> envs = ChildEnvironment(env);
   std::vector<char*> c_argv = CStrings(args), c_envp = CStrings(envs);
   const pid_t pid = fork();
   if (pid < 0) return fail("fork");
   if (pid == 0) {
-    RunChild(in.get(), out_write.get(), err_write.get(), report_write.get(),
-             c_argv.data(), c_envp.data());
+    ExecChild(in.get(), out_write.get(), err_write.get(), report_write.get(),
+              c_argv.data(), c_envp.data(), /*new_session=*/false);
   }
   out_write.Reset();
   err_write.Reset();
   report_write.Reset();
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = read(report_read.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  if (const std::optional<int> child_errno =
+          AwaitExec(report_read.get(), pid)) {
     result.start_error =
-        "cannot run '" + argv[0] + "': " + std::strerror(child_errno);
+        "cannot run '" + argv[0] + "': " + std::strerror(*child_errno);
     return result;
   }
 
