@@ -7,11 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <openssl/evp.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +18,7 @@
 #include <thread>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/serve_process.h"
 
 namespace tessera {
 namespace {
@@ -33,33 +30,6 @@ constexpr const char* kAlice = "alice-test-token";
 constexpr const char* kRoot = "root-test-token";
 constexpr const char* kApiToken = "service-account-token";
 constexpr const char* kUid = "6f1c2a9e-3b7d-4c55-9a0e-1d2f3a4b5c6d";
-
-std::string Sha256(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    hex += buf;
-  }
-  return hex;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 std::string Fixture(const std::string& name) {
   return testlib::ReadFile(std::string(TESSERA_SOURCE_DIR) +
@@ -149,7 +119,7 @@ class K8sExtenderCli : public ::testing::Test {
   // `api_port` > 0: bind posts Bindings there (and resyncs every
   // `resync_s` seconds, 0: the default).
   void WriteConfig(int api_port, int resync_s = 0) {
-    port_ = FreePort();
+    port_ = testlib::FreeLoopbackPort();
     config_ = dir_.File("serve.yaml");
     std::ofstream(dir_.File("token")) << kApiToken << "\n";
     std::ofstream out(config_);
@@ -164,10 +134,10 @@ class K8sExtenderCli : public ::testing::Test {
         << "  - {name: node1, pool: a, cpu_milli: 64000, memory: 256GiB, "
            "gpus: [{kind: a100-80gb}]}\n"
         << "users:\n"
-        << "  - {name: alice, role: user, token_sha256: " << Sha256(kAlice)
-        << "}\n"
-        << "  - {name: root, role: admin, token_sha256: " << Sha256(kRoot)
-        << "}\n";
+        << "  - {name: alice, role: user, token_sha256: "
+        << testlib::Sha256Hex(kAlice) << "}\n"
+        << "  - {name: root, role: admin, token_sha256: "
+        << testlib::Sha256Hex(kRoot) << "}\n";
     if (api_port > 0) {
       out << "k8s:\n  api_server: http://127.0.0.1:" << api_port << "\n"
           << "  token_file: " << dir_.File("token") << "\n";
@@ -177,36 +147,13 @@ class K8sExtenderCli : public ::testing::Test {
   void TearDown() override { StopServer(); }
 
   void StartServer(bool k8s_extender = true) {
-    server_ = fork();
-    if (server_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const std::string log = dir_.File("serve.log");
-      FILE* f = std::freopen(log.c_str(), "a", stderr);
-      (void)f;
-      if (k8s_extender) {
-        execl(TESSERA_BIN, TESSERA_BIN, "serve", "--config", config_.c_str(),
-              "--k8s-extender", static_cast<char*>(nullptr));
-      } else {
-        execl(TESSERA_BIN, TESSERA_BIN, "serve", "--config", config_.c_str(),
-              static_cast<char*>(nullptr));
-      }
-      _exit(127);
-    }
-    httplib::Client c("127.0.0.1", port_);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/healthz"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "tessera serve did not come up: "
-           << testlib::ReadFile(dir_.File("serve.log"));
+    const std::string error =
+        serve_.Start(config_, port_, dir_.File("serve.log"),
+                     k8s_extender ? std::vector<std::string>{"--k8s-extender"}
+                                  : std::vector<std::string>{});
+    if (!error.empty()) FAIL() << error;
   }
-  void StopServer() {
-    if (server_ <= 0) return;
-    kill(server_, SIGTERM);
-    int status = 0;
-    waitpid(server_, &status, 0);
-    server_ = 0;
-  }
+  void StopServer() { serve_.Stop(SIGTERM); }
   // POST as kube-scheduler does: JSON, no token.
   httplib::Result Post(const std::string& path, const std::string& body,
                        const httplib::Headers& headers = {}) {
@@ -233,7 +180,7 @@ class K8sExtenderCli : public ::testing::Test {
   testlib::TempDir dir_;
   int port_ = 0;
   std::string config_;
-  pid_t server_ = 0;
+  testlib::ServeProcess serve_;
 };
 
 TEST_F(K8sExtenderCli, ServesTheExtenderVerbs) {

@@ -6,11 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <openssl/evp.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +18,7 @@
 #include <thread>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/serve_process.h"
 
 namespace tessera {
 namespace {
@@ -30,33 +27,6 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 using testlib::RunResult;
 
-std::string Sha256(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    hex += buf;
-  }
-  return hex;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
-
 constexpr const char* kAlice = "alice-test-token";
 constexpr const char* kBob = "bob-test-token";
 constexpr const char* kRoot = "root-test-token";
@@ -64,7 +34,7 @@ constexpr const char* kRoot = "root-test-token";
 class QueueCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = FreePort();
+    port_ = testlib::FreeLoopbackPort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
     config_ = dir_.File("serve.yaml");
     std::ofstream(config_)
@@ -76,41 +46,21 @@ class QueueCli : public ::testing::Test {
         << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
            "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
         << "users:\n"
-        << "  - {name: alice, role: user, token_sha256: " << Sha256(kAlice)
-        << "}\n"
-        << "  - {name: bob, role: user, token_sha256: " << Sha256(kBob) << "}\n"
-        << "  - {name: root, role: admin, token_sha256: " << Sha256(kRoot)
-        << "}\n";
+        << "  - {name: alice, role: user, token_sha256: "
+        << testlib::Sha256Hex(kAlice) << "}\n"
+        << "  - {name: bob, role: user, token_sha256: "
+        << testlib::Sha256Hex(kBob) << "}\n"
+        << "  - {name: root, role: admin, token_sha256: "
+        << testlib::Sha256Hex(kRoot) << "}\n";
   }
   void TearDown() override { StopServer(SIGTERM); }
 
   void StartServer() {
-    server_ = fork();
-    if (server_ == 0) {
-      // The service dies with the test, even if the test crashes.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const std::string log = dir_.File("serve.log");
-      FILE* f = std::freopen(log.c_str(), "a", stderr);
-      (void)f;
-      execl(TESSERA_BIN, TESSERA_BIN, "serve", "--config", config_.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    httplib::Client c("127.0.0.1", port_);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/healthz"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "tessera serve did not come up: "
-           << testlib::ReadFile(dir_.File("serve.log"));
+    const std::string error =
+        serve_.Start(config_, port_, dir_.File("serve.log"));
+    if (!error.empty()) FAIL() << error;
   }
-  void StopServer(int signal) {
-    if (server_ <= 0) return;
-    kill(server_, signal);
-    int status = 0;
-    waitpid(server_, &status, 0);
-    server_ = 0;
-  }
+  void StopServer(int signal) { serve_.Stop(signal); }
   // The client finds the service and the token in the environment
   // (TESSERA_URL, TESSERA_TOKEN), as a user's shell would have them.
   RunResult Cli(const std::string& args, const char* token) {
@@ -135,7 +85,7 @@ class QueueCli : public ::testing::Test {
   testlib::TempDir dir_;
   int port_ = 0;
   std::string url_, config_;
-  pid_t server_ = 0;
+  testlib::ServeProcess serve_;
 };
 
 TEST_F(QueueCli, JobsRunWithTheirGpusInTheEnvironment) {

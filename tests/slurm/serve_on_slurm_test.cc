@@ -7,17 +7,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <openssl/evp.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/cli/serve_process.h"
 #include "tests/slurm/slurm_cluster.h"
 
 namespace tessera {
@@ -31,32 +28,6 @@ using testlib::RunResult;
 constexpr const char* kAlice = "alice-slurm-token";
 constexpr const char* kRoot = "root-slurm-token";
 
-std::string Sha256(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    hex += buf;
-  }
-  return hex;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
-
 // n1 (pinned GPUs in Slurm) and n2 (untyped); tessera sees n2's GPU 0 only,
 // so that a part there holds one GPU (untyped shards come from one GPU).
 constexpr const char* kNodes =
@@ -69,7 +40,7 @@ class ServeOnSlurm : public ::testing::Test {
  protected:
   void SetUp() override {
     TESSERA_NEED_SLURM(conf_);
-    port_ = FreePort();
+    port_ = testlib::FreeLoopbackPort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
     prefix_ = slurm_test::TestJobPrefix("st");
     WriteConfig(kNodes, "gpu");
@@ -95,37 +66,17 @@ class ServeOnSlurm : public ::testing::Test {
                            << "nodes:\n"
                            << nodes << "users:\n"
                            << "  - {name: alice, role: user, token_sha256: "
-                           << Sha256(kAlice) << "}\n"
+                           << testlib::Sha256Hex(kAlice) << "}\n"
                            << "  - {name: root, role: admin, token_sha256: "
-                           << Sha256(kRoot) << "}\n";
+                           << testlib::Sha256Hex(kRoot) << "}\n";
   }
 
   void StartServer() {
-    server_ = fork();
-    if (server_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const std::string log = dir_.File("serve.log");
-      FILE* f = std::freopen(log.c_str(), "a", stderr);
-      (void)f;
-      execl(TESSERA_BIN, TESSERA_BIN, "serve", "--config", config_.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    httplib::Client c("127.0.0.1", port_);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/healthz"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL() << "tessera serve did not come up: "
-           << testlib::ReadFile(dir_.File("serve.log"));
+    const std::string error =
+        serve_.Start(config_, port_, dir_.File("serve.log"));
+    if (!error.empty()) FAIL() << error;
   }
-  void StopServer(int signal) {
-    if (server_ <= 0) return;
-    kill(server_, signal);
-    int status = 0;
-    waitpid(server_, &status, 0);
-    server_ = 0;
-  }
+  void StopServer(int signal) { serve_.Stop(signal); }
   RunResult Cli(const std::string& args, const char* token = kAlice) {
     setenv("TESSERA_URL", url_.c_str(), 1);
     setenv("TESSERA_TOKEN", token, 1);
@@ -172,7 +123,7 @@ class ServeOnSlurm : public ::testing::Test {
   testlib::TempDir dir_;
   int port_ = 0;
   std::string url_, config_;
-  pid_t server_ = 0;
+  testlib::ServeProcess serve_;
 };
 
 TEST_F(ServeOnSlurm, AFractionalJobRunsAsASlurmJobOnAShard) {

@@ -1,0 +1,105 @@
+#ifndef TESSERA_TESTS_CLI_SERVE_PROCESS_H_
+#define TESSERA_TESTS_CLI_SERVE_PROCESS_H_
+
+// The real `tessera serve` (TESSERA_BIN) as a child process of an
+// end-to-end test, on a loopback port found free, with users whose token
+// hashes the test writes into the config. Needs httplib and OpenSSL.
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/cli_runner.h"
+
+namespace tessera::testlib {
+
+// Lower-case hex SHA-256 of `text` (a config's token_sha256).
+inline std::string Sha256Hex(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  char buf[3];
+  for (unsigned int i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+// A loopback TCP port that was free a moment ago.
+inline int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+// `tessera serve --config CONFIG [EXTRA...]`, its stderr appended to a log
+// file; it dies with the test process, even if the test crashes.
+class ServeProcess {
+ public:
+  ServeProcess() = default;
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+  ~ServeProcess() { Stop(SIGTERM); }
+
+  // Starts it and waits (up to 10 s) until /healthz on `port` answers 200.
+  // "" when it is up, else why not, with the log.
+  std::string Start(const std::string& config, int port, const std::string& log,
+                    const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {TESSERA_BIN, "serve", "--config", config};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      FILE* f = std::freopen(log.c_str(), "a", stderr);
+      (void)f;
+      execv(TESSERA_BIN, argv.data());
+      _exit(127);
+    }
+    httplib::Client c("127.0.0.1", port);
+    for (int i = 0; i < 200; ++i) {
+      if (auto r = c.Get("/healthz"); r && r->status == 200) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "tessera serve did not come up: " + ReadFile(log);
+  }
+
+  // Sends `signal` and reaps it; nothing if it is not running.
+  void Stop(int signal = SIGTERM) {
+    if (pid_ <= 0) return;
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+  }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+}  // namespace tessera::testlib
+
+#endif  // TESSERA_TESTS_CLI_SERVE_PROCESS_H_
