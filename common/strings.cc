@@ -1,6 +1,7 @@
 #include "common/strings.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace tessera {
@@ -58,6 +59,13 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size() && *out >= 0;
+}
+
+bool ParseFiniteDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out,
+                                         std::chars_format::general);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
 }
 
 }  // namespace tessera

@@ -25,6 +25,10 @@ std::vector<std::string_view> Split(std::string_view s, char sep);
 // Parses a non-negative decimal integer; false on anything else or overflow.
 bool ParseInt64(std::string_view s, int64_t* out);
 
+// Parses a whole string as a finite decimal number (fixed or scientific);
+// false on anything else, infinities and NaN included.
+bool ParseFiniteDouble(std::string_view s, double* out);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COMMON_STRINGS_H_

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/strings.h"
 #include "common/yaml_reader.h"
 
 namespace tessera::placer {
@@ -330,11 +331,7 @@ Result<double> SpecParser::Share(const Field& f,
   Result<std::string> text = Text(f, label);
   TESSERA_RETURN_IF_ERROR(text);
   double share = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
-                                   share, std::chars_format::general);
-  if (text->empty() || ec != std::errc() ||
-      end != text->data() + text->size() || !std::isfinite(share) ||
-      share <= 0 || share > 1) {
+  if (!ParseFiniteDouble(*text, &share) || share <= 0 || share > 1) {
     return Fail(f, label,
                 "'" + *text + "' must be a number in (0, 1], e.g. 0.5");
   }

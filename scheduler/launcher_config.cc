@@ -3,10 +3,10 @@
 #include "scheduler/launcher_config.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
+
+#include "common/strings.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -91,11 +91,8 @@ class Parser {
     Result<std::string> text = r_.Text(f, label);
     TESSERA_RETURN_IF_ERROR(text);
     double value = 0;
-    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
-                                     value, std::chars_format::general);
-    if (text->empty() || ec != std::errc() ||
-        end != text->data() + text->size() || !std::isfinite(value) ||
-        value < lo || (lo_open && value == lo) || value > hi) {
+    if (!ParseFiniteDouble(*text, &value) || value < lo ||
+        (lo_open && value == lo) || value > hi) {
       char range[96];
       std::snprintf(range, sizeof range, "a number of seconds %s %g and <= %g",
                     lo_open ? ">" : ">=", lo, hi);
@@ -135,17 +132,14 @@ class Parser {
     if (const Field* f = YamlReader::Find(fields, "shards_per_gpu")) {
       Result<std::string> text = r_.Text(*f, label);
       TESSERA_RETURN_IF_ERROR(text);
-      int value = 0;
-      auto [end, ec] =
-          std::from_chars(text->data(), text->data() + text->size(), value);
-      if (text->empty() || ec != std::errc() ||
-          end != text->data() + text->size() || value < 0 || value > 100000) {
+      int64_t value = 0;
+      if (!ParseInt64(*text, &value) || value > 100000) {
         return r_.Fail(*f, label,
                        "'" + *text +
                            "' must be a whole number from 0 to 100000 (0: "
                            "read it from Slurm's node GRES)");
       }
-      s->shards_per_gpu = value;
+      s->shards_per_gpu = static_cast<int>(value);
     }
     struct Limit {
       const char* key;

@@ -18,6 +18,7 @@
 #include <span>
 #include <utility>
 
+#include "common/strings.h"
 #include "common/yaml_reader.h"
 #include "estimator/device_catalog.h"
 #include "scheduler/admission.h"
@@ -162,11 +163,7 @@ Result<double> ConfigParser::Number(const Field& f,
   Result<std::string> text = Text(f, label);
   TESSERA_RETURN_IF_ERROR(text);
   double value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(),
-                                   value, std::chars_format::general);
-  if (text->empty() || ec != std::errc() ||
-      end != text->data() + text->size() || !std::isfinite(value) ||
-      value < 0) {
+  if (!ParseFiniteDouble(*text, &value) || value < 0) {
     return Fail(f, label, "'" + *text + "' must be a number >= 0");
   }
   return value;
