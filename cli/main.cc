@@ -8,7 +8,7 @@
 #include "cli/output.h"
 #include "cli/plan.h"
 #include "cli/profile.h"
-#include "cli/queue_client.h"
+#include "cli/queue_commands.h"
 #include "cli/serve.h"
 #include "cli/simulate.h"
 #include "cli/split.h"
@@ -290,8 +290,8 @@ void AddServe(CLI::App& app, tessera::cli::ServeArgs& args) {
 
 constexpr const char* kSimulateExamples = R"(
 Examples:
-  tessera simulate --nodes ../shared/data/openb/openb_node_list_gpu_node.csv \
-                   --pods ../shared/data/openb/openb_pod_list_default.csv \
+  tessera simulate --nodes data/openb/openb_node_list_gpu_node.csv \
+                   --pods data/openb/openb_pod_list_default.csv \
                    --policy fgd --seeds 10 --json
   tessera simulate --nodes N.csv --pods P.csv --policy all --plot alloc.svg
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \

@@ -46,6 +46,8 @@ std::string ErrorCodeName(ErrorCode code) {
       return "infeasible";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
   }
   return "internal";
 }

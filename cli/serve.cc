@@ -10,11 +10,11 @@
 #include <utility>
 
 #include "cli/output.h"
-#include "scheduler/http_server.h"
-#include "scheduler/launcher.h"
-#include "scheduler/launcher_config.h"
-#include "scheduler/serve_config.h"
-#include "scheduler/service.h"
+#include "launch/launcher.h"
+#include "launch/launcher_config.h"
+#include "server/http_server.h"
+#include "server/serve_config.h"
+#include "service/service.h"
 
 namespace tessera::cli {
 namespace {

@@ -1,6 +1,6 @@
 // `tessera simulate`, snapshot mode (the ATC'23 experiment on the queue's
 // admission code), the trace loading the trace modes share, and the
-// dispatch to the timed and models modes. scheduler/replay.h does the work;
+// dispatch to the timed and models modes. sim/replay.h does the work;
 // this file prints.
 #include "cli/simulate.h"
 
@@ -15,7 +15,7 @@
 #include "cli/svg_chart.h"
 #include "common/strings.h"
 #include "scheduler/admission.h"
-#include "scheduler/replay.h"
+#include "sim/replay.h"
 
 namespace tessera::cli {
 namespace {
@@ -45,22 +45,8 @@ void WarnList(const std::string& what, const std::vector<std::string>& items) {
   Warn(text);
 }
 
-struct Stat {
-  double mean = 0, min = 0, max = 0;
-};
-
-template <typename F>
-Stat StatOf(const std::vector<SnapshotRun>& runs, F value) {
-  Stat s{0, 1e300, -1e300};
-  for (const SnapshotRun& r : runs) {
-    const double v = value(r);
-    s.mean += v;
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-  }
-  s.mean /= static_cast<double>(runs.size());
-  return s;
-}
+using Stat = MeanRange;
+using scheduler::OverSeeds;
 
 nlohmann::json StatJson(const Stat& s) {
   return {{"mean", s.mean}, {"min", s.min}, {"max", s.max}};
@@ -75,9 +61,7 @@ struct PolicyRuns {
 // The physical limit at level `l`, mean over seeds (the first policy's runs
 // carry it; it depends on the seed only).
 double LimitAt(const std::vector<PolicyRuns>& all, size_t l) {
-  return StatOf(all.front().runs,
-                [l](const SnapshotRun& r) { return r.levels[l].bound_pct; })
-      .mean;
+  return scheduler::PhysicalLimitAt(all.front().runs, l);
 }
 
 nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
@@ -92,18 +76,20 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
       results.push_back(
           {{"policy", p.policy},
            {"arrived_pct", p.runs.front().levels[l].level_pct},
-           {"alloc_ratio_pct", StatJson(StatOf(p.runs,
-                                               [&](const SnapshotRun& r) {
-                                                 return at(r).alloc_pct;
-                                               }))},
+           {"alloc_ratio_pct", StatJson(OverSeeds(p.runs,
+                                                  [&](const SnapshotRun& r) {
+                                                    return at(r).alloc_pct;
+                                                  }))},
            {"frag_ratio_pct",
-            StatJson(StatOf(
+            StatJson(OverSeeds(
                 p.runs, [&](const SnapshotRun& r) { return at(r).frag_pct; }))},
-           {"failed_pods", StatJson(StatOf(p.runs,
-                                           [&](const SnapshotRun& r) {
-                                             return double(at(r).failed_pods);
-                                           }))},
-           {"failed_gpus", StatJson(StatOf(p.runs, [&](const SnapshotRun& r) {
+           {"failed_pods", StatJson(OverSeeds(p.runs,
+                                              [&](const SnapshotRun& r) {
+                                                return double(
+                                                    at(r).failed_pods);
+                                              }))},
+           {"failed_gpus",
+            StatJson(OverSeeds(p.runs, [&](const SnapshotRun& r) {
               return at(r).failed_gpus;
             }))}});
     }
@@ -121,18 +107,18 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
       curve.push_back({static_cast<int>(k + 1), sum / double(n)});
     }
     curves[p.policy] = curve;
-    timing[p.policy] = {
-        {"seconds", p.seconds},
-        {"seconds_per_seed", StatJson(StatOf(p.runs, [](const SnapshotRun& r) {
-           return r.seconds;
-         }))}};
+    timing[p.policy] = {{"seconds", p.seconds},
+                        {"seconds_per_seed",
+                         StatJson(OverSeeds(p.runs, [](const SnapshotRun& r) {
+                           return r.seconds;
+                         }))}};
   }
   nlohmann::json limit = nlohmann::json::array();
   const std::vector<SnapshotRun>& bounded = all.front().runs;
   for (size_t l = 0; l < bounded.front().levels.size(); ++l) {
     limit.push_back({{"arrived_pct", bounded.front().levels[l].level_pct},
                      {"alloc_ratio_pct",
-                      StatJson(StatOf(bounded, [l](const SnapshotRun& r) {
+                      StatJson(OverSeeds(bounded, [l](const SnapshotRun& r) {
                         return r.levels[l].bound_pct;
                       }))}});
   }
@@ -177,8 +163,8 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
     std::vector<std::string> row = {p.policy};
     for (size_t l = 0; l < first.size(); ++l) {
       row.push_back(Fixed(
-          StatOf(p.runs,
-                 [l](const SnapshotRun& r) { return r.levels[l].alloc_pct; })
+          OverSeeds(p.runs,
+                    [l](const SnapshotRun& r) { return r.levels[l].alloc_pct; })
               .mean,
           2));
     }
@@ -204,26 +190,27 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
   const double limit = LimitAt(all, pick);
   for (const PolicyRuns& p : all) {
     const auto at = [pick](const SnapshotRun& r) { return r.levels[pick]; };
-    const Stat alloc =
-        StatOf(p.runs, [&](const SnapshotRun& r) { return at(r).alloc_pct; });
+    const Stat alloc = OverSeeds(
+        p.runs, [&](const SnapshotRun& r) { return at(r).alloc_pct; });
     detail.AddRow(
         {p.policy, Fixed(alloc.mean, 2), Fixed(alloc.min, 2),
          Fixed(alloc.max, 2), Fixed(limit - alloc.mean, 2),
-         Fixed(StatOf(p.runs,
-                      [&](const SnapshotRun& r) { return at(r).frag_pct; })
+         Fixed(OverSeeds(p.runs,
+                         [&](const SnapshotRun& r) { return at(r).frag_pct; })
                    .mean,
                1),
-         Fixed(StatOf(p.runs,
-                      [&](const SnapshotRun& r) {
-                        return double(at(r).failed_pods);
-                      })
+         Fixed(OverSeeds(p.runs,
+                         [&](const SnapshotRun& r) {
+                           return double(at(r).failed_pods);
+                         })
                    .mean,
                1),
-         Fixed(StatOf(p.runs,
-                      [&](const SnapshotRun& r) { return at(r).failed_gpus; })
-                   .mean,
-               1),
-         Fixed(StatOf(p.runs, [](const SnapshotRun& r) { return r.seconds; })
+         Fixed(
+             OverSeeds(p.runs,
+                       [&](const SnapshotRun& r) { return at(r).failed_gpus; })
+                 .mean,
+             1),
+         Fixed(OverSeeds(p.runs, [](const SnapshotRun& r) { return r.seconds; })
                    .mean,
                3)});
   }

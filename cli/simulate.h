@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "scheduler/trace.h"
+#include "sim/trace.h"
 
 namespace tessera::cli {
 

@@ -1,8 +1,8 @@
 // `tessera simulate --mode models`: model jobs from the zoo on a serve
 // config's cluster under three admissions (whole GPUs, fractions, fractions
 // plus splitting), for one or several interference factors.
-// scheduler/model_workload.h does the work; this file prints
-// (docs/simulate_models.md).
+// sim/model_workload.h does the work and sim/model_analysis.h sums it up; this
+// file prints (docs/simulate_models.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,17 +16,23 @@
 #include "cli/svg_chart.h"
 #include "common/strings.h"
 #include "scheduler/admission.h"
-#include "scheduler/model_workload.h"
 #include "scheduler/policy.h"
-#include "scheduler/serve_config.h"
+#include "server/serve_config.h"
+#include "sim/model_analysis.h"
+#include "sim/model_workload.h"
 
 namespace tessera::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using scheduler::Admission;
+using scheduler::Crossover;
+using scheduler::FindSummary;
 using scheduler::ModelJobKind;
 using scheduler::ModelSimResult;
+using scheduler::ModelSummary;
+using scheduler::Summarize;
+using Summary = scheduler::ModelSummary;
 
 constexpr const char* kZoo = "models/zoo";
 
@@ -127,121 +133,11 @@ Result<Setup> Prepare(const SimulateArgs& args) {
   return s;
 }
 
-// The runs of one (admission, alpha) over the seeds, averaged.
-struct Summary {
-  Admission admission = Admission::kWhole;
-  double alpha = 0;
-  int runs = 0;
-  double jobs = 0, completed = 0, never_ran = 0, split_jobs = 0;
-  double jct = 0, jct_min = 0, jct_max = 0;
-  // Over the jobs that completed under all three admissions (per seed).
-  double jct_common = 0, common_min = 0, common_max = 0;
-  double split_speed = 0;  // mean over the runs with split jobs
-  double split_shared_speed = 0;
-  double delay_mean = 0, delay_p50 = 0, delay_p95 = 0;
-  double stretch = 0, makespan = 0, gpu_util = 0, memory_util = 0;
-  double max_running = 0;
-};
-
-// Each run's mean JCT over the jobs every admission completed on its
-// seed and alpha, by position in `results`.
-std::vector<double> CommonJct(const std::vector<ModelSimResult>& results) {
-  std::map<std::pair<uint64_t, double>, std::vector<size_t>> groups;
-  for (size_t i = 0; i < results.size(); ++i) {
-    groups[{results[i].seed, results[i].interference}].push_back(i);
-  }
-  std::vector<double> out(results.size(), 0);
-  for (const auto& [key, members] : groups) {
-    std::vector<const ModelSimResult*> runs;
-    for (const size_t i : members) runs.push_back(&results[i]);
-    const std::vector<double> jct = scheduler::MeanJctOfCommonJobs(runs);
-    for (size_t k = 0; k < members.size(); ++k) out[members[k]] = jct[k];
-  }
-  return out;
-}
-
-std::vector<Summary> Summarize(const std::vector<ModelSimResult>& results,
-                               const std::vector<double>& alphas) {
-  const std::vector<double> common = CommonJct(results);
-  std::vector<Summary> out;
-  for (const double alpha : alphas) {
-    for (const Admission a : scheduler::kAdmissions) {
-      Summary s{a, alpha};
-      s.jct_min = s.common_min = 1e300;
-      s.jct_max = s.common_max = -1e300;
-      int split_runs = 0;
-      for (size_t i = 0; i < results.size(); ++i) {
-        const ModelSimResult& r = results[i];
-        if (r.admission != a || r.interference != alpha) continue;
-        ++s.runs;
-        s.jct_common += common[i];
-        s.common_min = std::min(s.common_min, common[i]);
-        s.common_max = std::max(s.common_max, common[i]);
-        if (r.split_jobs > 0) {
-          ++split_runs;
-          s.split_speed += r.mean_split_speed;
-          s.split_shared_speed += r.mean_split_shared_speed;
-        }
-        s.jobs += double(r.jobs);
-        s.completed += double(r.completed);
-        s.never_ran += double(r.never_ran);
-        s.split_jobs += double(r.split_jobs);
-        s.jct += r.mean_jct_s;
-        s.jct_min = std::min(s.jct_min, r.mean_jct_s);
-        s.jct_max = std::max(s.jct_max, r.mean_jct_s);
-        s.delay_mean += r.delay_mean_s;
-        s.delay_p50 += r.delay_p50_s;
-        s.delay_p95 += r.delay_p95_s;
-        s.stretch += r.mean_stretch;
-        s.makespan += r.makespan_s;
-        s.gpu_util += r.gpu_util_pct;
-        s.memory_util += r.memory_util_pct;
-        s.max_running += r.max_running;
-      }
-      s.split_speed /= std::max(1, split_runs);
-      s.split_shared_speed /= std::max(1, split_runs);
-      const double n = std::max(1, s.runs);
-      for (double* v : {&s.jobs, &s.completed, &s.never_ran, &s.split_jobs,
-                        &s.jct, &s.jct_common, &s.delay_mean, &s.delay_p50,
-                        &s.delay_p95, &s.stretch, &s.makespan, &s.gpu_util,
-                        &s.memory_util, &s.max_running}) {
-        *v /= n;
-      }
-      out.push_back(s);
-    }
-  }
-  return out;
-}
-
-const Summary& Find(const std::vector<Summary>& all, Admission a,
-                    double alpha) {
-  return *std::find_if(all.begin(), all.end(), [&](const Summary& s) {
-    return s.admission == a && s.alpha == alpha;
-  });
-}
-
-// Where `a`'s mean JCT over whole's crosses 1 as alpha grows (linear
-// between swept values); nullopt when it stays on one side.
-std::optional<double> Crossover(const std::vector<Summary>& all, Admission a,
-                                const std::vector<double>& alphas) {
-  auto ratio = [&](double alpha) {
-    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
-    return whole > 0 ? Find(all, a, alpha).jct_common / whole : 1.0;
-  };
-  for (size_t i = 1; i < alphas.size(); ++i) {
-    const double r0 = ratio(alphas[i - 1]) - 1, r1 = ratio(alphas[i]) - 1;
-    if ((r0 < 0) != (r1 < 0)) {
-      return alphas[i - 1] + (alphas[i] - alphas[i - 1]) * r0 / (r0 - r1);
-    }
-  }
-  return std::nullopt;
-}
-
 std::string Conclusion(const std::vector<Summary>& all, Admission a,
                        const std::vector<double>& alphas) {
   auto ratio = [&](double alpha) {
-    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
-    return whole > 0 ? Find(all, a, alpha).jct_common / whole : 1.0;
+    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
+    return whole > 0 ? FindSummary(all, a, alpha).jct_common / whole : 1.0;
   };
   const std::string name(AdmissionName(a));
   const double first = ratio(alphas.front()), last = ratio(alphas.back());
@@ -285,7 +181,8 @@ nlohmann::ordered_json ModelsJson(const SimulateArgs& args, const Setup& s,
                                   const Timing& timing) {
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const Summary& x : all) {
-    const double whole = Find(all, Admission::kWhole, x.alpha).jct_common;
+    const double whole =
+        FindSummary(all, Admission::kWhole, x.alpha).jct_common;
     results.push_back(
         {{"admission", std::string(AdmissionName(x.admission))},
          {"interference", x.alpha},
@@ -371,9 +268,9 @@ void PrintResults(const std::vector<Summary>& all, double alpha) {
                "mem util"},
               {false, true, true, true, true, true, true, true, true, true,
                true, true, true});
-  const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+  const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
   for (const Admission a : scheduler::kAdmissions) {
-    const Summary& x = Find(all, a, alpha);
+    const Summary& x = FindSummary(all, a, alpha);
     t.AddRow({std::string(AdmissionName(a)), Fixed(x.completed, 1),
               Fixed(x.never_ran, 1), Fixed(x.split_jobs, 1),
               HumanDuration(x.jct), HumanDuration(x.jct_common),
@@ -383,7 +280,7 @@ void PrintResults(const std::vector<Summary>& all, double alpha) {
               Fixed(x.gpu_util, 1) + "%", Fixed(x.memory_util, 1) + "%"});
   }
   std::cout << t.Render();
-  const Summary& split = Find(all, Admission::kSplit, alpha);
+  const Summary& split = FindSummary(all, Admission::kSplit, alpha);
   if (split.split_jobs > 0) {
     std::cout << "  split gangs ran at " << Fixed(split.split_speed, 3)
               << " of one whole GPU's speed before interference (mean; "
@@ -399,10 +296,10 @@ void PrintSweep(const Setup& s, const std::vector<Summary>& all) {
   TextTable t({"alpha", "whole", "fraction", "", "split", ""},
               {true, true, true, true, true, true});
   for (const double alpha : s.alphas) {
-    const double whole = Find(all, Admission::kWhole, alpha).jct_common;
+    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
     std::vector<std::string> row = {Fixed(alpha, 2), HumanDuration(whole)};
     for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
-      const double j = Find(all, a, alpha).jct_common;
+      const double j = FindSummary(all, a, alpha).jct_common;
       row.push_back(HumanDuration(j));
       row.push_back(whole > 0 ? Fixed(j / whole, 2) + "x" : "-");
     }
@@ -458,7 +355,7 @@ Status Plot(const SimulateArgs& args, const Setup& s,
       ChartSeries series;
       series.name = std::string(AdmissionName(a));
       for (const double alpha : s.alphas) {
-        const Summary& x = Find(all, a, alpha);
+        const Summary& x = FindSummary(all, a, alpha);
         series.points.emplace_back(alpha, x.jct_common / 3600);
         if (args.seeds > 1) {
           series.band.push_back(

@@ -13,7 +13,7 @@
 #include "cli/svg_chart.h"
 #include "common/strings.h"
 #include "scheduler/policy.h"
-#include "scheduler/timed_replay.h"
+#include "sim/timed_replay.h"
 
 namespace tessera::cli {
 namespace {

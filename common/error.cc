@@ -18,6 +18,21 @@ Error Internal(std::string message) {
   return Error{ErrorCode::kInternal, std::move(message)};
 }
 
-int ExitCodeFor(ErrorCode code) { return static_cast<int>(code); }
+Error Unavailable(std::string message) {
+  return Error{ErrorCode::kUnavailable, std::move(message)};
+}
+
+int ExitCodeFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadInput:
+      return 2;
+    case ErrorCode::kInfeasible:
+      return 3;
+    case ErrorCode::kInternal:
+    case ErrorCode::kUnavailable:
+      return 1;
+  }
+  return 1;
+}
 
 }  // namespace tessera

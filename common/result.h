@@ -14,11 +14,13 @@
 
 namespace tessera {
 
-// What kind of failure, which also decides the CLI's exit code.
+// What kind of failure, which also decides the CLI's exit code
+// (ExitCodeFor; docs/design.md, "Exit codes").
 enum class ErrorCode {
-  kBadInput = 2,    // the user's file, flag or request is wrong
-  kInfeasible = 3,  // the input is valid but cannot be satisfied
-  kInternal = 1,    // a bug or an environment failure
+  kBadInput = 2,     // the user's file, flag or request is wrong
+  kInfeasible = 3,   // the input is valid but cannot be satisfied
+  kInternal = 1,     // a bug or an environment failure
+  kUnavailable = 4,  // try again later: an engine or service is unreachable
 };
 
 struct Error {
@@ -32,8 +34,10 @@ struct Error {
 Error BadInput(std::string message);
 Error Infeasible(std::string message);
 Error Internal(std::string message);
+Error Unavailable(std::string message);
 
-// Process exit code for `code` (see DESIGN.md, "Exit codes").
+// Process exit code for `code`: 2 bad input, 3 infeasible, 1 otherwise
+// (an internal error, or something to try again later).
 int ExitCodeFor(ErrorCode code);
 
 template <typename T>

@@ -11,7 +11,7 @@
 namespace tessera::graph {
 
 // The `tessera inspect --json` object. Keys are a stable contract: add, never
-// rename (README, "inspect --json").
+// rename (docs/formats.md, "inspect --json").
 std::string ModelSummaryJson(const Model& model);
 
 // Graphviz DOT of the main graph: a box per node, an edge per DAG edge

@@ -3,7 +3,7 @@
 
 // The capacity a placement may use: GPUs (a catalog kind, the memory and the
 // compute share left on each) and the links between them. Read from a
-// cluster spec (YAML, documented in README.md "Cluster spec" and
+// cluster spec (YAML, documented in docs/cluster.md and
 // models/clusters/example.yaml) or built in: one node with four A100-80GB
 // over NVLink. The queue passes the same structure later as "what is free
 // now".

@@ -13,14 +13,13 @@
 // list scheduler then keeps favourite children with their parents (rules
 // in list_scheduler.cc and docs/placer_baechi.md).
 
-#include <glpk.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "common/strings.h"
 #include "placer/algorithms.h"
+#include "placer/glpk.h"
 #include "placer/list_scheduler.h"
 #include "placer/reductions.h"
 
@@ -124,7 +123,8 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
     row_lo.push_back(static_cast<double>(in_edges[v].size()) - 1.0);
   }
 
-  glp_prob* lp = glp_create_prob();
+  const GlpkProblem problem;
+  glp_prob* lp = problem.get();
   glp_set_obj_dir(lp, GLP_MIN);
   glp_add_cols(lp, static_cast<int>(ne + k + 1));
   for (uint32_t e = 0; e < ne; ++e) {
@@ -152,7 +152,6 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
   const int rc = glp_simplex(lp, &parm);
   const int status = glp_get_status(lp);
   if (rc != 0 || status != GLP_OPT) {
-    glp_delete_prob(lp);
     return Internal("GLPK's simplex returned " + std::to_string(rc) +
                     " with status " + std::to_string(status));
   }
@@ -170,7 +169,6 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
       }
     }
   }
-  glp_delete_prob(lp);
   return r;
 }
 

@@ -1,6 +1,6 @@
 // plan.json, the Chrome Trace Event timeline and the DOT picture of a plan.
-// The keys of plan.json are a stable contract (README.md "plan.json"): add
-// keys, never rename them.
+// The keys of plan.json are a stable contract (docs/formats.md, "plan.json"):
+// add keys, never rename them.
 
 #include "placer/plan_io.h"
 

@@ -23,7 +23,7 @@ struct PlanContext {
 
 // {"model", "algorithm", "mode", "batch", "step_time_ms", "lower_bound_ms",
 //  "placement_time_ms", "devices": [...], "placement": {...},
-//  "transfers": [...]} and more keys (README.md "plan.json").
+//  "transfers": [...]} and more keys (docs/formats.md, "plan.json").
 nlohmann::json PlanJson(const Problem& problem, const Cluster& cluster,
                         const Plan& plan, const PlanContext& context);
 

@@ -108,6 +108,10 @@ struct Job {
   int64_t pid = 0;        // the launched process (group leader)
   int64_t pid_start = 0;  // its start time (clock ticks since boot)
   int restarts = 0;       // times preempted and requeued
+  // "" for a job tessera launches; otherwise the outside system whose
+  // object holds this reservation (e.g. "k8s": a pod), with no process of
+  // tessera's (Service::Reserve). Never set from a submission.
+  std::string origin;
 };
 
 }  // namespace tessera::scheduler

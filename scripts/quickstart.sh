@@ -5,7 +5,7 @@
 # write the per-GPU sub-models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh build
+bash scripts/setup.sh --target tessera build
 echo
 echo "$ tessera inspect models/zoo/resnet50.onnx"
 ./build/cli/tessera inspect models/zoo/resnet50.onnx

@@ -2,14 +2,20 @@
 # Installs everything tessera needs from Debian 12's archive, then configures
 # and builds. Idempotent and non-interactive; quick when all is installed.
 #
-#   bash scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+#   bash scripts/setup.sh [--target T]... [BUILD_DIR] [extra cmake args...]
+#
+# One build configuration for both README commands: `build/` is configured
+# with the same flags by scripts/quickstart.sh (which builds only `tessera`)
+# and scripts/test.sh (which builds everything), so the second reuses the
+# first's objects. ccache, when installed (this script installs it), keeps
+# objects across clean clones.
 #
 # Environment: TESSERA_BUILD_TYPE (default RelWithDebInfo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libboost-graph-dev libglpk-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libsqlite3-dev
@@ -20,6 +26,12 @@ PACKAGES=(
   # the Slurm launcher's integration tests (tests/slurm/, on loopback).
   slurm-wlm munge
 )
+
+targets=()
+while [ "${1:-}" = "--target" ]; do
+  targets+=(--target "$2")
+  shift 2
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -38,8 +50,15 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# ccache: objects are shared between clones at other paths (BASEDIR makes
+# the compile commands relative; NOHASHDIR leaves the working directory
+# out of the hash, so debug info may name the first clone's folder).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+
 BUILD_DIR="${1:-build}"
 shift || true
 cmake -S . -B "$BUILD_DIR" -G Ninja \
-  -DCMAKE_BUILD_TYPE="${TESSERA_BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+  -DCMAKE_BUILD_TYPE="${TESSERA_BUILD_TYPE:-RelWithDebInfo}" \
+  -DTESSERA_WERROR=ON "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}"

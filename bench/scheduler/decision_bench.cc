@@ -1,5 +1,5 @@
 // Scheduling-decision latency on Alibaba's openb GPU-sharing cluster
-// (../shared/data/openb: 1,213 GPU nodes, 6,212 GPUs) with 10,000 queued
+// (data/openb: 1,213 GPU nodes, 6,212 GPUs) with 10,000 queued
 // jobs drawn from its pod trace. Issue target: p99 under 5 ms.
 //
 //   scheduler_decision_bench [--openb DIR] [--queue N] [--rounds N]
@@ -20,7 +20,8 @@
 
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
-#include "scheduler/trace.h"
+#include "sim/trace.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -72,7 +73,7 @@ double Since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   using namespace tessera::scheduler;
-  std::string dir = std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
+  std::string dir = tessera::testing::OpenbDir();
   size_t queue_size = 10000;
   int rounds = 50;
   for (int i = 1; i + 1 < argc; i += 2) {

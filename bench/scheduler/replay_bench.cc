@@ -21,8 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/replay.h"
-#include "scheduler/trace.h"
+#include "sim/replay.h"
+#include "sim/trace.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace {
 
@@ -108,7 +109,7 @@ const std::map<std::string, std::map<std::string, double>>& Published() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
+  std::string dir = tessera::testing::OpenbDir();
   int seeds = 10, threads = 0, level = 100, speed = 1;
   std::vector<std::string> traces = {
       "default",     "gpushare20", "gpushare40", "gpushare60", "gpushare80",

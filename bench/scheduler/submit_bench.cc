@@ -22,9 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/auth.h"
-#include "scheduler/http_server.h"
-#include "scheduler/serve_config.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/serve_config.h"
 
 namespace tessera::scheduler {
 namespace {

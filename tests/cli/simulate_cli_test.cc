@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera {
 namespace {
@@ -22,8 +23,7 @@ using testlib::RunResult;
 using testlib::RunTessera;
 using testlib::TempDir;
 
-const std::string kOpenb =
-    std::string(TESSERA_SOURCE_DIR) + "/../shared/data/openb";
+const std::string kOpenb = tessera::testing::OpenbDir();
 
 std::string Write(const TempDir& dir, const std::string& name,
                   const std::string& text) {
@@ -182,9 +182,8 @@ TEST(SimulateCli, HelpHasExamples) {
 
 // The real trace, one seed: the paper's FGD figure and tessera above it.
 TEST(SimulateCli, OpenbDefaultTraceOneSeed) {
-  if (!std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv")) {
-    GTEST_SKIP() << kOpenb << " not found";
-  }
+  ASSERT_TRUE(std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv"))
+      << kOpenb << ": the openb trace is missing";
   TempDir dir;
   RunResult r =
       RunTessera("simulate --nodes '" + kOpenb +

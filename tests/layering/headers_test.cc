@@ -1,14 +1,14 @@
-// The public headers of the components that have not grown sources yet are
-// self-contained and expose the layers below them (estimator -> graph, ...).
+// A component's public header is self-contained and exposes the layers its
+// interface needs (placer -> estimator -> graph).
 #include <gtest/gtest.h>
 
 #include "graph/builder.h"
-#include "scheduler/scheduler.h"  // includes placer, estimator and graph
+#include "placer/placer.h"  // includes estimator and graph
 
 namespace tessera {
 namespace {
 
-TEST(ComponentHeaders, SchedulerHeaderReachesTheGraphLayer) {
+TEST(ComponentHeaders, PlacerHeaderReachesTheGraphLayer) {
   EXPECT_EQ(graph::DataTypeBits(graph::DataType::kBfloat16), 16);
   graph::OpGraphBuilder b("g");
   const int64_t dims[] = {2};

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "scheduler/admission.h"
-#include "tests/scheduler/test_topology.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler/admission.h"
-#include "tests/scheduler/test_topology.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {

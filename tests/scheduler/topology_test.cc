@@ -9,7 +9,7 @@
 
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
-#include "tests/scheduler/test_topology.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <map>
 
-#include "scheduler/slurm_launcher.h"
+#include "launch/slurm/slurm_launcher.h"
 #include "tests/slurm/slurm_cluster.h"
 #include "tests/testlib/onnx_model_builder.h"
 
@@ -267,7 +267,7 @@ TEST_F(LauncherOnSlurm, AnUnreachableControllerIsTransient) {
   auto launcher = Make();
   auto r = launcher->Start(Spec(1, {Part("n1", {0}, 100)}, {"true"}));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
   EXPECT_THAT(r.error().message, HasSubstr("Slurm unreachable"));
 }
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "scheduler/slurm_state.h"
-#include "scheduler/subprocess.h"
+#include "launch/slurm/slurm_state.h"
+#include "launch/subprocess.h"
 
 namespace tessera::slurm_test {
 

@@ -1,0 +1,442 @@
+// The queue service's client commands over cpp-httplib's client. The
+// service's JSON (docs/http_api.md) is printed as is with --json, and as
+// tables for people otherwise.
+
+#include "cli/queue_commands.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "client/queue_client.h"
+#include "common/result.h"
+#include "estimator/device_catalog.h"
+#include "graph/graph.h"
+
+namespace tessera::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+// `tessera logs --follow` asks for more this often.
+constexpr auto kFollowInterval = std::chrono::milliseconds(500);
+
+client::QueueClient Client(const ClientArgs& args) {
+  return client::QueueClient(args.url, args.token);
+}
+
+// ---- Formatting ----------------------------------------------------------
+
+std::string Str(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+int64_t Int(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : 0;
+}
+
+std::string GiB(int64_t mib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fGiB", static_cast<double>(mib) / 1024);
+  return buf;
+}
+
+// "2026-11-22T23:04:05Z" (or seconds since the epoch) -> seconds; 0 when
+// absent or unreadable.
+double Seconds(const json& j, const char* key) {
+  if (!j.contains(key)) return 0;
+  const json& v = j[key];
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return 0;
+  std::tm tm{};
+  const std::string text = v.get<std::string>();
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
+    return 0;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "45s", "12m03s", "3h07m", "2d04h".
+std::string Duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::max(0.0, std::round(seconds)));
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds",
+                  static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm",
+                  static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh",
+                  static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600));
+  }
+  return buf;
+}
+
+// How long the job waited and has run (or ran); "-" where it does not apply.
+std::pair<std::string, std::string> Times(const json& job) {
+  const double submitted = Seconds(job, "submitted_at");
+  const double started = Seconds(job, "started_at");
+  const double finished = Seconds(job, "finished_at");
+  const double now = Now();
+  std::string waited = "-";
+  std::string ran = "-";
+  if (submitted > 0) {
+    const double until = started > 0 ? started : finished > 0 ? finished : now;
+    waited = Duration(until - submitted);
+  }
+  if (started > 0) ran = Duration((finished > 0 ? finished : now) - started);
+  return {waited, ran};
+}
+
+// "node0/gpu1 250m 8.0GiB, node0/gpu2 ...".
+std::string Allocation(const json& job) {
+  std::string out;
+  if (!job.contains("allocation") || !job["allocation"].is_array()) return out;
+  for (const json& g : job["allocation"]) {
+    out += (out.empty() ? "" : ", ") + Str(g, "gpu") + " " +
+           std::to_string(Int(g, "gpu_milli")) + "m " +
+           GiB(Int(g, "gpu_memory_mib"));
+  }
+  return out;
+}
+
+std::string Demand(const json& d) {
+  std::string out;
+  if (Int(d, "gpus") > 0) {
+    out = std::to_string(Int(d, "gpus")) + " whole GPU(s)";
+  } else {
+    out = std::to_string(Int(d, "gpu_milli")) + "m of a GPU, " +
+          GiB(Int(d, "gpu_memory_mib"));
+  }
+  if (Int(d, "cpu_milli") > 0) {
+    out += ", CPU " + std::to_string(Int(d, "cpu_milli")) + "m";
+  }
+  if (Int(d, "memory_mib") > 0) out += ", memory " + GiB(Int(d, "memory_mib"));
+  return out;
+}
+
+void PrintJson(const json& j) {
+  std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+void PrintJob(const json& job) {
+  const auto [waited, ran] = Times(job);
+  std::string command;
+  if (job.contains("request") && job["request"].contains("command")) {
+    for (const json& arg : job["request"]["command"]) {
+      command += (command.empty() ? "" : " ") +
+                 (arg.is_string() ? arg.get<std::string>() : arg.dump());
+    }
+  }
+  std::cout << "job " << Int(job, "id")
+            << (Str(job, "name").empty() ? "" : ": " + Str(job, "name"))
+            << "\n";
+  TextTable table({"", ""});
+  auto row = [&](const std::string& key, const std::string& value) {
+    if (!value.empty()) table.AddRow({key, value});
+  };
+  row("user", Str(job, "user"));
+  row("pool", Str(job, "pool"));
+  row("state", Str(job, "state"));
+  row("reason", Str(job, "reason"));
+  row("exit code", Str(job, "exit_code"));
+  row("priority", Str(job, "priority"));
+  row("submitted", Str(job, "submitted_at"));
+  row("started", Str(job, "started_at"));
+  row("finished", Str(job, "finished_at"));
+  row("waited", waited == "-" ? "" : waited);
+  row("ran", ran == "-" ? "" : ran);
+  row("command", command);
+  if (job.contains("demand")) row("demand", Demand(job["demand"]));
+  row("allocation", Allocation(job));
+  if (job.contains("plan") && !job["plan"].is_null()) {
+    row("plan", "split over several GPUs (tessera job " +
+                    std::to_string(Int(job, "id")) + " --json shows it)");
+  }
+  std::string rendered = table.Render();
+  // The empty header row: drop the table's first line.
+  std::cout << rendered.substr(rendered.find('\n') + 1);
+}
+
+// ---- Building a submission -----------------------------------------------
+
+// A size flag ("8GiB") in MiB, rounded up.
+Result<int64_t> Mib(const std::string& flag, const std::string& text) {
+  Result<int64_t> bytes = estimator::ParseBytes(text);
+  if (!bytes) return bytes.error().WithContext(flag);
+  return (*bytes + kMiB - 1) / kMiB;
+}
+
+Result<scheduler::Resources> ResourcesOf(const SubmitArgs& a) {
+  scheduler::Resources r;
+  if (a.gpus) {
+    if (a.gpu_milli || !a.gpu_memory.empty()) {
+      return BadInput(
+          "--gpus asks for whole GPUs; --gpu-milli/--gpu-memory ask for a "
+          "fraction of one: give one or the other");
+    }
+    r.gpus = *a.gpus;
+  } else {
+    if (!a.gpu_milli || a.gpu_memory.empty()) {
+      return BadInput(
+          "say what the job needs: --gpus N, --gpu-milli M with "
+          "--gpu-memory SIZE, or --model PATH");
+    }
+    Result<int64_t> mib = Mib("--gpu-memory", a.gpu_memory);
+    TESSERA_RETURN_IF_ERROR(mib);
+    r.gpu_milli = *a.gpu_milli;
+    r.gpu_memory_mib = *mib;
+  }
+  if (a.cpu_milli) r.cpu_milli = *a.cpu_milli;
+  if (!a.memory.empty()) {
+    Result<int64_t> mib = Mib("--memory", a.memory);
+    TESSERA_RETURN_IF_ERROR(mib);
+    r.memory_mib = *mib;
+  }
+  return r;
+}
+
+Result<scheduler::ModelRequest> ModelOf(const SubmitArgs& a) {
+  if (a.gpus || a.gpu_milli || !a.gpu_memory.empty() || a.cpu_milli ||
+      !a.memory.empty()) {
+    return BadInput(
+        "--model sizes the job with the estimator: leave out --gpus, "
+        "--gpu-milli, --gpu-memory, --cpu-milli and --memory");
+  }
+  std::error_code ec;
+  // The service reads the model: send a path that does not depend on
+  // where this command runs.
+  const std::filesystem::path path = std::filesystem::absolute(a.model, ec);
+  scheduler::ModelRequest m;
+  m.path = ec ? a.model : path.string();
+  m.train = a.train;
+  if (a.batch) m.batch = *a.batch;
+  m.dtype = a.dtype;
+  for (const std::string& text : a.inputs) {
+    Result<graph::InputBinding> binding = graph::ParseInputBinding(text);
+    if (!binding) return binding.error().WithContext("--input");
+    m.inputs[binding->name] = binding->dims;
+  }
+  return m;
+}
+
+Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
+  if (a.command.empty()) {
+    return BadInput("give the job's command after --, e.g. -- python train.py");
+  }
+  scheduler::JobRequest j;
+  j.command = a.command;
+  j.name = a.name;
+  j.pool = a.pool;
+  if (a.priority) j.priority = *a.priority;
+  j.preemptible = a.preemptible;
+  j.splittable = !a.no_split;
+  if (a.time_limit_s) j.time_limit_s = *a.time_limit_s;
+  for (const std::string& kv : a.env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return BadInput("--env: '" + kv + "' is not NAME=VALUE");
+    }
+    j.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!a.model.empty()) {
+    Result<scheduler::ModelRequest> model = ModelOf(a);
+    TESSERA_RETURN_IF_ERROR(model);
+    j.model = *model;
+  } else {
+    Result<scheduler::Resources> resources = ResourcesOf(a);
+    TESSERA_RETURN_IF_ERROR(resources);
+    j.resources = *resources;
+  }
+  return j;
+}
+
+// Runs `body`, reporting its error (and any exception) the house way.
+template <typename Body>
+int Run(Body body) {
+  try {
+    const Status status = body();
+    return status ? 0 : ReportError(status.error());
+  } catch (const std::exception& e) {
+    return ReportError(
+        Internal(std::string("unexpected failure: ") + e.what()));
+  }
+}
+
+}  // namespace
+
+int RunSubmit(const SubmitArgs& args) {
+  return Run([&]() -> Status {
+    Result<scheduler::JobRequest> submission = Submission(args);
+    TESSERA_RETURN_IF_ERROR(submission);
+    Result<json> job = Client(args.client).Submit(*submission);
+    TESSERA_RETURN_IF_ERROR(job);
+    if (args.client.json) {
+      PrintJson(*job);
+    } else {
+      std::cout << "submitted job " << Int(*job, "id") << " ("
+                << Str(*job, "state") << " in pool " << Str(*job, "pool")
+                << ")\n";
+    }
+    return {};
+  });
+}
+
+int RunJobs(const JobsArgs& args) {
+  return Run([&]() -> Status {
+    client::JobQuery query{args.state, args.user, args.pool,
+                           args.limit ? static_cast<int64_t>(*args.limit) : 0};
+    Result<json> list = Client(args.client).Jobs(query);
+    TESSERA_RETURN_IF_ERROR(list);
+    if (args.client.json) {
+      PrintJson(*list);
+      return {};
+    }
+    if (!list->contains("jobs") || (*list)["jobs"].empty()) {
+      std::cout << "no jobs\n";
+      return {};
+    }
+    TextTable table(
+        {"ID", "NAME", "USER", "POOL", "STATE", "GPUS", "WAITED", "RAN"},
+        {true, false, false, false, false, false, true, true});
+    for (const json& job : (*list)["jobs"]) {
+      const auto [waited, ran] = Times(job);
+      const std::string gpus = Allocation(job);
+      table.AddRow({Str(job, "id"), Str(job, "name"), Str(job, "user"),
+                    Str(job, "pool"), Str(job, "state"),
+                    gpus.empty() ? "-" : gpus, waited, ran});
+    }
+    std::cout << table.Render("");
+    return {};
+  });
+}
+
+int RunJob(const JobArgs& args) {
+  return Run([&]() -> Status {
+    Result<json> job = Client(args.client).Job(args.id);
+    TESSERA_RETURN_IF_ERROR(job);
+    if (args.client.json) {
+      PrintJson(*job);
+    } else {
+      PrintJob(*job);
+    }
+    return {};
+  });
+}
+
+int RunLogs(const LogsArgs& args) {
+  return Run([&]() -> Status {
+    const client::QueueClient api = Client(args.client);
+    int64_t offset = 0;
+    while (true) {
+      Result<client::LogChunk> chunk =
+          api.Logs(args.id, args.stderr_log, offset);
+      TESSERA_RETURN_IF_ERROR(chunk);
+      std::cout << chunk->text << std::flush;
+      offset = chunk->next_offset;
+      if (!chunk->text.empty()) continue;  // more may be there already
+      if (!args.follow) return {};
+      // The state is read before the log: a finished job's log is whole.
+      if (client::IsTerminalStateName(chunk->job_state)) return {};
+      std::this_thread::sleep_for(kFollowInterval);
+    }
+  });
+}
+
+int RunCancel(const JobArgs& args) {
+  return Run([&]() -> Status {
+    Result<json> job = Client(args.client).Cancel(args.id);
+    TESSERA_RETURN_IF_ERROR(job);
+    if (args.client.json) {
+      PrintJson(*job);
+    } else if (Str(*job, "state") == "running") {
+      std::cout << "job " << args.id
+                << ": stopping (SIGTERM now, SIGKILL after the grace "
+                   "period)\n";
+    } else {
+      std::cout << "job " << args.id << ": " << Str(*job, "state") << "\n";
+    }
+    return {};
+  });
+}
+
+int RunDrain(const DrainArgs& args) {
+  return Run([&]() -> Status {
+    Result<json> answer = Client(args.client).Drain(args.node, args.undo);
+    TESSERA_RETURN_IF_ERROR(answer);
+    if (args.client.json) {
+      PrintJson(*answer);
+    } else {
+      std::cout << "node " << args.node
+                << (args.undo ? ": admitting jobs again\n"
+                              : ": drained (admits nothing new; its running "
+                                "jobs continue)\n");
+    }
+    return {};
+  });
+}
+
+int RunCluster(const ClientArgs& args) {
+  return Run([&]() -> Status {
+    Result<json> cluster = Client(args).Cluster();
+    TESSERA_RETURN_IF_ERROR(cluster);
+    if (args.json) {
+      PrintJson(*cluster);
+      return {};
+    }
+    if (cluster->contains("pools")) {
+      TextTable pools({"POOL", "POLICY", "GPUS", "QUEUED", "RUNNING"},
+                      {false, false, true, true, true});
+      for (const json& p : (*cluster)["pools"]) {
+        pools.AddRow({Str(p, "name"), Str(p, "policy"), Str(p, "gpus"),
+                      Str(p, "queued"), Str(p, "running")});
+      }
+      std::cout << pools.Render("") << "\n";
+    }
+    TextTable gpus({"GPU", "POOL", "KIND", "MEMORY", "MILLI", "JOBS"},
+                   {false, false, false, true, true, false});
+    for (const json& g : (*cluster)["gpus"]) {
+      std::string jobs;
+      for (const json& id : g.value("jobs", json::array())) {
+        jobs += (jobs.empty() ? "" : ",") + id.dump();
+      }
+      const bool drained = g.value("drained", false);
+      gpus.AddRow(
+          {Str(g, "id") + (drained ? " (drained)" : ""), Str(g, "pool"),
+           Str(g, "kind"),
+           GiB(Int(g, "reserved_memory_mib")) + "/" + GiB(Int(g, "memory_mib")),
+           std::to_string(Int(g, "reserved_milli")) + "/1000",
+           jobs.empty() ? "-" : jobs});
+    }
+    std::cout << gpus.Render("");
+    return {};
+  });
+}
+
+}  // namespace tessera::cli

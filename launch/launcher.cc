@@ -1,0 +1,259 @@
+// The local launcher: fork + exec of each job in its own session (so its
+// process group is the job, and one killpg reaches everything it started),
+// stdout/stderr appended to per-job log files, exits reaped by waitpid in
+// Poll. Stop never blocks: it sends SIGTERM and leaves a deadline that Poll
+// turns into SIGKILL. Processes adopted after a service restart are not our
+// children: they are watched with kill(pid, 0) and /proc.
+//
+// Between fork and exec the child may only make async-signal-safe calls
+// (the service is multithreaded), so the parent prepares everything: argv,
+// envp and the open log files.
+
+#include "launch/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch/subprocess.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ProcStat {
+  char state = '?';        // field 3: R, S, D, Z (zombie), X (dead), ...
+  int64_t start_time = 0;  // field 22: clock ticks since boot
+};
+
+// Fields 3 and 22 of /proc/<pid>/stat. The command name (field 2) is in
+// parentheses and may itself hold spaces and ')': parse after the last ')'.
+std::optional<ProcStat> ReadProcStat(int64_t pid) {
+  if (pid <= 0) return std::nullopt;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!in || !std::getline(in, text)) return std::nullopt;
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(paren + 1));
+  ProcStat s;
+  std::string skip;
+  if (!(rest >> s.state)) return std::nullopt;
+  for (int field = 4; field < 22; ++field) {
+    if (!(rest >> skip)) return std::nullopt;
+  }
+  if (!(rest >> s.start_time)) return std::nullopt;
+  return s;
+}
+
+// Whether `pid` is the process that started at `start_time` and has not
+// ended (a zombie has ended: it only waits for its parent to reap it).
+bool SameLiveProcess(int64_t pid, int64_t start_time) {
+  if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
+    return false;
+  }
+  const auto s = ReadProcStat(pid);
+  return s && s->start_time == start_time && s->state != 'Z' && s->state != 'X';
+}
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+class LocalLauncher : public Launcher {
+ public:
+  explicit LocalLauncher(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+
+  // Running jobs are left running: a restarted service adopts them.
+  ~LocalLauncher() override = default;
+
+  Result<Launched> Start(const LaunchSpec& spec) override {
+    if (spec.command.empty() || spec.command[0].empty()) {
+      return BadInput("job " + std::to_string(spec.id) + ": empty command");
+    }
+    std::lock_guard lock(mu_);
+    const std::string dir = spec.log_dir.empty() ? log_dir_ : spec.log_dir;
+    if (dir != log_dir_) log_dirs_[spec.id] = dir;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Unavailable(dir +
+                         ": cannot create the log directory: " + ec.message());
+    const int log_flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    Fd out(AboveStdio(
+        open(LogPathLocked(spec.id, false).c_str(), log_flags, 0644)));
+    if (out.get() < 0) return OpenError(LogPathLocked(spec.id, false));
+    Fd err(AboveStdio(
+        open(LogPathLocked(spec.id, true).c_str(), log_flags, 0644)));
+    if (err.get() < 0) return OpenError(LogPathLocked(spec.id, true));
+    Fd in(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+    if (in.get() < 0) return OpenError("/dev/null");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return Unavailable("pipe: " + ErrnoText(errno));
+    }
+    Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
+    if (report_write.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
+
+    std::vector<std::string> args = spec.command;
+    std::vector<std::string> env = ChildEnvironment(spec.env);
+    std::vector<char*> argv = CStrings(args), envp = CStrings(env);
+
+    const pid_t pid = fork();
+    if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
+    if (pid == 0) {
+      ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
+                envp.data(), /*new_session=*/true);
+    }
+    report_write.Reset();
+    if (const std::optional<int> child_errno =
+            AwaitExec(report_read.get(), pid)) {
+      return BadInput("cannot run '" + spec.command[0] +
+                      "': " + ErrnoText(*child_errno));
+    }
+    // The child is ours until Poll reaps it, so /proc/<pid> exists even if
+    // it has exited already.
+    const int64_t start = ProcessStartTime(pid);
+    children_[spec.id] = Child{pid, start, /*own=*/true, std::nullopt};
+    return Launched{pid, start};
+  }
+
+  void Stop(JobId id, double grace_s) override {
+    std::lock_guard lock(mu_);
+    auto it = children_.find(id);
+    if (it == children_.end()) return;
+    Child& c = it->second;
+    Signal(c, SIGTERM);
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(grace_s));
+    if (!c.kill_at || deadline < *c.kill_at) c.kill_at = deadline;
+  }
+
+  std::vector<Exited> Poll() override {
+    std::lock_guard lock(mu_);
+    std::vector<Exited> exited;
+    const auto now = Clock::now();
+    for (auto it = children_.begin(); it != children_.end();) {
+      const JobId id = it->first;
+      Child& c = it->second;
+      std::optional<Exited> e = c.own ? Reap(id, c) : CheckAdopted(id, c);
+      if (e) {
+        exited.push_back(std::move(*e));
+        it = children_.erase(it);
+        continue;
+      }
+      if (c.kill_at && now >= *c.kill_at) {
+        Signal(c, SIGKILL);
+        c.kill_at.reset();
+      }
+      ++it;
+    }
+    return exited;
+  }
+
+  bool Adopt(JobId id, int64_t pid, int64_t start_time) override {
+    if (!SameLiveProcess(pid, start_time)) return false;
+    std::lock_guard lock(mu_);
+    children_[id] = Child{pid, start_time, /*own=*/false, std::nullopt};
+    return true;
+  }
+
+  std::string LogPath(JobId id, bool stderr_log) const override {
+    std::lock_guard lock(mu_);
+    return LogPathLocked(id, stderr_log);
+  }
+
+ private:
+  struct Child {
+    int64_t pid = 0;
+    int64_t start_time = 0;
+    bool own = true;  // our child (waitpid) or adopted (kill(pid, 0))
+    std::optional<Clock::time_point> kill_at;  // SIGKILL then, if alive
+  };
+
+  std::string LogPathLocked(JobId id, bool stderr_log) const {
+    auto it = log_dirs_.find(id);
+    const std::string& dir = it == log_dirs_.end() ? log_dir_ : it->second;
+    return dir + "/" + std::to_string(id) + (stderr_log ? ".err" : ".out");
+  }
+
+  static Error OpenError(const std::string& path) {
+    return Unavailable(path + ": cannot open: " + ErrnoText(errno));
+  }
+
+  // To the job's process group; to the process alone if the group is gone
+  // (the leader has not called setsid yet, right after fork).
+  static void Signal(const Child& c, int sig) {
+    const auto pid = static_cast<pid_t>(c.pid);
+    if (killpg(pid, sig) != 0 && errno == ESRCH) kill(pid, sig);
+  }
+
+  // The job ends with its leader: what it left running in its group is
+  // killed, so that nothing keeps using the GPUs the queue hands on. The
+  // leader is looked at (WNOWAIT) before it is reaped, so that its pid, and
+  // with it the group id, cannot have been reused when killpg runs.
+  static std::optional<Exited> Reap(JobId id, const Child& c) {
+    const auto pid = static_cast<pid_t>(c.pid);
+    siginfo_t info{};
+    int r;
+    do {
+      r = waitid(P_PID, static_cast<id_t>(pid), &info,
+                 WEXITED | WNOHANG | WNOWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {  // ECHILD: someone else reaped it (SIGCHLD ignored?)
+      return Exited{id, std::nullopt, "exit status lost: " + ErrnoText(errno)};
+    }
+    if (info.si_pid == 0) return std::nullopt;  // still running
+    killpg(pid, SIGKILL);
+    int status = 0;
+    pid_t w;
+    do {
+      w = waitpid(pid, &status, 0);
+    } while (w < 0 && errno == EINTR);
+    if (w < 0) {
+      return Exited{id, std::nullopt, "exit status lost: " + ErrnoText(errno)};
+    }
+    if (WIFEXITED(status)) return Exited{id, WEXITSTATUS(status), ""};
+    return Exited{id, std::nullopt,
+                  "signal " + std::to_string(WTERMSIG(status))};
+  }
+
+  static std::optional<Exited> CheckAdopted(JobId id, const Child& c) {
+    if (SameLiveProcess(c.pid, c.start_time)) return std::nullopt;
+    return Exited{id, std::nullopt,
+                  "exited while the service was down or adopted; exit code "
+                  "unknown"};
+  }
+
+  const std::string log_dir_;
+  mutable std::mutex mu_;                  // guards the maps below
+  std::map<JobId, Child> children_;        // running, by job id
+  std::map<JobId, std::string> log_dirs_;  // where not log_dir_
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir) {
+  return std::make_unique<LocalLauncher>(std::move(log_dir));
+}
+
+int64_t ProcessStartTime(int64_t pid) {
+  const auto s = ReadProcStat(pid);
+  return s ? s->start_time : -1;
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,88 @@
+#ifndef TESSERA_LAUNCH_LAUNCHER_H_
+#define TESSERA_LAUNCH_LAUNCHER_H_
+
+// Starting jobs: an interface, so that a cluster engine (Slurm, Kubernetes)
+// can take the local launcher's place.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/job.h"
+
+namespace tessera::scheduler {
+
+// What a job holds on one node, for launchers that hand placements to a
+// cluster engine (a split job that spans nodes has one part per node).
+struct LaunchPart {
+  std::string node;                     // the node's name in the config
+  std::vector<int> gpu_indices;         // on the node (CUDA_VISIBLE_DEVICES)
+  std::vector<int> gpu_milli;           // per GPU: 1000 for a whole GPU
+  std::vector<int64_t> gpu_memory_mib;  // per GPU
+  bool exclusive = false;               // whole GPUs
+  int64_t cpu_milli = 0, memory_mib = 0;
+};
+
+struct LaunchSpec {
+  JobId id = 0;
+  std::string name;  // the job's name for people ("" = none)
+  std::string user;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // added to the service's own
+  std::string log_dir;                     // <log_dir>/<id>.out and .err
+  std::vector<LaunchPart> parts;           // by node, the first holds CPU
+};
+
+// What Start returns and Adopt gets back after a restart. The local
+// launcher: the process id and its start time. The Slurm launcher: pid is
+// the Slurm job id (the leader's, for a heterogeneous job), start_time 0.
+struct Launched {
+  int64_t pid = 0;
+  int64_t start_time = 0;  // /proc/<pid>/stat field 22 (ticks since boot)
+};
+
+struct Exited {
+  JobId id = 0;
+  std::optional<int> exit_code;  // nullopt: killed by a signal or unknown
+  std::string reason;            // "signal 9", "exit code unknown (adopted)"
+  bool cancelled = false;        // the engine cancelled it (scancel by someone)
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  // Starts the job's command; the error says why it could not start. An
+  // error with code kUnavailable is transient (the engine is unreachable,
+  // the machine out of processes or disk): the service puts the job back in
+  // the queue and tries again. Any other code fails the job with the
+  // message.
+  virtual Result<Launched> Start(const LaunchSpec& spec) = 0;
+  // SIGTERM to the job's process group, SIGKILL after `grace_s`.
+  virtual void Stop(JobId id, double grace_s) = 0;
+  // Jobs whose process has ended since the last call.
+  virtual std::vector<Exited> Poll() = 0;
+  // After a restart: takes over a job still running from the previous
+  // service (same pid and start time). False if it is gone.
+  virtual bool Adopt(JobId id, int64_t pid, int64_t start_time) = 0;
+  // Paths of the job's stdout and stderr logs.
+  virtual std::string LogPath(JobId id, bool stderr_log) const = 0;
+  // Whether one job may hold GPUs of several nodes (a split model's gang):
+  // the local launcher starts one process on this machine, a cluster
+  // engine starts one part per node.
+  virtual bool multi_node() const { return false; }
+};
+
+// Runs commands on this machine: each in its own process group (setsid),
+// stdout/stderr to <log_dir>/<id>.out / .err, reaped with waitpid; adopted
+// processes are watched with kill(pid, 0) and their start time.
+std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir);
+
+// The process start time of `pid` (field 22 of /proc/<pid>/stat), or -1.
+int64_t ProcessStartTime(int64_t pid);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_LAUNCH_LAUNCHER_H_

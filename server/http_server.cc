@@ -1,0 +1,492 @@
+// The HTTP/JSON API: cpp-httplib routes that authenticate, parse, call the
+// Service and map its results to status codes. Handlers never throw: each
+// runs inside Guarded(), and httplib's exception handler is a second net.
+
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "k8s/k8s_extender.h"
+#include "server/auth.h"
+#include "service/job_json.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+// One response of GET /v1/jobs/{id}/logs carries at most this much; the
+// client asks again from the offset it reached (tessera logs --follow).
+constexpr int64_t kMaxLogChunk = int64_t{4} << 20;
+// Idle keep-alive connections are closed after this: long enough for a
+// client submitting in a loop to reuse its connection, short enough that
+// Stop() (which waits for them) is quick.
+constexpr time_t kKeepAliveSeconds = 2;
+// GET /v1/jobs?limit= beyond this is refused (the answer would be huge).
+constexpr int64_t kMaxListLimit = 100000;
+
+constexpr const char* kJsonType = "application/json";
+constexpr const char* kMetricsType = "text/plain; version=0.0.4";
+
+void SendJson(Response& res, int status, const json& body) {
+  res.status = status;
+  // Replace rather than throw on invalid UTF-8 (a command's bytes).
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
+                  kJsonType);
+}
+
+void SendError(Response& res, int status, const std::string& message) {
+  SendJson(res, status, json{{"error", message}});
+}
+
+// The HTTP status of a service error: a request it rejects is 422, one to
+// try again later 503, a failure of its own 500.
+int ServiceErrorStatus(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInternal:
+      return 500;
+    case ErrorCode::kUnavailable:
+      return 503;
+    default:
+      return 422;
+  }
+}
+
+void SendServiceError(Response& res, const Error& error) {
+  SendError(res, ServiceErrorStatus(error.code), error.message);
+}
+
+std::optional<int64_t> ParseInt(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Query parameters must be among `known` (a typo is an error, not an
+// unfiltered answer).
+bool CheckParams(const Request& req, Response& res,
+                 std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : req.params) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == key;
+    if (!ok) {
+      std::string names;
+      for (std::string_view k : known) {
+        names += (names.empty() ? "" : ", ") + std::string(k);
+      }
+      SendError(res, 400,
+                "unknown query parameter '" + key + "' (known: " + names + ")");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs `handler`, turning an escaped exception into a 500.
+template <typename Handler>
+httplib::Server::Handler Guarded(Handler handler) {
+  return [handler = std::move(handler)](const Request& req, Response& res) {
+    try {
+      handler(req, res);
+    } catch (const std::exception& e) {
+      SendError(res, 500, std::string("internal error: ") + e.what());
+    } catch (...) {
+      SendError(res, 500, "internal error");
+    }
+  };
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(Service& s, const ServeConfig& config)
+      : service(s),
+        users(config.users),
+        max_body_bytes(config.max_body_bytes),
+        host(config.listen_host) {}
+
+  void Register();
+  // The caller, or nullopt after answering 401.
+  std::optional<User> Authenticated(const Request& req, Response& res) const;
+  // The job named by the path, or nullopt after answering 404 (or 500).
+  std::optional<Job> PathJob(const Request& req, Response& res);
+
+  void Submit(const Request& req, Response& res);
+  void List(const Request& req, Response& res);
+  void GetJob(const Request& req, Response& res);
+  void Cancel(const Request& req, Response& res);
+  void Logs(const Request& req, Response& res);
+  void Drain(const Request& req, Response& res, bool drained);
+
+  Service& service;
+  std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
+  const std::vector<UserEntry> users;
+  const int64_t max_body_bytes;
+  std::string host;
+  int port = 0;
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> listen_returned{false};
+  std::mutex stop_mu;  // serialises Stop()
+};
+
+std::optional<User> HttpServer::Impl::Authenticated(const Request& req,
+                                                    Response& res) const {
+  if (!req.has_header("Authorization")) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    SendError(res, 401, "missing 'Authorization: Bearer TOKEN' header");
+    return std::nullopt;
+  }
+  std::optional<UserEntry> entry =
+      Authenticate(users, req.get_header_value("Authorization"));
+  if (!entry) {
+    res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+    SendError(res, 401, "invalid token");
+    return std::nullopt;
+  }
+  return entry->user;
+}
+
+std::optional<Job> HttpServer::Impl::PathJob(const Request& req,
+                                             Response& res) {
+  const std::optional<int64_t> id = ParseInt(req.matches[1].str());
+  if (!id) {
+    SendError(res, 404, "no job " + req.matches[1].str());
+    return std::nullopt;
+  }
+  Result<std::optional<Job>> job = service.Get(*id);
+  if (!job) {
+    SendServiceError(res, job.error());
+    return std::nullopt;
+  }
+  if (!job->has_value()) {
+    SendError(res, 404, "no job " + std::to_string(*id));
+    return std::nullopt;
+  }
+  return std::move(**job);
+}
+
+void HttpServer::Impl::Submit(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  if (static_cast<int64_t>(req.body.size()) > max_body_bytes) {
+    SendError(res, 413,
+              "the request body is larger than max_body_bytes (" +
+                  std::to_string(max_body_bytes) + " bytes)");
+    return;
+  }
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    SendError(res, 400, std::string("malformed JSON: ") + e.what());
+    return;
+  }
+  Result<JobRequest> request = ParseJobRequest(body);
+  if (!request) {
+    SendError(res, request.error().code == ErrorCode::kInternal ? 500 : 400,
+              request.error().message);
+    return;
+  }
+  Result<Job> job = service.Submit(*user, std::move(*request));
+  if (!job) {
+    SendServiceError(res, job.error());
+    return;
+  }
+  res.set_header("Location", "/v1/jobs/" + std::to_string(job->id));
+  SendJson(res, 201, JobJson(*job, service.topology()));
+}
+
+void HttpServer::Impl::List(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  if (!CheckParams(req, res, {"state", "user", "pool", "limit"})) return;
+  JobFilter filter;
+  if (req.has_param("state")) {
+    const std::string text = req.get_param_value("state");
+    filter.state = ParseJobState(text);
+    if (!filter.state) {
+      SendError(res, 400,
+                "state: unknown state '" + text +
+                    "' (queued, running, succeeded, failed, cancelled, "
+                    "preempted)");
+      return;
+    }
+  }
+  filter.user = req.get_param_value("user");
+  filter.pool = req.get_param_value("pool");
+  if (req.has_param("limit")) {
+    const std::string text = req.get_param_value("limit");
+    const std::optional<int64_t> limit = ParseInt(text);
+    if (!limit || *limit < 1 || *limit > kMaxListLimit) {
+      SendError(res, 400,
+                "limit: '" + text + "' must be a whole number from 1 to " +
+                    std::to_string(kMaxListLimit));
+      return;
+    }
+    filter.limit = *limit;
+  }
+  Result<std::vector<Job>> jobs = service.List(filter);
+  if (!jobs) {
+    SendServiceError(res, jobs.error());
+    return;
+  }
+  json list = json::array();
+  for (const Job& job : *jobs) list.push_back(JobJson(job, service.topology()));
+  SendJson(res, 200, json{{"jobs", std::move(list)}});
+}
+
+void HttpServer::Impl::GetJob(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (job) SendJson(res, 200, JobJson(*job, service.topology()));
+}
+
+void HttpServer::Impl::Cancel(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  if (job->user != user->name && !user->admin) {
+    SendError(res, 403,
+              "job " + std::to_string(job->id) + " belongs to " + job->user +
+                  "; only an admin may cancel another user's job");
+    return;
+  }
+  Result<Job> cancelled = service.Cancel(job->id, "cancelled by " + user->name);
+  if (!cancelled) {
+    SendServiceError(res, cancelled.error());
+    return;
+  }
+  SendJson(res, 200, JobJson(*cancelled, service.topology()));
+}
+
+// The bytes of the job's log from `offset` (at most kMaxLogChunk); the
+// X-Next-Offset header says where to ask next, X-Log-Size how much there is.
+void HttpServer::Impl::Logs(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  if (!CheckParams(req, res, {"stream", "offset"})) return;
+  const std::string stream =
+      req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+  if (stream != "stdout" && stream != "stderr") {
+    SendError(res, 400, "stream: '" + stream + "' must be stdout or stderr");
+    return;
+  }
+  int64_t offset = 0;
+  if (req.has_param("offset")) {
+    const std::string text = req.get_param_value("offset");
+    const std::optional<int64_t> parsed = ParseInt(text);
+    if (!parsed || *parsed < 0) {
+      SendError(res, 400, "offset: '" + text + "' must be a whole number >= 0");
+      return;
+    }
+    offset = *parsed;
+  }
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  std::string text;
+  int64_t size = 0;
+  // No file yet (the job has not started): an empty log.
+  std::ifstream in(service.LogPath(job->id, stream == "stderr"),
+                   std::ios::binary | std::ios::ate);
+  if (in) {
+    size = static_cast<int64_t>(in.tellg());
+    if (offset < size) {
+      text.resize(static_cast<size_t>(std::min(size - offset, kMaxLogChunk)));
+      in.seekg(offset);
+      in.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(
+          static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    }
+  }
+  const int64_t next =
+      std::min(offset, size) + static_cast<int64_t>(text.size());
+  res.set_header("X-Log-Size", std::to_string(size));
+  res.set_header("X-Next-Offset", std::to_string(next));
+  res.set_header("X-Job-State", std::string(JobStateName(job->state)));
+  res.status = 200;
+  res.set_content(text, "text/plain; charset=utf-8");
+}
+
+void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  if (!user->admin) {
+    SendError(res, 403,
+              std::string("only an admin may ") +
+                  (drained ? "drain" : "undrain") + " a node");
+    return;
+  }
+  const std::string node = req.matches[1].str();
+  if (service.topology().FindNode(node) < 0) {
+    SendError(res, 404, "no node '" + node + "'");
+    return;
+  }
+  const Status status = service.SetDrained(node, drained);
+  if (!status) {
+    SendServiceError(res, status.error());
+    return;
+  }
+  SendJson(res, 200, json{{"node", node}, {"drained", drained}});
+}
+
+void HttpServer::Impl::Register() {
+  server.Get("/healthz", Guarded([](const Request&, Response& res) {
+               SendJson(res, 200, json{{"ok", true}});
+             }));
+  server.Get("/metrics", Guarded([this](const Request& req, Response& res) {
+               if (!Authenticated(req, res)) return;
+               res.status = 200;
+               res.set_content(service.MetricsText(), kMetricsType);
+             }));
+  server.Post("/v1/jobs", Guarded([this](const Request& req, Response& res) {
+                Submit(req, res);
+              }));
+  server.Get("/v1/jobs", Guarded([this](const Request& req, Response& res) {
+               List(req, res);
+             }));
+  server.Get(
+      R"(/v1/jobs/([^/]+))",
+      Guarded([this](const Request& req, Response& res) { GetJob(req, res); }));
+  server.Post(
+      R"(/v1/jobs/([^/]+)/cancel)",
+      Guarded([this](const Request& req, Response& res) { Cancel(req, res); }));
+  server.Get(
+      R"(/v1/jobs/([^/]+)/logs)",
+      Guarded([this](const Request& req, Response& res) { Logs(req, res); }));
+  server.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
+               if (!Authenticated(req, res)) return;
+               SendJson(res, 200, service.ClusterJson());
+             }));
+  server.Post(R"(/v1/nodes/([^/]+)/drain)",
+              Guarded([this](const Request& req, Response& res) {
+                Drain(req, res, true);
+              }));
+  server.Post(R"(/v1/nodes/([^/]+)/undrain)",
+              Guarded([this](const Request& req, Response& res) {
+                Drain(req, res, false);
+              }));
+  if (k8s) {
+    // kube-scheduler calls filter, prioritize and bind without a token;
+    // releasing a reservation takes an admin's.
+    RegisterK8sRoutes(server, *k8s, [this](const Request& req, Response& res) {
+      const std::optional<User> user = Authenticated(req, res);
+      if (user && !user->admin) {
+        SendError(res, 403, "only an admin may release a pod's reservation");
+      }
+      return user && user->admin;
+    });
+  }
+
+  // Statuses httplib sets itself (no route, body too large, a malformed
+  // request) get a JSON body like ours; ours already have one.
+  const int64_t limit = max_body_bytes;
+  server.set_error_handler([limit](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = "HTTP " + std::to_string(res.status);
+    if (res.status == 404) {
+      message = "no route " + req.method + " " + req.path;
+    } else if (res.status == 413) {
+      message = "the request body is larger than max_body_bytes (" +
+                std::to_string(limit) + " bytes)";
+    } else if (res.status == 400) {
+      message = "malformed HTTP request";
+    }
+    if (req.path.rfind("/k8s/", 0) == 0) {
+      // The extender's errors carry the protocol's Error too.
+      SendJson(res, res.status, json{{"Error", message}, {"error", message}});
+      return;
+    }
+    SendError(res, res.status, message);
+  });
+  server.set_exception_handler(
+      [](const Request&, Response& res, const std::exception_ptr&) {
+        SendError(res, 500, "internal error");
+      });
+  server.set_payload_max_length(static_cast<size_t>(max_body_bytes));
+  // httplib's default adds SO_REUSEPORT, which lets a second service bind
+  // the same port and share the requests; SO_REUSEADDR alone still lets a
+  // restarted service bind past connections in TIME_WAIT.
+  server.set_socket_options([](auto sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  server.set_keep_alive_timeout(kKeepAliveSeconds);
+  // Without it, Nagle and delayed ACKs add ~40 ms to every small answer.
+  server.set_tcp_nodelay(true);
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(
+    Service& service, const ServeConfig& config) {
+  auto impl = std::make_unique<Impl>(service, config);
+  if (config.k8s_extender) {
+    Result<std::unique_ptr<K8sExtender>> k8s =
+        MakeK8sExtender(service, config.k8s);
+    if (!k8s) return k8s.error();
+    impl->k8s = std::move(k8s).value();
+  }
+  impl->Register();
+  const std::string address =
+      config.listen_host + ":" + std::to_string(config.listen_port);
+  if (config.listen_port == 0) {
+    impl->port = impl->server.bind_to_any_port(config.listen_host);
+  } else if (impl->server.bind_to_port(config.listen_host,
+                                       config.listen_port)) {
+    impl->port = config.listen_port;
+  } else {
+    impl->port = -1;
+  }
+  if (impl->port < 0) {
+    return BadInput("listen: cannot listen on " + address +
+                    " (the port is in use, or the host is not an address of "
+                    "this machine)");
+  }
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] {
+    raw->server.listen_after_bind();
+    raw->listen_returned = true;
+  });
+  // Stop() before the thread runs would be lost (httplib's stop() is a
+  // no-op until it is running), so wait for it.
+  while (!impl->server.is_running()) {
+    if (impl->listen_returned) {
+      impl->thread.join();
+      return Internal("the HTTP server on " + address + " failed to start");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Stop() {
+  const std::lock_guard<std::mutex> lock(impl_->stop_mu);
+  if (!impl_->thread.joinable()) return;
+  impl_->server.stop();
+  impl_->thread.join();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+const std::string& HttpServer::host() const { return impl_->host; }
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,58 @@
+#ifndef TESSERA_SERVER_HTTP_SERVER_H_
+#define TESSERA_SERVER_HTTP_SERVER_H_
+
+// The queue's HTTP/JSON API (docs/http_api.md) over a Service: bearer
+// tokens from the configuration, roles, input checks and the mapping of
+// errors to status codes. Serves on its own threads (cpp-httplib's pool).
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "server/serve_config.h"
+#include "service/service.h"
+
+namespace tessera::scheduler {
+
+// Routes (every one but /healthz needs "Authorization: Bearer TOKEN"):
+//   POST /v1/jobs                   submit; 201 and the job
+//   GET  /v1/jobs                   ?state=&user=&pool=&limit=; {"jobs": [...]}
+//   GET  /v1/jobs/{id}              one job
+//   POST /v1/jobs/{id}/cancel       own jobs; an admin's any job
+//   GET  /v1/jobs/{id}/logs         ?stream=stdout|stderr&offset=N; text
+//   GET  /v1/cluster                every GPU and what it holds
+//   POST /v1/nodes/{name}/drain     admin only; also /undrain
+//   GET  /healthz                   {"ok": true}
+//   GET  /metrics                   Prometheus text format
+//   POST /k8s/filter, /k8s/prioritize, /k8s/bind   with config.k8s_extender:
+//                                   kube-scheduler's extender (no token)
+//   POST /k8s/release               admin only (k8s_extender.h)
+// Errors are {"error": "..."}: 400 malformed input (naming the field), 401
+// no or unknown token, 403 wrong role, 404 unknown job, node or route, 413
+// body over max_body_bytes, 422 a valid request the service rejects, 500.
+class HttpServer {
+ public:
+  // Binds config.listen_host:listen_port (port 0: any free one) and serves
+  // until Stop. `service` must outlive the server. kBadInput when the
+  // address cannot be bound.
+  static Result<std::unique_ptr<HttpServer>> Start(Service& service,
+                                                   const ServeConfig& config);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Stops accepting, finishes the requests in flight and joins the
+  // threads. Idempotent.
+  void Stop();
+  int port() const;
+  const std::string& host() const;
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SERVER_HTTP_SERVER_H_

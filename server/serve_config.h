@@ -1,0 +1,67 @@
+#ifndef TESSERA_SERVER_SERVE_CONFIG_H_
+#define TESSERA_SERVER_SERVE_CONFIG_H_
+
+// The queue service's configuration file (`tessera serve --config FILE`):
+// where it listens, its database and logs, the pools with their policies,
+// the nodes and GPUs it owns, and the users with their hashed tokens.
+// examples/serve.yaml is a commented example of every key.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "k8s/k8s_config.h"
+#include "launch/launcher_config.h"
+#include "service/service.h"
+
+namespace tessera::scheduler {
+
+// A user who may call the API: who they are, and the SHA-256 of their
+// bearer token (64 lowercase hex digits; the token itself is never stored).
+struct UserEntry {
+  User user;
+  std::string token_sha256;
+};
+
+inline constexpr std::string_view kDefaultListenHost = "127.0.0.1";
+inline constexpr int kDefaultListenPort = 8471;
+// A submission is a few KiB; 1 MiB leaves room for long commands and
+// environments while keeping a hostile client from tying up memory.
+inline constexpr int64_t kDefaultMaxBodyBytes = int64_t{1} << 20;
+
+struct ServeConfig {
+  ServiceOptions service;
+  LauncherConfig launcher;
+  // Serve the kube-scheduler extender endpoints (/k8s/filter, /k8s/prioritize,
+  // /k8s/bind) beside the queue API (`k8s_extender: true`, or
+  // `tessera serve --k8s-extender`).
+  bool k8s_extender = false;
+  K8sConfig k8s;
+  std::string listen_host = std::string(kDefaultListenHost);
+  int listen_port = kDefaultListenPort;  // 0: any free port
+  std::vector<UserEntry> users;
+  int64_t max_body_bytes = kDefaultMaxBodyBytes;
+};
+
+// Parses a configuration. `source` names it in error messages (a path).
+// Errors are kBadInput and read "SOURCE:LINE: FIELD: what is wrong": an
+// unknown key (with a suggestion), an unknown pool, policy, scorer or GPU
+// kind, a duplicate node or user name, a bad role, a token_sha256 that is
+// not 64 hex digits, a malformed size or address.
+Result<ServeConfig> ParseServeConfig(std::string_view yaml_text,
+                                     std::string_view source);
+// Reads and parses the file at `path`.
+Result<ServeConfig> LoadServeConfig(const std::string& path);
+
+// "HOST:PORT" ("[::1]:8471" for IPv6); the error names the text.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+Result<ListenAddress> ParseListenAddress(std::string_view text);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SERVER_SERVE_CONFIG_H_

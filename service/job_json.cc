@@ -1,0 +1,597 @@
+// Jobs as JSON. A submission is outside input: ParseJobRequest checks every
+// key, type and range and names the field it rejects, so that a 400 tells
+// the user what to fix. A stored record is our own output: ParseJobRecord
+// checks keys and types only (so that whatever the service holds round
+// trips), never the limits of the day.
+
+#include "service/job_json.h"
+
+#include <cmath>
+#include <ctime>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace tessera::scheduler {
+namespace {
+
+using nlohmann::json;
+
+// Upper bounds on sizes that no real machine has: they keep sums over
+// thousands of jobs far from overflow and catch unit mistakes (bytes sent
+// as MiB).
+inline constexpr int64_t kMaxMemoryMib = int64_t{16} << 20;  // 16 TiB
+inline constexpr int64_t kMaxCpuMilli = int64_t{1} << 30;    // 1M cores
+inline constexpr int64_t kMaxGpus = 1024;                    // on one node
+inline constexpr int64_t kMaxPriority = 1'000'000;
+inline constexpr int64_t kMaxBatch = 1 << 24;
+inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
+inline constexpr int64_t kMaxRank = 64;
+inline constexpr double kMaxTimeLimitS = 1e9;  // about 31 years
+
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kIntMin = std::numeric_limits<int>::min();
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+std::string Field(const std::string& where, std::string_view key) {
+  return where.empty() ? std::string(key) : where + "." + std::string(key);
+}
+
+Error FieldError(const std::string& field, const std::string& what) {
+  return BadInput(field + ": " + what);
+}
+
+bool IsEnvName(std::string_view s) {
+  if (s.empty()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    const bool digit = c >= '0' && c <= '9';
+    if (!(alpha || c == '_' || (digit && i > 0))) return false;
+  }
+  return true;
+}
+
+// Reads JSON into the job structs. `strict` (a submission) adds the range
+// and consistency checks and `limits`; otherwise only keys and types.
+class Reader {
+ public:
+  Reader(bool strict, const RequestLimits& limits)
+      : strict_(strict), limits_(limits) {}
+
+  // `where` is the object's field path ("" for the top level).
+  Status Keys(const json& obj, const std::string& where,
+              std::initializer_list<std::string_view> known) const {
+    if (!obj.is_object()) {
+      return FieldError(where.empty() ? "request" : where,
+                        "must be a JSON object");
+    }
+    for (const auto& [key, value] : obj.items()) {
+      bool found = false;
+      for (std::string_view k : known) found = found || k == key;
+      if (found) continue;
+      std::string list;
+      for (std::string_view k : known) {
+        list += (list.empty() ? "" : ", ") + std::string(k);
+      }
+      return FieldError(Field(where, key), "unknown field; known: " + list);
+    }
+    return {};
+  }
+
+  Status String(const json& v, const std::string& field,
+                std::string* out) const {
+    if (!v.is_string()) return FieldError(field, "must be a string");
+    *out = v.get<std::string>();
+    return Length(*out, field);
+  }
+
+  // Keys are strings too, and as limited.
+  Status Length(const std::string& s, const std::string& field) const {
+    if (strict_ && static_cast<int64_t>(s.size()) > limits_.max_string) {
+      return FieldError(
+          field,
+          "longer than " + std::to_string(limits_.max_string) + " bytes");
+    }
+    return {};
+  }
+
+  Status Bool(const json& v, const std::string& field, bool* out) const {
+    if (!v.is_boolean()) return FieldError(field, "must be true or false");
+    *out = v.get<bool>();
+    return {};
+  }
+
+  // An integer in [min, max] when strict, any int64 otherwise.
+  Status Int(const json& v, const std::string& field, int64_t min, int64_t max,
+             int64_t* out) const {
+    if (!v.is_number_integer()) return FieldError(field, "must be an integer");
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kInt64Max)) {
+      return FieldError(field, "too large");
+    }
+    const int64_t x = v.get<int64_t>();
+    if (!strict_) {
+      *out = x;
+      return {};
+    }
+    const std::string got = " (got " + std::to_string(x) + ")";
+    if (x < min) {
+      return FieldError(
+          field, min == 0 ? "must not be negative" + got
+                          : "must be at least " + std::to_string(min) + got);
+    }
+    if (x > max) {
+      return FieldError(field, "must be at most " + std::to_string(max) + got);
+    }
+    *out = x;
+    return {};
+  }
+
+  Status SmallInt(const json& v, const std::string& field, int64_t min,
+                  int64_t max, int* out) const {
+    int64_t x = 0;
+    // Even a record must fit an int.
+    TESSERA_RETURN_IF_ERROR(
+        Int(v, field, strict_ ? min : kIntMin, strict_ ? max : kIntMax, &x));
+    if (x < kIntMin || x > kIntMax) return FieldError(field, "out of range");
+    *out = static_cast<int>(x);
+    return {};
+  }
+
+  Status Number(const json& v, const std::string& field, double max,
+                double* out) const {
+    if (!v.is_number()) return FieldError(field, "must be a number");
+    *out = v.get<double>();
+    if (!std::isfinite(*out)) return FieldError(field, "must be finite");
+    if (strict_ && *out < 0) return FieldError(field, "must not be negative");
+    if (strict_ && *out > max) {
+      return FieldError(field, "must be at most " + std::to_string(max));
+    }
+    return {};
+  }
+
+  Status Resources(const json& j, const std::string& where,
+                   scheduler::Resources* r) const {
+    TESSERA_RETURN_IF_ERROR(Keys(
+        j, where,
+        {"gpus", "gpu_milli", "gpu_memory_mib", "cpu_milli", "memory_mib"}));
+    const auto f = [&](const char* k) { return Field(where, k); };
+    if (j.contains("gpus")) {
+      TESSERA_RETURN_IF_ERROR(
+          SmallInt(j["gpus"], f("gpus"), 0, kMaxGpus, &r->gpus));
+    }
+    if (j.contains("gpu_milli")) {
+      TESSERA_RETURN_IF_ERROR(SmallInt(j["gpu_milli"], f("gpu_milli"), 0,
+                                       kFullGpuMilli, &r->gpu_milli));
+    }
+    if (j.contains("gpu_memory_mib")) {
+      TESSERA_RETURN_IF_ERROR(Int(j["gpu_memory_mib"], f("gpu_memory_mib"), 0,
+                                  kMaxMemoryMib, &r->gpu_memory_mib));
+    }
+    if (j.contains("cpu_milli")) {
+      TESSERA_RETURN_IF_ERROR(
+          Int(j["cpu_milli"], f("cpu_milli"), 0, kMaxCpuMilli, &r->cpu_milli));
+    }
+    if (j.contains("memory_mib")) {
+      TESSERA_RETURN_IF_ERROR(Int(j["memory_mib"], f("memory_mib"), 0,
+                                  kMaxMemoryMib, &r->memory_mib));
+    }
+    if (!strict_) return {};
+    if (r->gpus > 0 && r->gpu_milli > 0) {
+      return FieldError(f("gpu_milli"),
+                        "cannot be combined with gpus: ask for whole GPUs "
+                        "(gpus) or a fraction of one (gpu_milli)");
+    }
+    if (r->gpus == 0 && r->gpu_milli == 0) {
+      return FieldError(f("gpu_milli"),
+                        "must be 1..1000 when gpus is 0 (or ask for whole "
+                        "GPUs with gpus >= 1)");
+    }
+    return {};
+  }
+
+  Status Model(const json& j, ModelRequest* m) const {
+    TESSERA_RETURN_IF_ERROR(
+        Keys(j, "model", {"path", "batch", "train", "dtype", "inputs"}));
+    if (j.contains("path")) {
+      TESSERA_RETURN_IF_ERROR(String(j["path"], "model.path", &m->path));
+    }
+    if (strict_ && m->path.empty()) {
+      return FieldError("model.path", "required: the ONNX model to size");
+    }
+    if (j.contains("batch")) {
+      TESSERA_RETURN_IF_ERROR(
+          Int(j["batch"], "model.batch", 1, kMaxBatch, &m->batch));
+    }
+    if (j.contains("train")) {
+      TESSERA_RETURN_IF_ERROR(Bool(j["train"], "model.train", &m->train));
+    }
+    if (j.contains("dtype")) {
+      TESSERA_RETURN_IF_ERROR(String(j["dtype"], "model.dtype", &m->dtype));
+      const std::string& d = m->dtype;
+      if (strict_ &&
+          !(d.empty() || d == "fp32" || d == "fp16" || d == "bf16")) {
+        return FieldError(
+            "model.dtype",
+            "must be one of \"\", fp32, fp16, bf16 (got '" + d + "')");
+      }
+    }
+    if (j.contains("inputs")) return Inputs(j["inputs"], &m->inputs);
+    return {};
+  }
+
+  Status Inputs(const json& j,
+                std::map<std::string, std::vector<int64_t>>* out) const {
+    if (!j.is_object()) return FieldError("model.inputs", "must be an object");
+    if (strict_ && static_cast<int64_t>(j.size()) > limits_.max_env) {
+      return FieldError(
+          "model.inputs",
+          "too many entries (at most " + std::to_string(limits_.max_env) + ")");
+    }
+    for (const auto& [name, dims] : j.items()) {
+      const std::string field = "model.inputs." + name;
+      TESSERA_RETURN_IF_ERROR(Length(name, field));
+      if (!dims.is_array()) {
+        return FieldError(field, "must be a list of dimensions");
+      }
+      if (strict_ && static_cast<int64_t>(dims.size()) > kMaxRank) {
+        return FieldError(
+            field, "more than " + std::to_string(kMaxRank) + " dimensions");
+      }
+      std::vector<int64_t>& shape = (*out)[name];
+      for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t d = 0;
+        TESSERA_RETURN_IF_ERROR(Int(
+            dims[i], field + "[" + std::to_string(i) + "]", 1, kMaxDim, &d));
+        shape.push_back(d);
+      }
+    }
+    return {};
+  }
+
+  Status Command(const json& j, std::vector<std::string>* out) const {
+    if (!j.is_array())
+      return FieldError("command", "must be a list of strings");
+    if (strict_ && static_cast<int64_t>(j.size()) > limits_.max_command_args) {
+      return FieldError("command",
+                        "too many arguments (" + std::to_string(j.size()) +
+                            "; at most " +
+                            std::to_string(limits_.max_command_args) + ")");
+    }
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string arg;
+      TESSERA_RETURN_IF_ERROR(
+          String(j[i], "command[" + std::to_string(i) + "]", &arg));
+      out->push_back(std::move(arg));
+    }
+    return {};
+  }
+
+  Status Env(const json& j, std::map<std::string, std::string>* out) const {
+    if (!j.is_object()) return FieldError("env", "must be an object");
+    if (strict_ && static_cast<int64_t>(j.size()) > limits_.max_env) {
+      return FieldError("env", "too many entries (" + std::to_string(j.size()) +
+                                   "; at most " +
+                                   std::to_string(limits_.max_env) + ")");
+    }
+    for (const auto& [key, value] : j.items()) {
+      const std::string field = "env." + key;
+      TESSERA_RETURN_IF_ERROR(Length(key, field));
+      if (strict_ && !IsEnvName(key)) {
+        return FieldError(field,
+                          "not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
+      }
+      std::string v;
+      TESSERA_RETURN_IF_ERROR(String(value, field, &v));
+      (*out)[key] = std::move(v);
+    }
+    return {};
+  }
+
+  Status Request(const json& j, JobRequest* r) const {
+    TESSERA_RETURN_IF_ERROR(
+        Keys(j, "",
+             {"name", "pool", "priority", "preemptible", "command", "env",
+              "resources", "model", "splittable", "time_limit_s"}));
+    if (j.contains("name")) {
+      TESSERA_RETURN_IF_ERROR(String(j["name"], "name", &r->name));
+    }
+    if (j.contains("pool")) {
+      TESSERA_RETURN_IF_ERROR(String(j["pool"], "pool", &r->pool));
+    }
+    if (j.contains("priority")) {
+      TESSERA_RETURN_IF_ERROR(SmallInt(j["priority"], "priority", -kMaxPriority,
+                                       kMaxPriority, &r->priority));
+    }
+    if (j.contains("preemptible")) {
+      TESSERA_RETURN_IF_ERROR(
+          Bool(j["preemptible"], "preemptible", &r->preemptible));
+    }
+    if (j.contains("command")) {
+      TESSERA_RETURN_IF_ERROR(Command(j["command"], &r->command));
+    }
+    if (j.contains("env")) TESSERA_RETURN_IF_ERROR(Env(j["env"], &r->env));
+    if (j.contains("resources")) {
+      r->resources.emplace();
+      TESSERA_RETURN_IF_ERROR(
+          Resources(j["resources"], "resources", &*r->resources));
+    }
+    if (j.contains("model")) {
+      r->model.emplace();
+      TESSERA_RETURN_IF_ERROR(Model(j["model"], &*r->model));
+    }
+    if (j.contains("splittable")) {
+      TESSERA_RETURN_IF_ERROR(
+          Bool(j["splittable"], "splittable", &r->splittable));
+    }
+    if (j.contains("time_limit_s")) {
+      TESSERA_RETURN_IF_ERROR(Number(j["time_limit_s"], "time_limit_s",
+                                     kMaxTimeLimitS, &r->time_limit_s));
+    }
+    return strict_ ? Consistent(*r) : Status{};
+  }
+
+  // What no single field shows: the request as a whole.
+  static Status Consistent(const JobRequest& r) {
+    if (r.resources && r.model) {
+      return FieldError("resources, model",
+                        "give one: explicit resources or a model to size");
+    }
+    if (!r.resources && !r.model) {
+      return FieldError("resources",
+                        "required (or a model for the queue to size)");
+    }
+    if (r.command.empty()) {
+      return FieldError("command", "required: a non-empty list [argv0, ...]");
+    }
+    if (r.command[0].empty()) {
+      return FieldError("command[0]", "must not be empty (the program)");
+    }
+    return {};
+  }
+
+ private:
+  bool strict_;
+  RequestLimits limits_;
+};
+
+// "2026-11-22T23:04:05Z", or null for 0 (not yet).
+json IsoTime(double unix_s) {
+  if (unix_s <= 0) return nullptr;
+  const auto t = static_cast<std::time_t>(std::floor(unix_s));
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return nullptr;
+  char buf[32];
+  if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+    return nullptr;
+  }
+  return std::string(buf);
+}
+
+json ExitCodeJson(const std::optional<int>& code) {
+  return code ? json(*code) : json(nullptr);
+}
+
+json ModelJson(const ModelRequest& m) {
+  json inputs = json::object();
+  for (const auto& [name, dims] : m.inputs) inputs[name] = dims;
+  return {{"path", m.path},
+          {"batch", m.batch},
+          {"train", m.train},
+          {"dtype", m.dtype},
+          {"inputs", inputs}};
+}
+
+json AllocationRecordJson(const Allocation& a) {
+  json gpus = json::array();
+  for (const GpuShare& g : a.gpus) {
+    gpus.push_back(
+        {{"gpu", g.gpu}, {"milli", g.milli}, {"memory_mib", g.memory_mib}});
+  }
+  json record = {{"node", a.node},
+                 {"gpus", gpus},
+                 {"cpu_milli", a.cpu_milli},
+                 {"memory_mib", a.memory_mib},
+                 {"exclusive", a.exclusive}};
+  if (a.spans_nodes) record["spans_nodes"] = true;
+  return record;
+}
+
+Status ParseAllocationRecord(const Reader& rd, const json& j, Allocation* a) {
+  TESSERA_RETURN_IF_ERROR(rd.Keys(
+      j, "allocation",
+      {"node", "gpus", "cpu_milli", "memory_mib", "exclusive", "spans_nodes"}));
+  if (j.contains("node")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.SmallInt(j["node"], "allocation.node", kIntMin, kIntMax, &a->node));
+  }
+  if (j.contains("cpu_milli")) {
+    TESSERA_RETURN_IF_ERROR(rd.Int(j["cpu_milli"], "allocation.cpu_milli",
+                                   kInt64Min, kInt64Max, &a->cpu_milli));
+  }
+  if (j.contains("memory_mib")) {
+    TESSERA_RETURN_IF_ERROR(rd.Int(j["memory_mib"], "allocation.memory_mib",
+                                   kInt64Min, kInt64Max, &a->memory_mib));
+  }
+  if (j.contains("exclusive")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.Bool(j["exclusive"], "allocation.exclusive", &a->exclusive));
+  }
+  if (j.contains("spans_nodes")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.Bool(j["spans_nodes"], "allocation.spans_nodes", &a->spans_nodes));
+  }
+  if (!j.contains("gpus")) return {};
+  if (!j["gpus"].is_array()) {
+    return FieldError("allocation.gpus", "must be a list");
+  }
+  for (size_t i = 0; i < j["gpus"].size(); ++i) {
+    const std::string where = "allocation.gpus[" + std::to_string(i) + "]";
+    const json& g = j["gpus"][i];
+    TESSERA_RETURN_IF_ERROR(rd.Keys(g, where, {"gpu", "milli", "memory_mib"}));
+    GpuShare s;
+    if (g.contains("gpu")) {
+      TESSERA_RETURN_IF_ERROR(
+          rd.SmallInt(g["gpu"], where + ".gpu", kIntMin, kIntMax, &s.gpu));
+    }
+    if (g.contains("milli")) {
+      TESSERA_RETURN_IF_ERROR(rd.SmallInt(g["milli"], where + ".milli", kIntMin,
+                                          kIntMax, &s.milli));
+    }
+    if (g.contains("memory_mib")) {
+      TESSERA_RETURN_IF_ERROR(rd.Int(g["memory_mib"], where + ".memory_mib",
+                                     kInt64Min, kInt64Max, &s.memory_mib));
+    }
+    a->gpus.push_back(s);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<JobRequest> ParseJobRequest(const json& j, const RequestLimits& limits) {
+  JobRequest r;
+  TESSERA_RETURN_IF_ERROR(Reader(/*strict=*/true, limits).Request(j, &r));
+  return r;
+}
+
+json ResourcesJson(const Resources& r) {
+  return {{"gpus", r.gpus},
+          {"gpu_milli", r.gpu_milli},
+          {"gpu_memory_mib", r.gpu_memory_mib},
+          {"cpu_milli", r.cpu_milli},
+          {"memory_mib", r.memory_mib}};
+}
+
+json JobRequestJson(const JobRequest& r) {
+  json j = {{"name", r.name},
+            {"pool", r.pool},
+            {"priority", r.priority},
+            {"preemptible", r.preemptible},
+            {"command", r.command},
+            {"env", json::object()},
+            {"splittable", r.splittable},
+            {"time_limit_s", r.time_limit_s}};
+  for (const auto& [k, v] : r.env) j["env"][k] = v;
+  if (r.resources) j["resources"] = ResourcesJson(*r.resources);
+  if (r.model) j["model"] = ModelJson(*r.model);
+  return j;
+}
+
+json JobJson(const Job& job, const Topology& topology) {
+  json allocation = json::array();
+  for (const GpuShare& g : job.allocation.gpus) {
+    const bool known = g.gpu >= 0 && g.gpu < int(topology.gpus.size());
+    allocation.push_back(
+        {{"gpu", known ? topology.gpus[g.gpu].id : "#" + std::to_string(g.gpu)},
+         {"gpu_milli", g.milli},
+         {"gpu_memory_mib", g.memory_mib}});
+  }
+  const int node = job.allocation.node;
+  const bool node_known = node >= 0 && node < int(topology.nodes.size());
+  return {{"id", job.id},
+          {"name", job.request.name},
+          {"user", job.user},
+          {"pool", job.request.pool},
+          {"state", JobStateName(job.state)},
+          {"priority", job.request.priority},
+          {"submitted_at", IsoTime(job.submitted_at)},
+          {"started_at", IsoTime(job.started_at)},
+          {"finished_at", IsoTime(job.finished_at)},
+          {"exit_code", ExitCodeJson(job.exit_code)},
+          {"reason", job.reason},
+          {"request", JobRequestJson(job.request)},
+          {"demand", ResourcesJson(job.demand)},
+          {"allocation", allocation},
+          {"node", node_known ? json(topology.nodes[node].name) : json()},
+          {"restarts", job.restarts},
+          {"plan", job.plan}};
+}
+
+json JobRecordJson(const Job& job) {
+  return {{"id", job.id},
+          {"user", job.user},
+          {"state", JobStateName(job.state)},
+          {"request", JobRequestJson(job.request)},
+          {"demand", ResourcesJson(job.demand)},
+          {"submitted_at", job.submitted_at},
+          {"started_at", job.started_at},
+          {"finished_at", job.finished_at},
+          {"exit_code", ExitCodeJson(job.exit_code)},
+          {"reason", job.reason},
+          {"allocation", AllocationRecordJson(job.allocation)},
+          {"plan", job.plan},
+          {"pid", job.pid},
+          {"pid_start", job.pid_start},
+          {"restarts", job.restarts},
+          {"origin", job.origin}};
+}
+
+Result<Job> ParseJobRecord(const json& j) {
+  const Reader rd(/*strict=*/false, {});
+  TESSERA_RETURN_IF_ERROR(
+      rd.Keys(j, "",
+              {"id", "user", "state", "request", "demand", "submitted_at",
+               "started_at", "finished_at", "exit_code", "reason", "allocation",
+               "plan", "pid", "pid_start", "restarts", "origin"}));
+  for (const char* k : {"id", "state", "request"}) {
+    if (!j.contains(k)) return FieldError(k, "missing from the job record");
+  }
+  Job job;
+  TESSERA_RETURN_IF_ERROR(rd.Int(j["id"], "id", 0, kInt64Max, &job.id));
+  std::string state;
+  TESSERA_RETURN_IF_ERROR(rd.String(j["state"], "state", &state));
+  const auto s = ParseJobState(state);
+  if (!s) return FieldError("state", "unknown job state '" + state + "'");
+  job.state = *s;
+  TESSERA_RETURN_IF_ERROR(rd.Request(j["request"], &job.request));
+  if (j.contains("user")) {
+    TESSERA_RETURN_IF_ERROR(rd.String(j["user"], "user", &job.user));
+  }
+  if (j.contains("demand")) {
+    TESSERA_RETURN_IF_ERROR(rd.Resources(j["demand"], "demand", &job.demand));
+  }
+  const std::pair<const char*, double*> times[] = {
+      {"submitted_at", &job.submitted_at},
+      {"started_at", &job.started_at},
+      {"finished_at", &job.finished_at}};
+  for (const auto& [key, out] : times) {
+    if (j.contains(key)) {
+      TESSERA_RETURN_IF_ERROR(rd.Number(j[key], key, 0, out));
+    }
+  }
+  if (j.contains("exit_code") && !j["exit_code"].is_null()) {
+    int code = 0;
+    TESSERA_RETURN_IF_ERROR(
+        rd.SmallInt(j["exit_code"], "exit_code", kIntMin, kIntMax, &code));
+    job.exit_code = code;
+  }
+  if (j.contains("reason")) {
+    TESSERA_RETURN_IF_ERROR(rd.String(j["reason"], "reason", &job.reason));
+  }
+  if (j.contains("allocation")) {
+    TESSERA_RETURN_IF_ERROR(
+        ParseAllocationRecord(rd, j["allocation"], &job.allocation));
+  }
+  if (j.contains("plan")) job.plan = j["plan"];
+  if (j.contains("pid")) {
+    TESSERA_RETURN_IF_ERROR(rd.Int(j["pid"], "pid", 0, kInt64Max, &job.pid));
+  }
+  if (j.contains("pid_start")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.Int(j["pid_start"], "pid_start", 0, kInt64Max, &job.pid_start));
+  }
+  if (j.contains("origin")) {
+    TESSERA_RETURN_IF_ERROR(rd.String(j["origin"], "origin", &job.origin));
+  }
+  if (j.contains("restarts")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.SmallInt(j["restarts"], "restarts", 0, kIntMax, &job.restarts));
+  }
+  return job;
+}
+
+}  // namespace tessera::scheduler

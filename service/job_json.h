@@ -1,0 +1,45 @@
+#ifndef TESSERA_SERVICE_JOB_JSON_H_
+#define TESSERA_SERVICE_JOB_JSON_H_
+
+// Jobs as JSON: the API's shapes (docs/http_api.md), also what the store
+// keeps. Keys are a stable contract: add, never rename.
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "scheduler/job.h"
+#include "scheduler/topology.h"
+
+namespace tessera::scheduler {
+
+// Limits a submission must respect.
+struct RequestLimits {
+  int64_t max_command_args = 1024;
+  int64_t max_env = 256;
+  int64_t max_string = 4096;  // bytes of any one string
+};
+
+// A submission: {"name", "pool", "priority", "preemptible", "command",
+// "env", "resources": {...}} or "model": {...} instead of resources, plus
+// "splittable" and "time_limit_s". kBadInput naming the field for unknown
+// fields, wrong types, negative numbers, a gpu_milli outside 1..1000, both
+// or neither of resources and model, an empty command.
+Result<JobRequest> ParseJobRequest(const nlohmann::json& j,
+                                   const RequestLimits& limits = {});
+nlohmann::json JobRequestJson(const JobRequest& r);
+nlohmann::json ResourcesJson(const Resources& r);
+
+// {"id", "name", "user", "pool", "state", "priority", "submitted_at",
+// "started_at", "finished_at", "exit_code", "reason", "request",
+// "demand", "allocation": [{"gpu", "gpu_milli", "gpu_memory_mib"}],
+// "plan"}; times as ISO-8601 UTC strings (null when not yet).
+nlohmann::json JobJson(const Job& job, const Topology& topology);
+
+// The store's form: JobJson plus what the service needs to recover (the
+// allocation by indices, pid and start time). Parse is its inverse.
+nlohmann::json JobRecordJson(const Job& job);
+Result<Job> ParseJobRecord(const nlohmann::json& j);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SERVICE_JOB_JSON_H_

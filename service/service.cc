@@ -1,0 +1,249 @@
+// Service: the queue's core. One mutex guards the state; a thread runs a
+// scheduling round on every submission, exit and tick.
+#include "service/service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "service/service_internal.h"
+
+namespace tessera::scheduler {
+
+using service_internal::PoolKind;
+using service_internal::WallClock;
+
+Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Service::~Service() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Result<std::unique_ptr<Service>> Service::Start(
+    ServiceOptions options, std::unique_ptr<Launcher> launcher) {
+  if (options.topology.pools.empty()) {
+    return BadInput("the cluster has no pools");
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  impl->launcher = std::move(launcher);
+  auto scorer = MakeScorer(impl->options.scorer);
+  if (!scorer) return scorer.error().WithContext("scorer");
+  impl->scorer = std::move(scorer).value();
+  for (const std::string& pool : impl->options.topology.pools) {
+    PolicyConfig config;
+    if (auto it = impl->options.policies.find(pool);
+        it != impl->options.policies.end()) {
+      config = it->second;
+    }
+    auto policy = MakePolicy(config);
+    if (!policy) return policy.error().WithContext("pools." + pool);
+    impl->policies.emplace(pool, std::move(policy).value());
+  }
+  auto store = Store::Open(impl->options.db_path);
+  if (!store) return store.error();
+  impl->store = std::move(store).value();
+  TESSERA_RETURN_IF_ERROR(impl->Recover());
+  std::unique_ptr<Service> service(new Service(std::move(impl)));
+  if (service->impl_->options.start_thread) {
+    service->impl_->thread =
+        std::thread([s = service.get()] { s->impl_->Loop(); });
+  }
+  return service;
+}
+
+Result<Job> Service::Submit(const User& user, JobRequest request) {
+  Impl& m = *impl_;
+  const Topology& t = m.state.topology();
+  if (request.pool.empty()) request.pool = t.pools.front();
+  if (!t.HasPool(request.pool)) {
+    std::string known;
+    for (const std::string& p : t.pools) {
+      known += (known.empty() ? "" : ", ") + p;
+    }
+    return BadInput("pool: unknown pool '" + request.pool +
+                    "' (known: " + known + ")");
+  }
+  Job job;
+  job.user = user.name;
+  std::optional<SizedModel> sized;
+  if (request.model) {
+    // Loading and sizing can take a while: outside the lock.
+    auto s = SizeModel(*request.model, PoolKind(t, request.pool));
+    if (!s) return s.error();
+    job.demand = ModelDemand(*s, m.options.model_headroom);
+    if (!CouldEverFit(t, request.pool, job.demand) && !request.splittable) {
+      return BadInput("model: needs " +
+                      std::to_string(job.demand.gpu_memory_mib) +
+                      " MiB on one GPU, more than any GPU of pool '" +
+                      request.pool + "' has, and splittable is false");
+    }
+    sized = std::move(s).value();
+  } else {
+    job.demand = *request.resources;
+    if (!CouldEverFit(t, request.pool, job.demand)) {
+      return BadInput("resources: no GPU or node of pool '" + request.pool +
+                      "' could ever hold this request");
+    }
+  }
+  std::lock_guard lock(m.mu);
+  auto queued = m.store->CountQueued(user.name);
+  if (!queued) return queued.error();
+  if (*queued >= m.options.max_queued_per_user) {
+    return BadInput("user '" + user.name + "' already has " +
+                    std::to_string(*queued) + " queued jobs (the limit is " +
+                    std::to_string(m.options.max_queued_per_user) + ")");
+  }
+  job.request = std::move(request);
+  job.submitted_at = m.Now();
+  auto id = m.store->Insert(job);  // committed before the caller hears back
+  if (!id) return id.error();
+  job.id = *id;
+  if (sized) m.models.emplace(job.id, std::move(*sized));
+  m.queue.push_back(job);
+  m.metrics.submitted++;
+  m.dirty = true;
+  m.wake.notify_all();
+  return job;
+}
+
+Result<std::vector<Job>> Service::List(const JobFilter& filter) {
+  auto jobs = impl_->store->LoadAll();
+  if (!jobs) return jobs.error();
+  std::vector<Job> out;
+  for (auto it = jobs->rbegin(); it != jobs->rend(); ++it) {
+    if (filter.state && it->state != *filter.state) continue;
+    if (!filter.user.empty() && it->user != filter.user) continue;
+    if (!filter.pool.empty() && it->request.pool != filter.pool) continue;
+    out.push_back(std::move(*it));
+    if (static_cast<int64_t>(out.size()) >= filter.limit) break;
+  }
+  return out;
+}
+
+Result<std::optional<Job>> Service::Get(JobId id) {
+  return impl_->store->Get(id);
+}
+
+Result<Job> Service::Cancel(JobId id, const std::string& reason) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  auto q = std::find_if(m.queue.begin(), m.queue.end(),
+                        [&](const Job& j) { return j.id == id; });
+  if (q != m.queue.end()) {
+    Job job = std::move(*q);
+    m.queue.erase(q);
+    job.state = JobState::kCancelled;
+    job.reason = reason;
+    job.finished_at = m.Now();
+    TESSERA_RETURN_IF_ERROR(m.store->Update(job));
+    return job;
+  }
+  if (auto r = m.running.find(id); r != m.running.end()) {
+    r->second.reason = reason;
+    if (m.cancel_requested.insert(id).second) {
+      m.launcher->Stop(id, m.options.kill_grace_s);
+    }
+    return r->second;
+  }
+  if (auto r = m.reserved.find(id); r != m.reserved.end()) {
+    // Only the reservation ends: the outside system owns the process.
+    return m.EndReserved(r, JobState::kCancelled, reason);
+  }
+  auto stored = m.store->Get(id);
+  if (!stored) return stored.error();
+  if (!*stored) return BadInput("job " + std::to_string(id) + ": no such job");
+  return **stored;
+}
+
+Status Service::SetDrained(const std::string& node, bool drained) {
+  std::lock_guard lock(impl_->mu);
+  const int n = impl_->state.topology().FindNode(node);
+  if (n < 0) return BadInput("node '" + node + "': no such node");
+  impl_->state.SetDrained(n, drained);
+  impl_->dirty = true;
+  impl_->wake.notify_all();
+  return {};
+}
+
+nlohmann::json Service::ClusterJson() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  const Topology& t = m.state.topology();
+  nlohmann::json pools = nlohmann::json::array();
+  for (const std::string& p : t.pools) {
+    int queued = 0, running = 0, gpus = 0;
+    for (const Job& j : m.queue) queued += j.request.pool == p;
+    for (const auto& [id, j] : m.running) running += j.request.pool == p;
+    for (const NodeInfo& n : t.nodes) {
+      if (n.pool == p) gpus += static_cast<int>(n.gpus.size());
+    }
+    pools.push_back({{"name", p},
+                     {"policy", std::string(m.policies.at(p)->name())},
+                     {"gpus", gpus},
+                     {"queued", queued},
+                     {"running", running}});
+  }
+  nlohmann::json gpus = nlohmann::json::array();
+  const std::vector<std::vector<JobId>> jobs_by_gpu = m.state.JobsByGpu();
+  for (size_t g = 0; g < t.gpus.size(); ++g) {
+    const GpuInfo& info = t.gpus[g];
+    const NodeInfo& node = t.nodes[info.node];
+    const std::vector<JobId>& holders = jobs_by_gpu[g];
+    gpus.push_back(
+        {{"id", info.id},
+         {"node", node.name},
+         {"pool", node.pool},
+         {"kind", info.kind},
+         {"memory_mib", info.memory_mib},
+         {"reserved_memory_mib",
+          m.state.reserved_memory_mib(static_cast<int>(g))},
+         {"reserved_milli", m.state.reserved_milli(static_cast<int>(g))},
+         {"exclusive", m.state.exclusive(static_cast<int>(g))},
+         {"drained", node.drained},
+         {"jobs", holders}});
+  }
+  return {{"pools", std::move(pools)}, {"gpus", std::move(gpus)}};
+}
+
+std::string Service::MetricsText() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  std::map<std::pair<std::string, std::string>, int64_t> by_state;
+  for (const Job& j : m.queue) {
+    ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
+  }
+  for (const auto& [id, j] : m.running) {
+    ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
+  }
+  return m.metrics.Render(m.state, by_state);
+}
+
+const Topology& Service::topology() const { return impl_->state.topology(); }
+
+std::string Service::LogPath(JobId id, bool stderr_log) const {
+  return impl_->launcher->LogPath(id, stderr_log);
+}
+
+void Service::Tick() {
+  std::lock_guard lock(impl_->mu);
+  impl_->Round();
+}
+
+std::string Service::CheckInvariants() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state.CheckInvariants();
+}
+
+}  // namespace tessera::scheduler

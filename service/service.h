@@ -1,0 +1,158 @@
+#ifndef TESSERA_SERVICE_SERVICE_H_
+#define TESSERA_SERVICE_SERVICE_H_
+
+// The queue service's core: takes submissions (durably), runs the pools'
+// policies, reserves GPUs, launches and reaps jobs, recovers after a
+// restart. Thread-safe; the HTTP layer (http_server.h) and tests call it.
+// Authorization is the caller's: it passes the user and checks roles.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/launcher.h"
+#include "scheduler/job.h"
+#include "scheduler/policy.h"
+#include "scheduler/topology.h"
+
+namespace tessera::scheduler {
+
+struct User {
+  std::string name;
+  std::string team;  // "" = none
+  bool admin = false;
+};
+
+struct ServiceOptions {
+  Topology topology;
+  std::map<std::string, PolicyConfig> policies;  // per pool; absent: fifo
+  std::string scorer = "tessera";                // admission.h
+  std::string db_path = "tessera.db";
+  std::string log_dir = "tessera-logs";
+  double kill_grace_s = 10;
+  int64_t max_queued_per_user = 1000;
+  // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
+  double model_headroom = 0.10;
+  // Seconds since the Unix epoch; tests substitute a virtual clock.
+  std::function<double()> clock;
+  // Scheduling rounds run on submissions, exits and this often.
+  double tick_s = 0.2;
+  bool start_thread = true;  // false: the caller drives Tick()
+};
+
+// Where a demand fits now on one node (Service::EvaluateNodes).
+struct NodeRoom {
+  enum class Verdict {
+    kFits,
+    kUnknownNode,  // not a node of the configuration
+    kOtherPool,    // a node of another pool than the one asked for
+    kNeverFits,    // too small even when empty
+    kDrained,
+    kNoRoomNow,  // could fit when others leave: `reason` says what is short
+  };
+  std::string node;
+  Verdict verdict = Verdict::kUnknownNode;
+  std::string node_pool;  // the node's pool, when it is known
+  std::string reason;     // for kNoRoomNow
+  double score = 0;       // the scorer's, for kFits (higher is better)
+  bool fits() const { return verdict == Verdict::kFits; }
+};
+
+// What Service::Reserve did.
+struct ReserveOutcome {
+  enum class Kind {
+    kReserved,     // held now, on disk
+    kUnknownNode,  // not a node of the configuration
+    kOtherPool,    // a node of another pool than the one asked for
+    kNoRoom,       // drained, or no room now: `reason`
+  };
+  Kind kind = Kind::kNoRoom;
+  std::string node_pool;  // the node's pool, when it is known
+  std::string reason;     // for kNoRoom
+  Job job;                // kReserved: the running job that holds it
+};
+
+struct JobFilter {
+  std::optional<JobState> state;
+  std::string user, pool;  // "" = any
+  int64_t limit = 1000;
+};
+
+class Service {
+ public:
+  // Opens the store, recovers (re-adopts live jobs, fails lost ones,
+  // re-reserves), and starts the scheduling thread. kBadInput for a bad
+  // configuration or database.
+  static Result<std::unique_ptr<Service>> Start(
+      ServiceOptions options, std::unique_ptr<Launcher> launcher);
+  ~Service();  // stops the thread; running jobs keep running
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Validates, sizes (model jobs), stores and queues; the job is on disk
+  // when this returns. kBadInput naming the field (unknown pool, a request
+  // no GPU of the pool could ever hold, a model that does not load, the
+  // user's queue full).
+  Result<Job> Submit(const User& user, JobRequest request);
+  Result<std::vector<Job>> List(const JobFilter& filter);
+  Result<std::optional<Job>> Get(JobId id);
+  // Queued: cancelled at once. Running: stopped (SIGTERM, then SIGKILL);
+  // the job is `cancelled` when its process exits. Terminal: unchanged.
+  Result<Job> Cancel(JobId id, const std::string& reason);
+  // A drained node admits nothing new; its running jobs continue.
+  Status SetDrained(const std::string& node, bool drained);
+
+  // GET /v1/cluster.
+  nlohmann::json ClusterJson();
+  // GET /metrics: Prometheus text format.
+  std::string MetricsText();
+  const Topology& topology() const;
+  std::string LogPath(JobId id, bool stderr_log) const;
+
+  // One scheduling round: reap exits, run every pool's policy, launch.
+  void Tick();
+  // The invariants of the cluster state ("" when they hold).
+  std::string CheckInvariants();
+
+  // Reservations on behalf of an outside system (service_reservations.cc).
+  // A reservation is a running job whose process is not tessera's (a
+  // Kubernetes pod, say: k8s/): it holds its GPU share in the same cluster
+  // state as the queue's jobs, is stored like them, survives restarts and
+  // ends by EndReservation or Cancel; the launcher never sees it.
+  //
+  // Where `demand` fits now on each of `nodes` (by name), in their order,
+  // scored as the scorer ranks them; only nodes of `pool` ("" = any) are
+  // offered. `subject` names the asker in reasons ("the pod asks 4000").
+  std::vector<NodeRoom> EvaluateNodes(const Resources& demand,
+                                      const std::vector<std::string>& nodes,
+                                      const std::string& pool,
+                                      std::string_view subject);
+  // Reserves `job.demand` on `node` now (the GPU the scorer picks there) and
+  // stores `job` as a running job of its origin before returning; `job`
+  // gives user, request (name, env, resources) and a non-empty origin.
+  // kBadInput for an empty origin; kInternal if the store fails.
+  Result<ReserveOutcome> Reserve(Job job, const std::string& node,
+                                 const std::string& pool,
+                                 std::string_view subject);
+  // Ends the reservation held by job `id`: the job becomes `end` with
+  // `reason`. nullopt if `id` holds none.
+  Result<std::optional<Job>> EndReservation(JobId id, JobState end,
+                                            const std::string& reason);
+  // The reservations of `origin` held now, by job id.
+  std::vector<Job> Reservations(const std::string& origin);
+
+ private:
+  struct Impl;
+  explicit Service(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SERVICE_SERVICE_H_

@@ -1,0 +1,370 @@
+// The job store on SQLite: one row per job, the job as its record JSON
+// (job_json.h) plus the columns the service filters on.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, and
+// every write is one BEGIN IMMEDIATE ... COMMIT transaction that has
+// committed before the call returns. At COMMIT SQLite appends the
+// transaction to the write-ahead log and fsyncs it, so a committed job
+// survives kill -9 of the service (the WAL is already in the file system)
+// and power loss or a kernel crash (it is on the disk). A transaction that
+// had not committed is rolled back whole on the next open: a gang start or
+// a batch of preemptions (UpdateAll) is all or nothing. The price is one
+// fsync per submission; WAL keeps it to one sequential append, and readers
+// never block the writer. (synchronous=NORMAL would survive kill -9 but
+// could lose the last transactions on power loss: not what a 201 promises.)
+
+#include "service/store_internal.h"
+
+#include <sqlite3.h>
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "service/job_json.h"
+
+namespace tessera::scheduler {
+namespace {
+
+// Bump when the schema changes; a database of another version is refused
+// rather than guessed at.
+inline constexpr int kSchemaVersion = 1;
+
+// How long a write waits for another connection's lock (e.g. the sqlite3
+// shell reading the file) before it fails.
+inline constexpr int kBusyTimeoutMs = 5000;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  user TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  state TEXT NOT NULL,
+  record TEXT NOT NULL);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX jobs_by_user ON jobs(user, state);
+)sql";
+
+// A prepared statement, finalized with its owner.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  int Prepare(sqlite3* db, const std::string& sql) {
+    return sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT,
+                              &stmt_, nullptr);
+  }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Resets a statement and clears its bindings when a use ends, whatever the
+// outcome, so that the next use starts clean.
+class Use {
+ public:
+  explicit Use(const Statement& s) : stmt_(s.get()) {}
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+  ~Use() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  sqlite3_stmt* operator*() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+void BindText(sqlite3_stmt* s, int i, const std::string& text) {
+  sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()),
+                    SQLITE_TRANSIENT);
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+  return p ? std::string(p, sqlite3_column_bytes(s, i)) : std::string();
+}
+
+std::string Quoted(JobState s) {
+  return "'" + std::string(JobStateName(s)) + "'";
+}
+
+}  // namespace
+
+struct Store::Impl {
+  std::string path;
+  std::mutex mu;          // guards db and every statement below
+  sqlite3* db = nullptr;  // one connection, used under mu
+  Statement begin, commit, rollback, insert, set_record, update, get, all,
+      active, count_queued;
+
+  // close_v2 defers the close until the statements (members, destroyed
+  // after this body) are finalized.
+  ~Impl() { sqlite3_close_v2(db); }
+
+  Error SqlError(const std::string& what) const {
+    return Internal(path + ": " + what + ": " + sqlite3_errmsg(db));
+  }
+
+  Status Exec(const char* sql, const std::string& what) {
+    if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return SqlError(what);
+    }
+    return {};
+  }
+
+  // Runs a statement that returns no rows.
+  Status Step(const Statement& s, const std::string& what) {
+    Use u(s);
+    if (sqlite3_step(*u) != SQLITE_DONE) return SqlError(what);
+    return {};
+  }
+
+  Status Prepare(Statement& s, const std::string& sql) {
+    if (s.Prepare(db, sql) != SQLITE_OK) {
+      return SqlError("cannot prepare '" + sql + "'");
+    }
+    return {};
+  }
+
+  Status PrepareAll() {
+    const std::string active_states = Quoted(JobState::kQueued) + "," +
+                                      Quoted(JobState::kRunning) + "," +
+                                      Quoted(JobState::kPreempted);
+    const std::string queued_states =
+        Quoted(JobState::kQueued) + "," + Quoted(JobState::kPreempted);
+    const std::pair<Statement*, std::string> all_sql[] = {
+        {&begin, "BEGIN IMMEDIATE"},
+        {&commit, "COMMIT"},
+        {&rollback, "ROLLBACK"},
+        {&insert,
+         "INSERT INTO jobs(user, pool, state, record) VALUES(?, ?, ?, '')"},
+        {&set_record, "UPDATE jobs SET record = ? WHERE id = ?"},
+        {&update,
+         "UPDATE jobs SET user = ?, pool = ?, state = ?, record = ? "
+         "WHERE id = ?"},
+        {&get, "SELECT id, record FROM jobs WHERE id = ?"},
+        {&all, "SELECT id, record FROM jobs ORDER BY id"},
+        {&active, "SELECT id, record FROM jobs WHERE state IN (" +
+                      active_states + ") ORDER BY id"},
+        {&count_queued,
+         "SELECT COUNT(*) FROM jobs WHERE user = ? AND state IN (" +
+             queued_states + ")"},
+    };
+    for (const auto& [stmt, sql] : all_sql) {
+      TESSERA_RETURN_IF_ERROR(Prepare(*stmt, sql));
+    }
+    return {};
+  }
+
+  // Creates the schema in a fresh database, or checks that an existing one
+  // is ours and of this version.
+  Status CheckSchema() {
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) !=
+        SQLITE_OK) {
+      return BadInput(path + ": not a tessera job database (" +
+                      sqlite3_errmsg(db) + ")");
+    }
+    Status s = CheckSchemaInTransaction();
+    sqlite3_exec(db, s ? "COMMIT" : "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
+  }
+
+  Status CheckSchemaInTransaction() {
+    Statement tables;
+    TESSERA_RETURN_IF_ERROR(
+        Prepare(tables,
+                "SELECT COUNT(*), SUM(name = 'meta') FROM sqlite_master "
+                "WHERE type = 'table'"));
+    Use t(tables);
+    if (sqlite3_step(*t) != SQLITE_ROW) {
+      return BadInput(path + ": not a tessera job database (" +
+                      sqlite3_errmsg(db) + ")");
+    }
+    const int64_t n = sqlite3_column_int64(*t, 0);
+    const int64_t has_meta = sqlite3_column_int64(*t, 1);
+    if (n == 0) {
+      TESSERA_RETURN_IF_ERROR(Exec(kSchema, "cannot create the schema"));
+      const std::string version =
+          "INSERT INTO meta(key, value) VALUES('schema_version', '" +
+          std::to_string(kSchemaVersion) + "')";
+      return Exec(version.c_str(), "cannot write the schema version");
+    }
+    if (has_meta == 0) {
+      return BadInput(path +
+                      ": an SQLite database, but not a tessera job database "
+                      "(no meta table)");
+    }
+    Statement version;
+    TESSERA_RETURN_IF_ERROR(Prepare(
+        version, "SELECT value FROM meta WHERE key = 'schema_version'"));
+    Use v(version);
+    const std::string found =
+        sqlite3_step(*v) == SQLITE_ROW ? ColumnText(*v, 0) : "none";
+    if (found != std::to_string(kSchemaVersion)) {
+      return BadInput(path + ": job database schema version " + found +
+                      ", this tessera reads version " +
+                      std::to_string(kSchemaVersion));
+    }
+    return {};
+  }
+
+  // Runs `body` in one write transaction; rolls back if it fails.
+  template <typename Body>
+  Status Transaction(Body body) {
+    TESSERA_RETURN_IF_ERROR(Step(begin, "cannot begin a transaction"));
+    Status s = body();
+    if (s) s = Step(commit, "cannot commit");
+    if (!s) (void)Step(rollback, "cannot roll back");
+    return s;
+  }
+
+  Status Write(const Job& job) {
+    Use u(update);
+    BindText(*u, 1, job.user);
+    BindText(*u, 2, job.request.pool);
+    BindText(*u, 3, std::string(JobStateName(job.state)));
+    BindText(*u, 4, JobRecordJson(job).dump());
+    sqlite3_bind_int64(*u, 5, job.id);
+    if (sqlite3_step(*u) != SQLITE_DONE) {
+      return SqlError("cannot update job " + std::to_string(job.id));
+    }
+    if (sqlite3_changes(db) != 1) {
+      return Internal(path + ": job " + std::to_string(job.id) +
+                      " is not in the store");
+    }
+    return {};
+  }
+
+  Result<Job> ReadRow(sqlite3_stmt* s) const {
+    const int64_t id = sqlite3_column_int64(s, 0);
+    const std::string text = ColumnText(s, 1);
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) {
+      return Internal(path + ": job " + std::to_string(id) +
+                      ": record is not JSON");
+    }
+    auto job = ParseJobRecord(j);
+    if (!job) {
+      return job.error().WithContext(path + ": job " + std::to_string(id));
+    }
+    job->id = id;  // the row's id is the truth
+    return job;
+  }
+
+  Result<std::vector<Job>> ReadAll(const Statement& stmt) {
+    Use u(stmt);
+    std::vector<Job> jobs;
+    int rc;
+    while ((rc = sqlite3_step(*u)) == SQLITE_ROW) {
+      auto job = ReadRow(*u);
+      if (!job) return job.error();
+      jobs.push_back(std::move(*job));
+    }
+    if (rc != SQLITE_DONE) return SqlError("cannot read jobs");
+    return jobs;
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                    SQLITE_OPEN_NOMUTEX;  // Impl::mu serializes
+  if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
+    return BadInput(path + ": cannot open the job database: " +
+                    (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
+  }
+  sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
+  // journal_mode is the first statement to read the file: a file that is
+  // not SQLite fails here.
+  if (sqlite3_exec(impl->db, "PRAGMA journal_mode=WAL", nullptr, nullptr,
+                   nullptr) != SQLITE_OK) {
+    return BadInput(path + ": not a tessera job database (" +
+                    sqlite3_errmsg(impl->db) + ")");
+  }
+  TESSERA_RETURN_IF_ERROR(
+      impl->Exec("PRAGMA synchronous=FULL", "cannot set synchronous=FULL"));
+  TESSERA_RETURN_IF_ERROR(impl->CheckSchema());
+  TESSERA_RETURN_IF_ERROR(impl->PrepareAll());
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Result<JobId> Store::Insert(const Job& job) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  JobId id = 0;
+  Status s = m.Transaction([&]() -> Status {
+    {
+      Use u(m.insert);
+      BindText(*u, 1, job.user);
+      BindText(*u, 2, job.request.pool);
+      BindText(*u, 3, std::string(JobStateName(job.state)));
+      if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
+    }
+    id = sqlite3_last_insert_rowid(m.db);
+    // The record holds its own id: a second statement in the same
+    // transaction, once the id is known.
+    Job stored = job;
+    stored.id = id;
+    Use u(m.set_record);
+    BindText(*u, 1, JobRecordJson(stored).dump());
+    sqlite3_bind_int64(*u, 2, id);
+    if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
+    return {};
+  });
+  if (!s) return s.error();
+  return id;
+}
+
+Status Store::Update(const Job& job) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->Transaction([&] { return impl_->Write(job); });
+}
+
+Status Store::UpdateAll(const std::vector<Job>& jobs) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->Transaction([&]() -> Status {
+    for (const Job& job : jobs) TESSERA_RETURN_IF_ERROR(impl_->Write(job));
+    return {};
+  });
+}
+
+Result<std::optional<Job>> Store::Get(JobId id) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  Use u(m.get);
+  sqlite3_bind_int64(*u, 1, id);
+  const int rc = sqlite3_step(*u);
+  if (rc == SQLITE_DONE) return std::optional<Job>();
+  if (rc != SQLITE_ROW)
+    return m.SqlError("cannot read job " + std::to_string(id));
+  auto job = m.ReadRow(*u);
+  if (!job) return job.error();
+  return std::optional<Job>(std::move(*job));
+}
+
+Result<std::vector<Job>> Store::LoadAll(bool active_only) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->ReadAll(active_only ? impl_->active : impl_->all);
+}
+
+Result<int64_t> Store::CountQueued(const std::string& user) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  Use u(m.count_queued);
+  BindText(*u, 1, user);
+  if (sqlite3_step(*u) != SQLITE_ROW) return m.SqlError("cannot count jobs");
+  return static_cast<int64_t>(sqlite3_column_int64(*u, 0));
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,49 @@
+#ifndef TESSERA_SERVICE_STORE_INTERNAL_H_
+#define TESSERA_SERVICE_STORE_INTERNAL_H_
+
+// The durable job store: SQLite in WAL mode, one row per job (the job as
+// JSON plus indexed columns). Every write is one transaction, committed
+// before the call returns (synchronous=FULL: a committed job survives
+// kill -9 and power loss). Thread-safe (one connection behind a mutex).
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/job.h"
+
+namespace tessera::scheduler {
+
+class Store {
+ public:
+  // Opens or creates the database at `path` (":memory:" for tests).
+  // kBadInput naming the path when it cannot be opened or is not a tessera
+  // database.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Assigns the next id, stores `job` with it and returns it.
+  Result<JobId> Insert(const Job& job);
+  // Replaces the stored job with the same id (kInternal if there is none).
+  Status Update(const Job& job);
+  // Several updates in one transaction (a gang start, preemptions).
+  Status UpdateAll(const std::vector<Job>& jobs);
+  Result<std::optional<Job>> Get(JobId id);
+  // Every job, by id; with `active_only` just queued, running and preempted.
+  Result<std::vector<Job>> LoadAll(bool active_only = false);
+  // Queued or preempted jobs of `user` (for the per-user queue limit).
+  Result<int64_t> CountQueued(const std::string& user);
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SERVICE_STORE_INTERNAL_H_

@@ -1,0 +1,105 @@
+#include "sim/model_analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace tessera::scheduler {
+namespace {
+
+// Each run's mean JCT over the jobs every admission completed on its
+// seed and alpha, by position in `results`.
+std::vector<double> CommonJct(const std::vector<ModelSimResult>& results) {
+  std::map<std::pair<uint64_t, double>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < results.size(); ++i) {
+    groups[{results[i].seed, results[i].interference}].push_back(i);
+  }
+  std::vector<double> out(results.size(), 0);
+  for (const auto& [key, members] : groups) {
+    std::vector<const ModelSimResult*> runs;
+    for (const size_t i : members) runs.push_back(&results[i]);
+    const std::vector<double> jct = MeanJctOfCommonJobs(runs);
+    for (size_t k = 0; k < members.size(); ++k) out[members[k]] = jct[k];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
+                                    const std::vector<double>& alphas) {
+  const std::vector<double> common = CommonJct(results);
+  std::vector<ModelSummary> out;
+  for (const double alpha : alphas) {
+    for (const Admission a : kAdmissions) {
+      ModelSummary s{a, alpha};
+      s.jct_min = s.common_min = 1e300;
+      s.jct_max = s.common_max = -1e300;
+      int split_runs = 0;
+      for (size_t i = 0; i < results.size(); ++i) {
+        const ModelSimResult& r = results[i];
+        if (r.admission != a || r.interference != alpha) continue;
+        ++s.runs;
+        s.jct_common += common[i];
+        s.common_min = std::min(s.common_min, common[i]);
+        s.common_max = std::max(s.common_max, common[i]);
+        if (r.split_jobs > 0) {
+          ++split_runs;
+          s.split_speed += r.mean_split_speed;
+          s.split_shared_speed += r.mean_split_shared_speed;
+        }
+        s.jobs += double(r.jobs);
+        s.completed += double(r.completed);
+        s.never_ran += double(r.never_ran);
+        s.split_jobs += double(r.split_jobs);
+        s.jct += r.mean_jct_s;
+        s.jct_min = std::min(s.jct_min, r.mean_jct_s);
+        s.jct_max = std::max(s.jct_max, r.mean_jct_s);
+        s.delay_mean += r.delay_mean_s;
+        s.delay_p50 += r.delay_p50_s;
+        s.delay_p95 += r.delay_p95_s;
+        s.stretch += r.mean_stretch;
+        s.makespan += r.makespan_s;
+        s.gpu_util += r.gpu_util_pct;
+        s.memory_util += r.memory_util_pct;
+        s.max_running += r.max_running;
+      }
+      s.split_speed /= std::max(1, split_runs);
+      s.split_shared_speed /= std::max(1, split_runs);
+      const double n = std::max(1, s.runs);
+      for (double* v : {&s.jobs, &s.completed, &s.never_ran, &s.split_jobs,
+                        &s.jct, &s.jct_common, &s.delay_mean, &s.delay_p50,
+                        &s.delay_p95, &s.stretch, &s.makespan, &s.gpu_util,
+                        &s.memory_util, &s.max_running}) {
+        *v /= n;
+      }
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+const ModelSummary& FindSummary(const std::vector<ModelSummary>& all,
+                                Admission a, double alpha) {
+  return *std::find_if(all.begin(), all.end(), [&](const ModelSummary& s) {
+    return s.admission == a && s.alpha == alpha;
+  });
+}
+
+std::optional<double> Crossover(const std::vector<ModelSummary>& all,
+                                Admission a,
+                                const std::vector<double>& alphas) {
+  auto ratio = [&](double alpha) {
+    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
+    return whole > 0 ? FindSummary(all, a, alpha).jct_common / whole : 1.0;
+  };
+  for (size_t i = 1; i < alphas.size(); ++i) {
+    const double r0 = ratio(alphas[i - 1]) - 1, r1 = ratio(alphas[i]) - 1;
+    if ((r0 < 0) != (r1 < 0)) {
+      return alphas[i - 1] + (alphas[i] - alphas[i - 1]) * r0 / (r0 - r1);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,47 @@
+#ifndef TESSERA_SIM_MODEL_ANALYSIS_H_
+#define TESSERA_SIM_MODEL_ANALYSIS_H_
+
+// What `tessera simulate --mode models` reports: its runs averaged per
+// (admission, interference), and where splitting stops paying off.
+// docs/simulate_models.md.
+
+#include <optional>
+#include <vector>
+
+#include "sim/model_workload.h"
+
+namespace tessera::scheduler {
+
+// The runs of one (admission, alpha) over the seeds, averaged.
+struct ModelSummary {
+  Admission admission = Admission::kWhole;
+  double alpha = 0;
+  int runs = 0;
+  double jobs = 0, completed = 0, never_ran = 0, split_jobs = 0;
+  double jct = 0, jct_min = 0, jct_max = 0;
+  // Over the jobs that completed under all three admissions (per seed).
+  double jct_common = 0, common_min = 0, common_max = 0;
+  double split_speed = 0;  // mean over the runs with split jobs
+  double split_shared_speed = 0;
+  double delay_mean = 0, delay_p50 = 0, delay_p95 = 0;
+  double stretch = 0, makespan = 0, gpu_util = 0, memory_util = 0;
+  double max_running = 0;
+};
+
+// One summary per (alpha, admission), alphas in the order given and
+// admissions in kAdmissions' order.
+std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
+                                    const std::vector<double>& alphas);
+
+// The summary of `a` at `alpha`; it must be among `all`.
+const ModelSummary& FindSummary(const std::vector<ModelSummary>& all,
+                                Admission a, double alpha);
+
+// Where `a`'s mean JCT over whole's crosses 1 as alpha grows (linear
+// between swept values); nullopt when it stays on one side.
+std::optional<double> Crossover(const std::vector<ModelSummary>& all,
+                                Admission a, const std::vector<double>& alphas);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SIM_MODEL_ANALYSIS_H_

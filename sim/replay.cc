@@ -1,0 +1,166 @@
+// RunSnapshot: the arrival sequence, one seed's replay, and the seeds in
+// parallel.
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <numeric>
+#include <random>
+
+#include "scheduler/admission.h"
+#include "scheduler/parallel.h"
+#include "sim/replay_bound_internal.h"
+
+namespace tessera::scheduler {
+namespace {
+
+// A pod's GPU request in milli (whole GPUs count 1000 each).
+int64_t PodMilli(const TracePod& p) {
+  return static_cast<int64_t>(p.num_gpu) * p.gpu_milli;
+}
+
+// The arrival order of one seed: the pod list shuffled, then draws with
+// replacement until the requests reach `limit` milli (the list alone may
+// already pass it; arrivals stop there).
+std::vector<int> Arrivals(const std::vector<TracePod>& pods, int64_t limit,
+                          std::mt19937_64& rng) {
+  std::vector<int> order(pods.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  int64_t requested = 0;
+  size_t keep = 0;
+  while (keep < order.size() && requested < limit) {
+    requested += PodMilli(pods[order[keep++]]);
+  }
+  order.resize(keep);
+  std::uniform_int_distribution<size_t> draw(0, pods.size() - 1);
+  // A list whose pods ask no GPU never reaches the limit: stop at 10x.
+  while (requested < limit && order.size() < 10 * pods.size()) {
+    const auto p = static_cast<int>(draw(rng));
+    order.push_back(p);
+    requested += PodMilli(pods[p]);
+  }
+  return order;
+}
+
+}  // namespace
+
+int64_t GpuCapacityMilli(const Topology& topology) {
+  return static_cast<int64_t>(topology.gpus.size()) * kFullGpuMilli;
+}
+
+SnapshotRun RunSnapshotSeed(const Topology& topology,
+                            const std::vector<TracePod>& pods,
+                            const Workload& workload,
+                            const SnapshotOptions& options, uint64_t seed) {
+  const auto start = std::chrono::steady_clock::now();
+  SnapshotRun run;
+  run.seed = seed;
+  ScorerOptions scorer_options;
+  scorer_options.workload = &workload;
+  scorer_options.seed = seed;
+  auto scorer = std::move(MakeScorer(options.scorer, scorer_options).value());
+  std::mt19937_64 rng(seed);
+  const double capacity = static_cast<double>(GpuCapacityMilli(topology));
+  const auto limit =
+      static_cast<int64_t>(options.inflation_pct / 100.0 * capacity);
+  const std::vector<int> arrivals = Arrivals(pods, limit, rng);
+  // Ties go by one fixed random order of the nodes per seed.
+  std::vector<int> node_order(topology.nodes.size());
+  std::iota(node_order.begin(), node_order.end(), 0);
+  std::shuffle(node_order.begin(), node_order.end(), rng);
+
+  // The requests of the pod list, made once.
+  std::vector<PlacementRequest> requests;
+  requests.reserve(pods.size());
+  for (const TracePod& p : pods) requests.push_back(PodRequest(p));
+
+  ClusterState state(topology);
+  AdmissionCache cache;
+  AdmissionOptions admission;
+  admission.node_order = node_order;
+  admission.cache = &cache;
+  const std::string pool = topology.pools.empty() ? "" : topology.pools[0];
+  for (const int level : options.levels_pct) {
+    run.levels.push_back(LevelPoint{level});
+  }
+  int64_t arrived = 0, allocated = 0;
+  double failed_milli = 0;
+  int next_percent = 1;
+  JobId id = 0;
+  std::vector<const TracePod*> arrived_pods;
+  for (const int p : arrivals) {
+    if (options.bound) arrived_pods.push_back(&pods[p]);
+    const int64_t milli = PodMilli(pods[p]);
+    auto a = FindAllocation(state, pool, requests[p], *scorer, admission);
+    if (a && state.Reserve(++id, *a).ok()) {
+      allocated += milli;
+    } else {
+      ++run.failed_pods;
+      failed_milli += static_cast<double>(milli);
+    }
+    ++run.pods;
+    arrived += milli;
+    const double arrived_pct = 100.0 * static_cast<double>(arrived) / capacity;
+    const double alloc_pct = 100.0 * static_cast<double>(allocated) / capacity;
+    while (arrived_pct >= next_percent) {
+      run.curve.emplace_back(arrived_pct, alloc_pct);
+      ++next_percent;
+    }
+    for (LevelPoint& l : run.levels) {
+      if (l.reached || arrived_pct < l.level_pct) continue;
+      l.reached = true;
+      l.arrived_pct = arrived_pct;
+      l.alloc_pct = alloc_pct;
+      l.frag_pct = MeasureFragmentation(state, workload).ratio_pct();
+      l.failed_pods = run.failed_pods;
+      l.failed_gpus = failed_milli / kFullGpuMilli;
+      if (options.bound) {
+        l.bound_pct =
+            100.0 *
+            GpuPackingBoundMilli(arrived_pods, int64_t(topology.gpus.size())) /
+            capacity;
+      }
+    }
+  }
+  run.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return run;
+}
+
+Result<std::vector<SnapshotRun>> RunSnapshot(
+    const Topology& topology, const std::vector<TracePod>& pods,
+    const SnapshotOptions& options,
+    const std::function<void(int done)>& progress) {
+  if (auto scorer = MakeScorer(options.scorer); !scorer) {
+    return scorer.error();
+  }
+  if (pods.empty()) return BadInput("the pod list has no pods");
+  if (topology.gpus.empty()) return BadInput("the cluster has no GPUs");
+  if (options.seeds < 1) return BadInput("--seeds must be at least 1");
+  const Workload own =
+      options.workload != nullptr ? Workload{} : PodWorkload(pods);
+  const Workload& workload =
+      options.workload != nullptr ? *options.workload : own;
+  std::vector<SnapshotRun> runs(options.seeds);
+  std::mutex progress_mu;
+  int done = 0;
+  ParallelFor(options.seeds, options.threads, [&](int s) {
+    runs[s] = RunSnapshotSeed(topology, pods, workload, options,
+                              options.first_seed + s);
+    std::lock_guard lock(progress_mu);
+    ++done;
+    if (progress) progress(done);
+  });
+  return runs;
+}
+
+double PhysicalLimitAt(const std::vector<SnapshotRun>& runs, size_t l) {
+  return OverSeeds(runs,
+                   [l](const SnapshotRun& r) { return r.levels[l].bound_pct; })
+      .mean;
+}
+
+}  // namespace tessera::scheduler

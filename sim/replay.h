@@ -1,0 +1,94 @@
+#ifndef TESSERA_SIM_REPLAY_H_
+#define TESSERA_SIM_REPLAY_H_
+
+// Trace replay, snapshot mode: the experiment of Weng et al. (ATC'23) on
+// the queue's own admission code (FindAllocation with a named scorer).
+// Pods of a trace arrive one at a time, in a seeded shuffle of the pod list
+// followed by seeded draws with replacement, until their GPU requests reach
+// `inflation_pct` of the cluster's GPUs; they never leave; a pod that fits
+// nowhere fails and the run goes on. The allocation ratio is read where the
+// arrived requests first reach each level. docs/simulate.md has the details.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/stats.h"
+#include "scheduler/fragmentation.h"
+#include "scheduler/topology.h"
+#include "sim/trace.h"
+
+namespace tessera::scheduler {
+
+struct SnapshotOptions {
+  std::string scorer = "fgd";  // ScorerNames()
+  int seeds = 10;
+  uint64_t first_seed = 42;  // seeds first_seed, first_seed + 1, ...
+  double inflation_pct = 130;
+  std::vector<int> levels_pct = {80, 90, 100, 110, 120};
+  int threads = 0;  // 0: one per core (never more than seeds)
+  // The typical tasks fgd and tessera descend and the fragmentation ratio
+  // is measured with. Default: those of the pod list itself.
+  const Workload* workload = nullptr;
+  // Also compute the physical limit at each level (replay_bound.h); it
+  // depends on the seed, not the policy.
+  bool bound = false;
+};
+
+// The cluster when the arrived GPU requests first reached a level.
+struct LevelPoint {
+  int level_pct = 0;
+  bool reached = false;     // false: the run ended below it
+  double arrived_pct = 0;   // arrived GPU requests / capacity
+  double alloc_pct = 0;     // allocated GPU / capacity
+  double frag_pct = 0;      // fragmented / idle GPU (fragmentation.h)
+  int64_t failed_pods = 0;  // pods that fitted nowhere so far
+  double failed_gpus = 0;   // their GPU requests, in GPUs
+  // The most any placement could allocate of the pods arrived so far, %
+  // of capacity (options.bound; -1 otherwise).
+  double bound_pct = -1;
+};
+
+struct SnapshotRun {
+  uint64_t seed = 0;
+  std::vector<LevelPoint> levels;  // as options.levels_pct
+  // (arrived %, allocated %) each time arrival passes a whole percent.
+  std::vector<std::pair<double, double>> curve;
+  int64_t pods = 0, failed_pods = 0;
+  double seconds = 0;  // wall time of this seed
+};
+
+// One seed, on this thread. `pods` must be non-empty.
+SnapshotRun RunSnapshotSeed(const Topology& topology,
+                            const std::vector<TracePod>& pods,
+                            const Workload& workload,
+                            const SnapshotOptions& options, uint64_t seed);
+
+// Every seed, in parallel. `progress` (may be empty) is called after each
+// seed with the number done, from the worker threads one at a time.
+// kBadInput for an unknown scorer, no pods, or a cluster without GPUs.
+Result<std::vector<SnapshotRun>> RunSnapshot(
+    const Topology& topology, const std::vector<TracePod>& pods,
+    const SnapshotOptions& options,
+    const std::function<void(int done)>& progress = {});
+
+// The mean and range over seeds of `value(run)`.
+template <typename F>
+MeanRange OverSeeds(const std::vector<SnapshotRun>& runs, F value) {
+  std::vector<double> values;
+  values.reserve(runs.size());
+  for (const SnapshotRun& r : runs) values.push_back(value(r));
+  return MeanRangeOf(values);
+}
+
+// The physical limit at level `l` (it depends on the seed only), mean over
+// the seeds of `runs`.
+double PhysicalLimitAt(const std::vector<SnapshotRun>& runs, size_t l);
+
+// The GPU milli of the cluster.
+int64_t GpuCapacityMilli(const Topology& topology);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SIM_REPLAY_H_

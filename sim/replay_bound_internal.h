@@ -1,0 +1,25 @@
+#ifndef TESSERA_SIM_REPLAY_BOUND_INTERNAL_H_
+#define TESSERA_SIM_REPLAY_BOUND_INTERNAL_H_
+
+// An upper bound on the GPU capacity any placement could allocate to a set
+// of pods: the linear relaxation of packing their GPU requests into the
+// cluster's GPUs (a configuration LP, solved by column generation with
+// GLPK). Fractions of one GPU pack into GPUs of 1000 milli by patterns;
+// whole-GPU pods take whole GPUs. It ignores CPU, memory, GPU kinds and
+// which GPUs share a node, so every placement policy is at or below it:
+// the "physical limit" of the trace replay (docs/simulate.md).
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/trace.h"
+
+namespace tessera::scheduler {
+
+// The largest GPU milli that `pods` could hold on `gpus` GPUs. Thread-safe.
+double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
+                            int64_t gpus);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SIM_REPLAY_BOUND_INTERNAL_H_

@@ -1,0 +1,138 @@
+#ifndef TESSERA_SIM_TIMED_REPLAY_H_
+#define TESSERA_SIM_TIMED_REPLAY_H_
+
+// Trace replay, timed mode: the pods of a trace arrive at their
+// creation_time, wait in the queue until the queue's policy (fifo,
+// backfill, priority, fair-share: policy.h) starts them with a placement
+// from FindAllocation and a named scorer, and leave after their duration.
+// The replay owns the virtual clock and the bookkeeping only; every
+// decision is the service's own policy and admission code.
+// docs/simulate_timed.md has the semantics and the field mapping.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/fragmentation.h"
+#include "scheduler/policy.h"
+#include "scheduler/topology.h"
+#include "sim/trace.h"
+
+namespace tessera::scheduler {
+
+// A trace pod as the queue sees it. The mapping (docs/simulate_timed.md):
+// arrival = creation_time; duration = deletion_time - scheduled_time, or
+// deletion_time - creation_time for a pod the trace never scheduled;
+// priority from qos (LS and Guaranteed 2, Burstable 1, BE and others 0);
+// the account for fair-share is the qos class; BE pods are preemptible;
+// time_limit_s is the true duration (an oracle estimate for backfill).
+struct TimedPod {
+  double arrival = 0;
+  double duration = 0;
+  QueuedJob job;  // id = the pod's index in the pod list + 1
+  PlacementRequest request;
+};
+
+// The pods in the order of the list. kBadInput naming the pod (name and
+// 1-based position) for a pod without creation_time or deletion_time (and
+// saying so for the whole list when no pod has them: the multigpu samples)
+// or with times out of order (deletion before creation or scheduling).
+Result<std::vector<TimedPod>> MakeTimedPods(const std::vector<TracePod>& pods);
+
+struct TimedOptions {
+  std::string scorer = "fgd";         // ScorerNames()
+  std::string queue_policy = "fifo";  // PolicyNames()
+  // priority: LS and Burstable pods may preempt BE pods (which restart
+  // from scratch when they start again).
+  bool preemption = true;
+  uint64_t seed = 42;  // random scorer and the nodes' tie order
+  // Offered load x this factor: arrivals come this many times faster
+  // (arrival = first + (creation_time - first) / load_factor), durations
+  // stay. The openb samples are a few thousand pods of a cluster that ran
+  // far more: at 1 they use about 1% of its GPUs and nobody waits.
+  double load_factor = 1;
+  // The typical tasks fgd and tessera descend. Default: the pod list's.
+  const Workload* workload = nullptr;
+  // Points of TimedRun::utilization (time-weighted bucket means).
+  int utilization_points = 400;
+  // Called after every policy round with the clock and the cluster (tests
+  // check invariants with it); may be empty.
+  std::function<void(double now, const ClusterState& state)> on_round;
+  // Called now and then with the fraction of arrivals processed, from the
+  // thread running the replay; may be empty.
+  std::function<void(double fraction)> progress;
+};
+
+// Queueing delay statistics over the started pods, in seconds: a pod's
+// delay is all the time it spent queued (after arrival, and after each
+// preemption until it started again). Percentiles are nearest-rank.
+struct DelayStats {
+  double mean = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+struct TimedRun {
+  std::string scorer, queue_policy;
+  double load_factor = 1;
+  int64_t pods = 0;         // in the list
+  int64_t started = 0;      // ran to their end
+  int64_t unplaceable = 0;  // fit no node even on an empty cluster (never
+                            // queued)
+  int64_t stuck = 0;        // still queued when nothing else could happen
+  int64_t never_started() const { return unplaceable + stuck; }
+  int64_t preemptions = 0;    // runs cut short (priority with preemption)
+  double lost_gpu_hours = 0;  // GPU time of the runs cut short
+  DelayStats delay_s;
+  // Each pod's queueing delay, in the order of the pod list; -1 for a pod
+  // that never started.
+  std::vector<double> pod_delay_s;
+  double first_arrival = 0;  // trace seconds
+  double makespan_s = 0;     // last departure - first arrival
+  // Allocated GPU milli / the cluster's, time-weighted over the makespan,
+  // and its highest value.
+  double mean_utilization_pct = 0, peak_utilization_pct = 0;
+  // The mean over the times when pods were waiting (0 if none ever did):
+  // how well a policy packs the cluster while demand exceeds what it
+  // places.
+  double queued_utilization_pct = 0;
+  // (seconds since first_arrival, mean utilization % over the bucket that
+  // starts there); the buckets split the makespan evenly.
+  std::vector<std::pair<double, double>> utilization;
+  double mean_queue = 0;  // time-weighted queue length
+  int64_t peak_queue = 0;
+  int64_t rounds = 0;  // policy rounds
+  double seconds = 0;  // wall time of the replay
+};
+
+// One replay on this thread. kBadInput for an unknown scorer or policy, no
+// pods, a cluster without GPUs, pods without times (MakeTimedPods) or a
+// load factor that is not positive;
+// kInternal if a policy returned starts that do not fit.
+Result<TimedRun> RunTimed(const Topology& topology,
+                          const std::vector<TracePod>& pods,
+                          const TimedOptions& options);
+
+// RunTimed for each entry of `runs`, `threads` at a time (0: one per core),
+// results in the order of `runs`. `progress` (may be empty) is called with
+// the fraction of the work done, from the worker threads one at a time.
+// The first error of any run is returned.
+Result<std::vector<TimedRun>> RunTimedAll(
+    const Topology& topology, const std::vector<TracePod>& pods,
+    const std::vector<TimedOptions>& runs, int threads,
+    const std::function<void(double done)>& progress = {});
+
+// A smaller cluster of the same make-up: of each GPU kind's nodes (and of
+// the CPU-only ones) a seeded random `fraction`, at least one, in their
+// order in `topology`. The openb pod lists load their 6,212-GPU cluster to
+// about 1% in time, so timed replays shrink it to see queueing at all.
+// REQUIRES: fraction in (0, 1].
+Topology SampleCluster(const Topology& topology, double fraction,
+                       uint64_t seed);
+
+// The delay statistics of `delays` (any order; empty gives zeros).
+DelayStats SummarizeDelays(std::vector<double> delays);
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_SIM_TIMED_REPLAY_H_

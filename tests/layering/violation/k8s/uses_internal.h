@@ -1,0 +1,2 @@
+// Another component's internals: the check must fail.
+#include "service/state_internal.h"

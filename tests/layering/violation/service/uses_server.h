@@ -1,0 +1,2 @@
+// A service header that uses the server above it: the check must fail.
+#include "server/routes.h"

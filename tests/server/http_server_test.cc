@@ -1,0 +1,339 @@
+// HttpServer: authentication, roles, input checks and status codes over a
+// real Service on a loopback port. A scripted launcher keeps jobs from
+// running; the scheduling thread is off, so states change only on Tick().
+// The client is a minimal HTTP/1.1 over a socket, so that this file needs
+// none of cpp-httplib's build flags.
+
+#include "server/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "server/auth.h"
+#include "tests/testlib/onnx_model_builder.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kGiBInMiB = 1024;
+using ::testing::HasSubstr;
+
+// Starts nothing; a job's logs are files the test writes.
+class NullLauncher : public Launcher {
+ public:
+  explicit NullLauncher(std::string dir) : dir_(std::move(dir)) {}
+  Result<Launched> Start(const LaunchSpec& spec) override {
+    return Launched{100000 + spec.id, 1};
+  }
+  void Stop(JobId id, double /*grace_s*/) override {
+    exits_.push_back({id, {}, "signal 15"});
+  }
+  std::vector<Exited> Poll() override { return std::exchange(exits_, {}); }
+  bool Adopt(JobId /*id*/, int64_t /*pid*/, int64_t /*start*/) override {
+    return false;
+  }
+  std::string LogPath(JobId id, bool err) const override {
+    return dir_ + "/" + std::to_string(id) + (err ? ".err" : ".out");
+  }
+
+ private:
+  std::string dir_;
+  std::vector<Exited> exits_;
+};
+
+struct Reply {
+  int status = 0;
+  std::string headers;  // the raw header block, lower-cased names kept as is
+  std::string body;
+  json Json() const { return json::parse(body, nullptr, false); }
+};
+
+// One request on a fresh connection ("Connection: close"), read to EOF.
+Reply Http(int port, const std::string& method, const std::string& path,
+           const std::string& token = "", const std::string& body = "") {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return {};
+  }
+  std::string request = method + " " + path +
+                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+  if (method == "POST") {
+    request += "Content-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n";
+  }
+  request += "\r\n" + body;
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n =
+        send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string raw;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  Reply reply;
+  const size_t end = raw.find("\r\n\r\n");
+  if (raw.size() < 12 || end == std::string::npos) return reply;
+  reply.status = std::stoi(raw.substr(9, 3));
+  reply.headers = raw.substr(0, end);
+  reply.body = raw.substr(end + 4);
+  return reply;
+}
+
+std::string Submission(int milli, int64_t mib, const std::string& pool = "") {
+  json j = {{"name", "t"},
+            {"command", {"true"}},
+            {"resources", {{"gpu_milli", milli}, {"gpu_memory_mib", mib}}}};
+  if (!pool.empty()) j["pool"] = pool;
+  return j.dump();
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServeConfig config;
+    Topology& t = config.service.topology;
+    t.pools = {"a"};
+    t.nodes.push_back({"node0", "a", 64000, 256 * kGiBInMiB, {0, 1}, false});
+    t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * kGiBInMiB});
+    t.gpus.push_back({"node0/gpu1", 0, 1, "a100-80gb", 80 * kGiBInMiB});
+    config.service.db_path = dir_.File("q.db");
+    config.service.log_dir = dir_.File("logs");
+    config.service.start_thread = false;
+    config.listen_host = "127.0.0.1";
+    config.listen_port = 0;
+    config.max_body_bytes = 4096;
+    config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")},
+                    {User{"bob", "", false}, Sha256Hex("bob-token")},
+                    {User{"root", "", true}, Sha256Hex("root-token")}};
+    auto service = Service::Start(
+        config.service, std::make_unique<NullLauncher>(dir_.path().string()));
+    ASSERT_TRUE(service) << service.error().message;
+    service_ = std::move(*service);
+    config_ = config;
+    auto server = HttpServer::Start(*service_, config);
+    ASSERT_TRUE(server) << server.error().message;
+    server_ = std::move(*server);
+    port_ = server_->port();
+    ASSERT_GT(port_, 0);
+  }
+
+  // Submits as `token`; the new job's id (0 on failure).
+  int64_t Submit(const std::string& token) const {
+    const Reply r =
+        Http(port_, "POST", "/v1/jobs", token, Submission(250, 8192));
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.Json().value("id", int64_t{0});
+  }
+
+  testlib::TempDir dir_;
+  ServeConfig config_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(HttpServerTest, HealthNeedsNoTokenEverythingElseDoes) {
+  const Reply health = Http(port_, "GET", "/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.Json(), json({{"ok", true}}));
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/jobs"},
+           {"POST", "/v1/jobs"},
+           {"GET", "/v1/jobs/1"},
+           {"POST", "/v1/jobs/1/cancel"},
+           {"GET", "/v1/jobs/1/logs"},
+           {"GET", "/v1/cluster"},
+           {"GET", "/metrics"},
+           {"POST", "/v1/nodes/node0/drain"}}) {
+    const Reply none = Http(port_, method, path, "", "{}");
+    EXPECT_EQ(none.status, 401) << method << " " << path;
+    EXPECT_THAT(none.Json().value("error", ""), HasSubstr("Authorization"));
+    const Reply wrong = Http(port_, method, path, "nobody-token", "{}");
+    EXPECT_EQ(wrong.status, 401) << method << " " << path;
+    EXPECT_EQ(wrong.Json().value("error", ""), "invalid token");
+  }
+}
+
+TEST_F(HttpServerTest, SubmitAnswers201WithTheJobOfTheTokensUser) {
+  const Reply r =
+      Http(port_, "POST", "/v1/jobs", "alice-token", Submission(250, 8192));
+  ASSERT_EQ(r.status, 201) << r.body;
+  const json job = r.Json();
+  EXPECT_EQ(job["user"], "alice");
+  EXPECT_EQ(job["state"], "queued");
+  EXPECT_THAT(r.headers, HasSubstr("Location: /v1/jobs/" +
+                                   std::to_string(job["id"].get<int64_t>())));
+  const Reply got =
+      Http(port_, "GET", "/v1/jobs/" + std::to_string(job["id"].get<int64_t>()),
+           "bob-token");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.Json()["id"], job["id"]);
+  // The job is on disk: the service lists it.
+  const Reply list = Http(port_, "GET", "/v1/jobs?user=alice", "bob-token");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(list.Json()["jobs"].size(), 1U);
+}
+
+TEST_F(HttpServerTest, BadSubmissionsAreRejectedAndChangeNothing) {
+  struct Case {
+    std::string body;
+    int status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"{not json", 400, "malformed JSON"},
+      {R"({"command": ["true"], "resources": {"gpu_milli": 1001,
+           "gpu_memory_mib": 10}})",
+       400, "gpu_milli"},
+      {R"({"command": ["true"], "colour": 1,
+           "resources": {"gpu_milli": 1, "gpu_memory_mib": 10}})",
+       400, "colour"},
+      {Submission(100, 100, "nosuchpool"), 422, "nosuchpool"},
+      {Submission(100, 200 * kGiBInMiB), 422, ""},  // no GPU could ever hold it
+      {std::string(5000, ' '), 413, "max_body_bytes"},
+  };
+  for (const Case& c : cases) {
+    const Reply r = Http(port_, "POST", "/v1/jobs", "alice-token", c.body);
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 80) << "\n" << r.body;
+    EXPECT_THAT(r.Json().value("error", ""), HasSubstr(c.message))
+        << c.body.substr(0, 80);
+  }
+  const Reply list = Http(port_, "GET", "/v1/jobs", "alice-token");
+  EXPECT_EQ(list.Json()["jobs"].size(), 0U);
+}
+
+TEST_F(HttpServerTest, ListFiltersAndRejectsBadQueries) {
+  Submit("alice-token");
+  Submit("bob-token");
+  Submit("bob-token");
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs", "alice-token").Json()["jobs"].size(),
+            3U);
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs?user=bob&limit=1", "alice-token")
+                .Json()["jobs"]
+                .size(),
+            1U);
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs?state=running", "alice-token")
+                .Json()["jobs"]
+                .size(),
+            0U);
+  for (const char* query :
+       {"?state=sleeping", "?limit=0", "?limit=x", "?colour=red"}) {
+    const Reply r =
+        Http(port_, "GET", std::string("/v1/jobs") + query, "alice-token");
+    EXPECT_EQ(r.status, 400) << query;
+  }
+}
+
+TEST_F(HttpServerTest, UnknownJobsAndRoutesAre404) {
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs/999", "alice-token").status, 404);
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs/abc", "alice-token").status, 404);
+  EXPECT_EQ(Http(port_, "POST", "/v1/jobs/999/cancel", "alice-token").status,
+            404);
+  const Reply route = Http(port_, "GET", "/v2/nothing", "alice-token");
+  EXPECT_EQ(route.status, 404);
+  EXPECT_THAT(route.Json().value("error", ""), HasSubstr("/v2/nothing"));
+}
+
+TEST_F(HttpServerTest, UsersCancelOnlyTheirOwnJobsAdminsAny) {
+  const int64_t a = Submit("alice-token");
+  const int64_t b = Submit("alice-token");
+  const std::string cancel_a = "/v1/jobs/" + std::to_string(a) + "/cancel";
+  const Reply denied = Http(port_, "POST", cancel_a, "bob-token");
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_THAT(denied.Json().value("error", ""), HasSubstr("alice"));
+  const Reply own = Http(port_, "POST", cancel_a, "alice-token");
+  EXPECT_EQ(own.status, 200) << own.body;
+  EXPECT_EQ(own.Json()["state"], "cancelled");
+  const Reply admin = Http(
+      port_, "POST", "/v1/jobs/" + std::to_string(b) + "/cancel", "root-token");
+  EXPECT_EQ(admin.status, 200) << admin.body;
+  EXPECT_EQ(admin.Json()["state"], "cancelled");
+}
+
+TEST_F(HttpServerTest, LogsAreServedFromAnOffset) {
+  const int64_t id = Submit("alice-token");
+  std::ofstream(dir_.File(std::to_string(id) + ".out")) << "hello\nworld\n";
+  std::ofstream(dir_.File(std::to_string(id) + ".err")) << "oops\n";
+  const std::string base = "/v1/jobs/" + std::to_string(id) + "/logs";
+  const Reply all = Http(port_, "GET", base, "alice-token");
+  EXPECT_EQ(all.status, 200);
+  EXPECT_EQ(all.body, "hello\nworld\n");
+  EXPECT_THAT(all.headers, HasSubstr("X-Next-Offset: 12"));
+  EXPECT_EQ(Http(port_, "GET", base + "?offset=6", "alice-token").body,
+            "world\n");
+  EXPECT_EQ(Http(port_, "GET", base + "?offset=99", "alice-token").body, "");
+  EXPECT_EQ(Http(port_, "GET", base + "?stream=stderr", "alice-token").body,
+            "oops\n");
+  EXPECT_EQ(Http(port_, "GET", base + "?stream=both", "alice-token").status,
+            400);
+  EXPECT_EQ(Http(port_, "GET", base + "?offset=-1", "alice-token").status, 400);
+}
+
+TEST_F(HttpServerTest, ClusterAndMetrics) {
+  Submit("alice-token");
+  const Reply cluster = Http(port_, "GET", "/v1/cluster", "alice-token");
+  ASSERT_EQ(cluster.status, 200);
+  EXPECT_EQ(cluster.Json()["gpus"].size(), 2U);
+  EXPECT_EQ(cluster.Json()["gpus"][1]["id"], "node0/gpu1");
+  const Reply metrics = Http(port_, "GET", "/metrics", "alice-token");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.headers, HasSubstr("text/plain; version=0.0.4"));
+  EXPECT_FALSE(metrics.body.empty());
+}
+
+TEST_F(HttpServerTest, OnlyAdminsDrainNodes) {
+  EXPECT_EQ(Http(port_, "POST", "/v1/nodes/node0/drain", "alice-token").status,
+            403);
+  const Reply drained =
+      Http(port_, "POST", "/v1/nodes/node0/drain", "root-token");
+  EXPECT_EQ(drained.status, 200) << drained.body;
+  EXPECT_EQ(drained.Json()["drained"], true);
+  EXPECT_EQ(Http(port_, "GET", "/v1/cluster", "root-token")
+                .Json()["gpus"][0]["drained"],
+            true);
+  EXPECT_EQ(Http(port_, "POST", "/v1/nodes/node0/undrain", "root-token").status,
+            200);
+  EXPECT_EQ(Http(port_, "POST", "/v1/nodes/node9/drain", "root-token").status,
+            404);
+}
+
+TEST_F(HttpServerTest, APortInUseIsAnError) {
+  ServeConfig taken = config_;
+  taken.listen_port = port_;
+  auto second = HttpServer::Start(*service_, taken);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kBadInput);
+  EXPECT_THAT(second.error().message,
+              HasSubstr("127.0.0.1:" + std::to_string(port_)));
+}
+
+TEST_F(HttpServerTest, StopIsIdempotentAndFreesThePort) {
+  server_->Stop();
+  server_->Stop();
+  EXPECT_EQ(Http(port_, "GET", "/healthz").status, 0);  // refused
+}
+
+}  // namespace
+}  // namespace tessera::scheduler

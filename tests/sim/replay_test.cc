@@ -1,0 +1,147 @@
+// The trace replay (snapshot mode): the same seed replays alike, the levels
+// are read where arrival first reaches them, nothing allocates more than
+// arrived or than the physical limit, and on Alibaba's openb trace the
+// published policies land near the paper's figures while tessera's own
+// allocates more than FGD.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/replay.h"
+#include "sim/replay_bound_internal.h"
+#include "tests/testlib/repo_paths.h"
+#include "tests/testlib/test_topology.h"
+
+namespace tessera::scheduler {
+namespace {
+
+const std::string kOpenb = tessera::testing::OpenbDir();
+
+TracePod Pod(const std::string& name, int num_gpu, int milli,
+             int64_t cpu = 1000) {
+  TracePod p;
+  p.name = name;
+  p.cpu_milli = cpu;
+  p.memory_mib = 1024;
+  p.num_gpu = num_gpu;
+  p.gpu_milli = milli;
+  return p;
+}
+
+// Four nodes of two GPUs; a mix of fractions, whole GPUs and CPU-only pods.
+std::vector<TracePod> SmallTrace() {
+  return {Pod("a", 1, 300),  Pod("b", 1, 650),     Pod("c", 1, 1000),
+          Pod("d", 2, 1000), Pod("e", 0, 0, 4000), Pod("f", 1, 810),
+          Pod("g", 1, 160)};
+}
+
+SnapshotOptions Options(const std::string& scorer) {
+  SnapshotOptions o;
+  o.scorer = scorer;
+  o.seeds = 3;
+  o.bound = true;
+  return o;
+}
+
+TEST(Snapshot, TheSameSeedReplaysAlike) {
+  const Topology t =
+      testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}, {40, 40}});
+  auto a = RunSnapshot(t, SmallTrace(), Options("best-fit"));
+  auto b = RunSnapshot(t, SmallTrace(), Options("best-fit"));
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->size(), 3u);
+  for (size_t s = 0; s < a->size(); ++s) {
+    EXPECT_EQ((*a)[s].seed, 42 + s);
+    EXPECT_EQ((*a)[s].curve, (*b)[s].curve);
+    EXPECT_EQ((*a)[s].pods, (*b)[s].pods);
+  }
+  EXPECT_NE((*a)[0].curve, (*a)[1].curve);  // seeds differ
+}
+
+TEST(Snapshot, LevelsCurvesAndTheLimitAreConsistent) {
+  const Topology t =
+      testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}, {40, 40}});
+  for (const std::string& scorer : ScorerNames()) {
+    auto runs = RunSnapshot(t, SmallTrace(), Options(scorer));
+    ASSERT_TRUE(runs) << scorer;
+    for (const SnapshotRun& r : *runs) {
+      ASSERT_EQ(r.levels.size(), 5u);
+      for (const LevelPoint& l : r.levels) {
+        ASSERT_TRUE(l.reached) << scorer;
+        EXPECT_GE(l.arrived_pct, l.level_pct);
+        EXPECT_LE(l.alloc_pct, std::min(l.arrived_pct, 100.0) + 1e-9);
+        EXPECT_LE(l.alloc_pct, l.bound_pct + 1e-9) << scorer;
+        EXPECT_GE(l.frag_pct, 0);
+        EXPECT_LE(l.frag_pct, 100 + 1e-9);
+      }
+      // Arrival stops once requests pass 130% of the 8 GPUs.
+      ASSERT_FALSE(r.curve.empty());
+      EXPECT_GE(r.curve.back().first, 130);
+      for (size_t k = 1; k < r.curve.size(); ++k) {
+        EXPECT_GE(r.curve[k].first, r.curve[k - 1].first);
+        EXPECT_GE(r.curve[k].second, r.curve[k - 1].second);
+      }
+      EXPECT_GT(r.failed_pods, 0);  // 130% cannot all fit
+    }
+  }
+}
+
+TEST(Snapshot, RefusesWhatItCannotRun) {
+  const Topology t = testing::MakeTopology({{40}});
+  EXPECT_FALSE(RunSnapshot(t, {}, Options("fgd")));
+  EXPECT_FALSE(RunSnapshot(t, SmallTrace(), Options("tightest")));
+  EXPECT_FALSE(
+      RunSnapshot(testing::MakeTopology({{}}), SmallTrace(), Options("fgd")));
+}
+
+TEST(GpuPackingBound, PacksFractionsIntoGpus) {
+  const std::vector<TracePod> pods = {Pod("a", 1, 600), Pod("b", 1, 600),
+                                      Pod("c", 1, 400), Pod("d", 1, 1000)};
+  std::vector<const TracePod*> all;
+  for (const TracePod& p : pods) all.push_back(&p);
+  // One GPU: the best single pattern is 600 + 400 or the whole GPU.
+  EXPECT_NEAR(GpuPackingBoundMilli(all, 1), 1000, 1e-6);
+  // Two GPUs: 1000 + (600 + 400).
+  EXPECT_NEAR(GpuPackingBoundMilli(all, 2), 2000, 1e-6);
+  // Three: everything but one 600 cannot share: 1000 + 1000 + 600.
+  EXPECT_NEAR(GpuPackingBoundMilli(all, 3), 2600, 1e-6);
+  EXPECT_NEAR(GpuPackingBoundMilli(all, 9), 2600, 1e-6);
+  // Two 600s cannot share one GPU, even fractionally in the LP.
+  EXPECT_NEAR(GpuPackingBoundMilli({&pods[0], &pods[1]}, 1), 600, 1e-6);
+  EXPECT_NEAR(GpuPackingBoundMilli({}, 4), 0, 1e-6);
+}
+
+bool HaveOpenb() {
+  return std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv");
+}
+
+// The published ATC'23 figure at arrived = 100% (FGD_RESULTS.md) within
+// half a point over 3 seeds, and tessera above FGD on the same seeds.
+TEST(SnapshotOpenb, ReproducesFgdAndTesseraAllocatesMore) {
+  ASSERT_TRUE(HaveOpenb()) << kOpenb << ": the openb trace is missing";
+  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  ASSERT_TRUE(nodes && pods);
+  const Topology t = TraceTopology(nodes->rows, "openb", 0);
+  double mean[2] = {0, 0};
+  double limit = 0;
+  const char* scorers[2] = {"fgd", "tessera"};
+  for (int k = 0; k < 2; ++k) {
+    SnapshotOptions o = Options(scorers[k]);
+    o.levels_pct = {100};
+    auto runs = RunSnapshot(t, pods->rows, o);
+    ASSERT_TRUE(runs);
+    for (const SnapshotRun& r : *runs) {
+      mean[k] += r.levels[0].alloc_pct / 3;
+      limit += r.levels[0].bound_pct / 6;
+    }
+  }
+  EXPECT_NEAR(mean[0], 95.23, 0.5);
+  EXPECT_GT(mean[1], mean[0] + 0.2);
+  EXPECT_LT(mean[1], limit);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler

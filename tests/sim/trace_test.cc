@@ -1,0 +1,129 @@
+// The openb trace files: the real ones load whole; a missing column, a bad
+// number or an impossible GPU share is reported with file, line and column,
+// and skips the row unless strict.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "sim/trace.h"
+#include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kOpenb = tessera::testing::OpenbDir();
+
+std::string Write(const testlib::TempDir& dir, const std::string& name,
+                  const std::string& text) {
+  std::ofstream(dir.File(name)) << text;
+  return dir.File(name);
+}
+
+TEST(Trace, TheOpenbFilesLoadWhole) {
+  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  EXPECT_EQ(nodes->rows.size(), 1213u);
+  EXPECT_TRUE(nodes->skipped.empty());
+  const Topology t = TraceTopology(nodes->rows, "openb", 32 * 1024);
+  EXPECT_EQ(t.gpus.size(), 6212u);
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  ASSERT_TRUE(pods) << pods.error().message;
+  EXPECT_EQ(pods->rows.size(), 8152u);
+  EXPECT_TRUE(pods->skipped.empty());
+  // The multi-GPU samples have only the five request columns.
+  auto multi = LoadTracePods(kOpenb + "/openb_pod_list_multigpu50.csv");
+  ASSERT_TRUE(multi) << multi.error().message;
+  EXPECT_GT(multi->rows.size(), 9000u);
+  EXPECT_EQ(multi->rows[0].creation_time, -1);
+}
+
+TEST(Trace, PodDemandFollowsTheOpenbRules) {
+  TracePod p;
+  p.cpu_milli = 4000;
+  p.memory_mib = 1024;
+  p.num_gpu = 1;
+  p.gpu_milli = 460;
+  EXPECT_EQ(PodDemand(p), (Resources{0, 460, 0, 4000, 1024}));
+  p.gpu_milli = 1000;
+  EXPECT_EQ(PodDemand(p), (Resources{1, 0, 0, 4000, 1024}));
+  p.num_gpu = 4;
+  EXPECT_EQ(PodDemand(p), (Resources{4, 0, 0, 4000, 1024}));
+  p.num_gpu = 0;
+  p.gpu_milli = 0;
+  EXPECT_EQ(PodDemand(p), (Resources{0, 0, 0, 4000, 1024}));
+}
+
+TEST(Trace, AMissingColumnNamesIt) {
+  testlib::TempDir dir;
+  auto pods = LoadTracePods(
+      Write(dir, "pods.csv", "name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n"));
+  ASSERT_FALSE(pods);
+  EXPECT_THAT(pods.error().message, HasSubstr("pods.csv"));
+  EXPECT_THAT(pods.error().message, HasSubstr("no column 'gpu_milli'"));
+  auto missing = LoadTraceNodes(dir.File("none.csv"));
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error().message, HasSubstr("no such file"));
+}
+
+TEST(Trace, BadRowsAreSkippedAndReportedUnlessStrict) {
+  testlib::TempDir dir;
+  const std::string path = Write(dir, "pods.csv",
+                                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                                 "a,1000,1024,1,500\n"
+                                 "b,lots,1024,1,500\n"
+                                 "c,1000,1024,1,1500\n"
+                                 "d,1000,1024,2,1000\n");
+  auto pods = LoadTracePods(path);
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->rows.size(), 2u);
+  EXPECT_EQ(pods->rows[1].name, "d");
+  ASSERT_EQ(pods->skipped.size(), 2u);
+  EXPECT_THAT(pods->skipped[0], HasSubstr("pods.csv:3: column 'cpu_milli'"));
+  EXPECT_THAT(pods->skipped[1], HasSubstr("pods.csv:4: column 'gpu_milli'"));
+  auto strict = LoadTracePods(path, {.strict = true});
+  ASSERT_FALSE(strict);
+  EXPECT_THAT(strict.error().message, HasSubstr("pods.csv:3"));
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
+
+namespace tessera::scheduler {
+namespace {
+
+// The built-in workload the service's fgd and tessera scorers use is the
+// default pod list's: 35 shapes covering 95% of its pods (FGD_RESULTS.md).
+TEST(Trace, TheBuiltInWorkloadIsTheDefaultPodLists) {
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  if (!pods) GTEST_SKIP() << pods.error().message;
+  const Workload w = PodWorkload(pods->rows);
+  const Workload& built_in = OpenbWorkload();
+  ASSERT_EQ(w.tasks.size(), 35u);
+  ASSERT_EQ(built_in.tasks.size(), w.tasks.size());
+  for (size_t i = 0; i < w.tasks.size(); ++i) {
+    EXPECT_EQ(built_in.tasks[i].cpu_milli, w.tasks[i].cpu_milli) << i;
+    EXPECT_EQ(built_in.tasks[i].gpus, w.tasks[i].gpus) << i;
+    EXPECT_EQ(built_in.tasks[i].milli, w.tasks[i].milli) << i;
+    EXPECT_NEAR(built_in.tasks[i].weight, w.tasks[i].weight, 1e-12) << i;
+  }
+  EXPECT_NEAR(built_in.cpu_per_milli, w.cpu_per_milli, 1e-9);
+  EXPECT_NEAR(built_in.memory_mib_per_milli, w.memory_mib_per_milli, 1e-9);
+}
+
+TEST(Trace, PodRequestsCarryTheirGpuKinds) {
+  TracePod p;
+  p.num_gpu = 1;
+  p.gpu_milli = 500;
+  p.gpu_spec = {"V100M16", "V100M32"};
+  EXPECT_EQ(PodRequest(p).gpu_kinds, p.gpu_spec);
+  p.num_gpu = 0;
+  p.gpu_milli = 0;
+  EXPECT_TRUE(PodRequest(p).gpu_kinds.empty());  // CPU-only: no GPU at all
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
