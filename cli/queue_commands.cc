@@ -19,7 +19,7 @@
 #include "cli/output.h"
 #include "client/queue_client.h"
 #include "common/result.h"
-#include "estimator/device_catalog.h"
+#include "common/units.h"
 #include "graph/graph.h"
 
 namespace tessera::cli {
@@ -27,7 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
 // `tessera logs --follow` asks for more this often.
 constexpr auto kFollowInterval = std::chrono::milliseconds(500);
 
@@ -188,7 +187,7 @@ void PrintJob(const json& job) {
 
 // A size flag ("8GiB") in MiB, rounded up.
 Result<int64_t> Mib(const std::string& flag, const std::string& text) {
-  Result<int64_t> bytes = estimator::ParseBytes(text);
+  Result<int64_t> bytes = ParseBytes(text);
   if (!bytes) return bytes.error().WithContext(flag);
   return (*bytes + kMiB - 1) / kMiB;
 }

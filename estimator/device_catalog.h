@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/units.h"
 #include "graph/graph.h"
 
 namespace tessera::estimator {
@@ -122,18 +123,10 @@ class DeviceCatalog {
   std::vector<DeviceSpec> devices_;
 };
 
-// Unit parsers shared by every YAML file of tessera. A number (decimal point
-// and exponent allowed, no sign) followed by an optional space and a
-// required, case-sensitive unit. Decimal units are powers of 10 (GB = 1e9),
-// binary units powers of 2 (GiB = 2^30). Negative, non-finite or unitless
-// values are errors whose message quotes the input and the accepted units.
-
-// Sizes: "80GiB", "24 GB", "512MiB", "1.5TiB" -> bytes (rounded).
-Result<int64_t> ParseBytes(std::string_view text);
-// Bandwidths: "25GB/s", "3.35TB/s", "900 MiB/s" -> bytes per second.
-Result<double> ParseBandwidth(std::string_view text);
-// Durations: "5us", "5µs", "1ms", "100ns", "2s" -> seconds.
-Result<double> ParseSeconds(std::string_view text);
+// Unit parsers (common/units.h), here for the catalog's readers.
+using tessera::ParseBandwidth;
+using tessera::ParseBytes;
+using tessera::ParseSeconds;
 
 }  // namespace tessera::estimator
 

@@ -3,6 +3,7 @@
 // init containers, overhead).
 
 #include "k8s/k8s_pod.h"
+#include "common/units.h"
 
 #include <algorithm>
 #include <array>
@@ -25,7 +26,6 @@ constexpr int kMaxDigits = 36;
 // mistake (bytes given as MiB), answered 400 rather than "fits nowhere".
 constexpr int64_t kMaxPodGpus = 1024;
 constexpr int64_t kMaxPodGpuMemoryMib = int64_t{1} << 30;  // 1 PiB
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 struct Suffix {
   std::string_view text;

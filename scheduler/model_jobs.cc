@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/units.h"
 #include "estimator/estimator.h"
 #include "placer/cluster.h"
 #include "placer/place.h"
@@ -11,8 +12,6 @@
 
 namespace tessera::scheduler {
 namespace {
-
-constexpr int64_t kMiB = 1024 * 1024;
 
 int64_t ToMiB(double bytes) {
   return static_cast<int64_t>(std::ceil(bytes / static_cast<double>(kMiB)));

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "common/units.h"
 #include "common/yaml_reader.h"
 #include "estimator/device_catalog.h"
 #include "launch/launcher_config.h"
@@ -31,7 +32,6 @@ namespace {
 using estimator::DeviceCatalog;
 using estimator::DeviceSpec;
 
-constexpr int64_t kMiB = int64_t{1} << 20;
 // A count past these is almost certainly a typo; the openb trace's cluster,
 // the largest this project replays, has 6,212 GPUs and 8 per node.
 constexpr int64_t kMaxGpus = 100000;
@@ -189,7 +189,7 @@ Result<int64_t> ConfigParser::Bytes(const Field& f,
   Result<int64_t> bytes =
       ec == std::errc() && end == text->data() + text->size()
           ? Result<int64_t>(plain)
-          : estimator::ParseBytes(*text);
+          : ParseBytes(*text);
   if (!bytes) return Fail(f, label, bytes.error().message);
   if (*bytes <= 0) return Fail(f, label, "'" + *text + "' must be positive");
   return bytes;
