@@ -1,0 +1,1 @@
+// The source of the precompiled headers the tests share (tests/CMakeLists.txt).
