@@ -1,0 +1,118 @@
+// What a job starts with: the sized model of a model job, the GPUs the
+// launcher hands it on each node, and its environment (docs/scheduler.md,
+// "Launching"). The caller holds Service::Impl::mu (service_internal.h).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "scheduler/mps.h"
+#include "service/service_internal.h"
+#include "split/split.h"
+
+namespace tessera::scheduler {
+
+// The sized model of a model job, loading it again after a restart.
+
+const SizedModel* Service::Impl::ModelOf(const Job& job) {
+  if (!job.request.model) return nullptr;
+  auto it = models.find(job.id);
+  if (it != models.end()) return &it->second;
+  auto sized = SizeModel(
+      *job.request.model,
+      service_internal::PoolKind(state.topology(), job.request.pool));
+  if (!sized) return nullptr;
+  return &models.emplace(job.id, std::move(sized).value()).first->second;
+}
+
+// The environment a job starts with (docs/scheduler.md, "Launching").
+
+std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
+  const Topology& t = state.topology();
+  std::map<std::string, std::string> env = job.request.env;
+  std::string visible, ids;
+  std::vector<int> milli;
+  std::vector<int64_t> memory_mib;
+  for (size_t i = 0; i < job.allocation.gpus.size(); ++i) {
+    const GpuShare& s = job.allocation.gpus[i];
+    const std::string sep = i ? "," : "";
+    visible += sep + std::to_string(t.gpus[s.gpu].index);
+    ids += sep + t.gpus[s.gpu].id;
+    milli.push_back(s.milli);
+    memory_mib.push_back(s.memory_mib);
+  }
+  env["CUDA_VISIBLE_DEVICES"] = visible;
+  if (!job.allocation.exclusive && !job.allocation.gpus.empty()) {
+    const MpsLimits mps = MpsLimitsFor(milli, memory_mib);
+    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = mps.active_thread_percentage;
+    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = mps.pinned_device_mem_limit;
+  }
+  env["TESSERA_JOB_ID"] = std::to_string(job.id);
+  env["TESSERA_GPUS"] = ids;
+  if (job.allocation.node >= 0) {
+    env["TESSERA_NODE"] = t.nodes[job.allocation.node].name;
+    std::string nodes;
+    for (const LaunchPart& p : LaunchParts(job.allocation)) {
+      nodes += (nodes.empty() ? "" : ",") + p.node;
+    }
+    env["TESSERA_NODES"] = nodes;
+  }
+  if (!job.plan.is_null()) {
+    const std::filesystem::path dir(options.log_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::string plan_path =
+        (dir / (std::to_string(job.id) + ".plan.json")).string();
+    std::ofstream(plan_path) << job.plan.dump(2) << "\n";
+    env["TESSERA_PLAN"] = plan_path;
+    if (const SizedModel* sized = ModelOf(job)) {
+      auto plan = split::ParsePlan(job.plan, plan_path);
+      if (plan) {
+        const auto names = graph::UniqueNodeNames(*sized->model->graph);
+        std::unordered_map<std::string, int> device_of(
+            plan->placement.begin(), plan->placement.end());
+        std::vector<int> node_device(names.size(), -1);
+        for (size_t n = 0; n < names.size(); ++n) {
+          auto it = device_of.find(names[n]);
+          if (it != device_of.end()) node_device[n] = it->second;
+        }
+        const std::string map_path =
+            (dir / (std::to_string(job.id) + ".device_map.json")).string();
+        std::ofstream(map_path)
+            << split::DeviceMapJson(*sized->model->graph, node_device,
+                                    plan->devices)
+                   .dump(2)
+            << "\n";
+        env["TESSERA_DEVICE_MAP"] = map_path;
+      }
+    }
+  }
+  return env;
+}
+
+// What `a` holds on each node, for the launcher: the node that holds the
+// CPU and memory first.
+
+std::vector<LaunchPart> Service::Impl::LaunchParts(const Allocation& a) const {
+  const Topology& t = state.topology();
+  std::vector<LaunchPart> parts;
+  auto part_of = [&](int node) -> LaunchPart& {
+    for (LaunchPart& p : parts) {
+      if (p.node == t.nodes[node].name) return p;
+    }
+    parts.push_back({t.nodes[node].name, {}, {}, {}, a.exclusive, 0, 0});
+    return parts.back();
+  };
+  LaunchPart& first = part_of(a.node);
+  first.cpu_milli = a.cpu_milli;
+  first.memory_mib = a.memory_mib;
+  for (const GpuShare& share : a.gpus) {
+    LaunchPart& p = part_of(t.gpus[share.gpu].node);
+    p.gpu_indices.push_back(t.gpus[share.gpu].index);
+    p.gpu_milli.push_back(share.milli);
+    p.gpu_memory_mib.push_back(share.memory_mib);
+  }
+  return parts;
+}
+
+}  // namespace tessera::scheduler
