@@ -77,11 +77,26 @@ class LauncherOnSlurm : public ::testing::Test {
     });
     auto it = exits_.find(id);
     if (it == exits_.end()) {
-      ADD_FAILURE() << "job " << id << " did not end within " << seconds
-                    << " s; Slurm says: "
-                    << slurm_test::Slurm(conf_, {"squeue", "--states=all",
-                                                 "--format=%i %j %T %R %b"})
-                           .out;
+      // Everything that says why: the queue, every record of the job
+      // (a heterogeneous job's components too), the job's own output and
+      // what the node daemons logged last.
+      std::string logs;
+      for (const char* log :
+           {"slurmctld.log", "slurmd-n1.log", "slurmd-n2.log"}) {
+        const std::string text =
+            ReadText(std::string(TESSERA_SLURM_DIR) + "/log/" + log);
+        logs += std::string("\n--- ") + log + " (last lines)\n" +
+                text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+      }
+      ADD_FAILURE()
+          << "job " << id << " did not end within " << seconds
+          << " s; Slurm says: "
+          << slurm_test::Slurm(
+                 conf_, {"squeue", "--states=all", "--format=%i %j %T %R %b"})
+                 .out
+          << slurm_test::Slurm(conf_, {"scontrol", "show", "job", "-d"}).out
+          << "\n--- the job's output\n"
+          << Out(id) << logs;
       return std::nullopt;
     }
     Exited e = it->second;
@@ -176,13 +191,17 @@ TEST_F(LauncherOnSlurm, ASplitJobIsOneHeterogeneousJobOverBothNodes) {
   EXPECT_THAT(out, HasSubstr("mem=0=1024M\n"));
 }
 
+// The other part would sleep for 10 minutes: the job ends well before only
+// if the script stopped it. The wait leaves Slurm room to finish the
+// stopped part (SIGTERM, KillWait, SIGKILL, the nodes' completion, up to
+// UnkillableStepTimeout on a loaded machine) instead of racing its sleep.
 TEST_F(LauncherOnSlurm, APartThatFailsFailsTheSplitJob) {
   auto launcher = Make();
-  auto launched = launcher->Start(
-      Spec(1, {Part("n1", {1}, 200), Part("n2", {0}, 200)},
-           {"sh", "-c", "[ \"$TESSERA_PART\" = 1 ] && exit 6; sleep 60"}));
+  auto launched = launcher->Start(Spec(
+      1, {Part("n1", {1}, 200), Part("n2", {0}, 200)},
+      {"sh", "-c", "[ \"$TESSERA_PART\" = 1 ] && exit 6; exec sleep 600"}));
   ASSERT_TRUE(launched) << launched.error().message;
-  const auto exited = WaitForExit(*launcher, 1, 60);
+  const auto exited = WaitForExit(*launcher, 1, 150);
   ASSERT_TRUE(exited);
   EXPECT_EQ(exited->exit_code, 6) << exited->reason;
 }
