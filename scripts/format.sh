@@ -3,7 +3,9 @@
 # that clang-format would change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu')
+# Tracked files and new ones not yet added (ignored files are not ours).
+mapfile -t files < <(git ls-files --cached --others --exclude-standard \
+  '*.h' '*.cc' '*.cu')
 if [ "${1:-}" = "--check" ]; then
   bad=()
   for f in "${files[@]}"; do

@@ -30,9 +30,11 @@ if [ "$(id -u)" -eq 0 ]; then export TESSERA_REQUIRE_SLURM=1; fi
 step "tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
+# Debug with line tables only (-g1): the sanitizers' reports name every
+# frame's function, file and line, and the build is ~10% faster than -g.
 step "build the tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/setup.sh build-asan -DTESSERA_SANITIZE="address;undefined" \
-  -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+  -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
 
 step "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

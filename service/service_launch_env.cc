@@ -18,9 +18,9 @@ const SizedModel* Service::Impl::ModelOf(const Job& job) {
   if (!job.request.model) return nullptr;
   auto it = models.find(job.id);
   if (it != models.end()) return &it->second;
-  auto sized = SizeModel(
-      *job.request.model,
-      service_internal::PoolKind(state.topology(), job.request.pool));
+  auto sized =
+      SizeModel(*job.request.model,
+                service_internal::PoolKind(state.topology(), job.request.pool));
   if (!sized) return nullptr;
   return &models.emplace(job.id, std::move(sized).value()).first->second;
 }
@@ -69,8 +69,8 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
       auto plan = split::ParsePlan(job.plan, plan_path);
       if (plan) {
         const auto names = graph::UniqueNodeNames(*sized->model->graph);
-        std::unordered_map<std::string, int> device_of(
-            plan->placement.begin(), plan->placement.end());
+        std::unordered_map<std::string, int> device_of(plan->placement.begin(),
+                                                       plan->placement.end());
         std::vector<int> node_device(names.size(), -1);
         for (size_t n = 0; n < names.size(); ++n) {
           auto it = device_of.find(names[n]);

@@ -8,12 +8,13 @@
 
 namespace tessera::scheduler {
 
-std::optional<Allocation> Service::Impl::Allocate(const ClusterState& s, const Job& job) {
+std::optional<Allocation> Service::Impl::Allocate(const ClusterState& s,
+                                                  const Job& job) {
   AdmissionOptions admission;
   admission.cache = &admission_cache;
-  if (auto a = FindAllocation(s, job.request.pool,
-                              PlacementRequest{job.demand, {}}, *scorer,
-                              admission)) {
+  if (auto a =
+          FindAllocation(s, job.request.pool, PlacementRequest{job.demand, {}},
+                         *scorer, admission)) {
     return a;
   }
   if (!job.request.model || !job.request.splittable) return std::nullopt;
@@ -157,8 +158,7 @@ void Service::Impl::Round() {
                         j.request.preemptible, j.started_at,
                         j.request.time_limit_s});
     }
-    const Allocator allocate = [&](const ClusterState& s,
-                                   const QueuedJob& q) {
+    const Allocator allocate = [&](const ClusterState& s, const QueuedJob& q) {
       return Allocate(s, *by_id.at(q.id));
     };
     const auto t0 = std::chrono::steady_clock::now();
