@@ -11,9 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/graph.h"
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
+
+// Declared only: the queue's headers do not pull in the graph (and Boost);
+// the files that look into a model include graph/graph.h.
+namespace tessera::graph {
+struct Model;
+}  // namespace tessera::graph
 
 namespace tessera::scheduler {
 
