@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +108,11 @@ class LocalLauncher : public Launcher {
     }
     Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
     if (report_write.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return Unavailable("pipe: " + ErrnoText(errno));
+    }
+    Fd go_read(AboveStdio(fds[0])), go_write(fds[1]);
+    if (go_read.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
 
     std::vector<std::string> args = spec.command;
     std::vector<std::string> env = ChildEnvironment(spec.env);
@@ -116,9 +122,29 @@ class LocalLauncher : public Launcher {
     if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
     if (pid == 0) {
       ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
-                envp.data(), /*new_session=*/true);
+                envp.data(), /*new_session=*/true, go_read.get());
     }
     report_write.Reset();
+    go_read.Reset();
+    // The child waits for `go` until its pid file is written: a crash of
+    // the service before that leaves no pid file and no job running.
+    const int64_t start = ProcessStartTime(pid);
+    if (Status s = WritePidFile(dir, spec.id, pid, start); !s.ok()) {
+      go_write.Reset();  // the child exits without running anything
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return s.error();
+    }
+    const char go = 1;
+    if (write(go_write.get(), &go, 1) != 1) {
+      const int e = errno;
+      go_write.Reset();
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return Unavailable("pipe: " + ErrnoText(e));
+    }
+    go_write.Reset();
     if (const std::optional<int> child_errno =
             AwaitExec(report_read.get(), pid)) {
       return BadInput("cannot run '" + spec.command[0] +
@@ -126,7 +152,6 @@ class LocalLauncher : public Launcher {
     }
     // The child is ours until Poll reaps it, so /proc/<pid> exists even if
     // it has exited already.
-    const int64_t start = ProcessStartTime(pid);
     children_[spec.id] = Child{pid, start, /*own=*/true, std::nullopt};
     return Launched{pid, start};
   }
@@ -172,6 +197,24 @@ class LocalLauncher : public Launcher {
     return true;
   }
 
+  Reconciled Reconcile(JobId id) override {
+    std::ifstream in(PidPath(log_dir_, id));
+    int64_t pid = 0, start = 0;
+    if (!(in >> pid >> start)) {
+      return {Reconciled::Kind::kNotFound, {}, "it never ran"};
+    }
+    if (!SameLiveProcess(pid, start)) {
+      return {Reconciled::Kind::kNotFound,
+              {},
+              "it ran (pid " + std::to_string(pid) +
+                  ") and ended while the service was down; exit status "
+                  "unknown"};
+    }
+    std::lock_guard lock(mu_);
+    children_[id] = Child{pid, start, /*own=*/false, std::nullopt};
+    return {Reconciled::Kind::kRunning, Launched{pid, start}, ""};
+  }
+
   std::string LogPath(JobId id, bool stderr_log) const override {
     std::lock_guard lock(mu_);
     return LogPathLocked(id, stderr_log);
@@ -189,6 +232,27 @@ class LocalLauncher : public Launcher {
     auto it = log_dirs_.find(id);
     const std::string& dir = it == log_dirs_.end() ? log_dir_ : it->second;
     return dir + "/" + std::to_string(id) + (stderr_log ? ".err" : ".out");
+  }
+
+  static std::string PidPath(const std::string& dir, JobId id) {
+    return dir + "/" + std::to_string(id) + ".pid";
+  }
+
+  // "PID START_TIME", written whole (a temporary file renamed over it).
+  static Status WritePidFile(const std::string& dir, JobId id, int64_t pid,
+                             int64_t start) {
+    const std::string path = PidPath(dir, id), tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << pid << " " << start << "\n";
+      out.flush();
+      if (!out) return Unavailable(tmp + ": cannot write the pid file");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      return Unavailable(path +
+                         ": cannot write the pid file: " + ErrnoText(errno));
+    }
+    return {};
   }
 
   static Error OpenError(const std::string& path) {

@@ -44,6 +44,13 @@ struct Launched {
   int64_t start_time = 0;  // /proc/<pid>/stat field 22 (ticks since boot)
 };
 
+struct Reconciled {
+  enum class Kind { kRunning, kNotFound, kUnknown };
+  Kind kind = Kind::kUnknown;
+  Launched launched;   // kRunning
+  std::string detail;  // kNotFound, kUnknown: what the engine said
+};
+
 struct Exited {
   JobId id = 0;
   std::optional<int> exit_code;  // nullopt: killed by a signal or unknown
@@ -67,6 +74,17 @@ class Launcher {
   // After a restart: takes over a job still running from the previous
   // service (same pid and start time). False if it is gone.
   virtual bool Adopt(JobId id, int64_t pid, int64_t start_time) = 0;
+  // After a restart, for a job whose start was under way when the service
+  // stopped (state `starting`): whether the engine started it. kRunning:
+  // it runs, `launched` says which process (the launcher now watches it,
+  // as after Adopt). kNotFound: it is not running (never started, or
+  // started and ended). kUnknown: the engine cannot tell now (Slurm
+  // unreachable): ask again later. Never starts anything.
+  virtual Reconciled Reconcile(JobId /*id*/) {
+    return {Reconciled::Kind::kNotFound,
+            {},
+            "this launcher keeps no record of the jobs it starts"};
+  }
   // Paths of the job's stdout and stderr logs.
   virtual std::string LogPath(JobId id, bool stderr_log) const = 0;
   // Whether one job may hold GPUs of several nodes (a split model's gang):
@@ -77,7 +95,11 @@ class Launcher {
 
 // Runs commands on this machine: each in its own process group (setsid),
 // stdout/stderr to <log_dir>/<id>.out / .err, reaped with waitpid; adopted
-// processes are watched with kill(pid, 0) and their start time.
+// processes are watched with kill(pid, 0) and their start time. Before the
+// child may exec, the parent writes <log_dir>/<id>.pid ("PID START_TIME")
+// and only then tells the child to go; a child whose parent died first
+// exits without running anything. So after a crash, a job with no pid file
+// never ran, and one with a pid file is found by Reconcile.
 std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir);
 
 // The process start time of `pid` (field 22 of /proc/<pid>/stat), or -1.

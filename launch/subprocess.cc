@@ -88,7 +88,16 @@ int AboveStdio(int fd) {
 }
 
 [[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
-                            char** envp, bool new_session) {
+                            char** envp, bool new_session, int go) {
+  if (go >= 0) {
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = read(go, &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(127);
+    close(go);
+  }
   if (new_session) {
     setsid();
   } else {

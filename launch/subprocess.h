@@ -75,9 +75,12 @@ int AboveStdio(int fd);
 // on 0..2, restores default signal handling, closes every other descriptor
 // but `report` (O_CLOEXEC) and execs argv[0] (searched in the service's
 // PATH). If exec fails it writes "tessera: cannot run ..." to `err` and
-// errno to `report`, and exits 127. Only async-signal-safe calls.
+// errno to `report`, and exits 127. With `go` (a pipe's read end, >= 0) it
+// first waits for one byte there, and exits 127 without running anything
+// if the pipe closes empty (the parent died or gave up). Only
+// async-signal-safe calls.
 [[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
-                            char** envp, bool new_session);
+                            char** envp, bool new_session, int go = -1);
 
 // In the parent, after fork, with its copy of the report pipe's write end
 // closed: errno of the child's failed exec (the child then reaped), or

@@ -24,8 +24,12 @@ enum class JobState {
   kFailed,
   kCancelled,
   kPreempted,  // stopped for a higher-priority job; back in the queue
+  // Reserved and being handed to the launcher: durable before the launcher
+  // is called, so that a restart never starts it a second time.
+  kStarting,
 };
-// "queued", "running", "succeeded", "failed", "cancelled", "preempted".
+// "queued", "running", "succeeded", "failed", "cancelled", "preempted",
+// "starting".
 std::string_view JobStateName(JobState s);
 std::optional<JobState> ParseJobState(std::string_view text);
 bool IsTerminal(JobState s);  // succeeded, failed, cancelled

@@ -8,13 +8,14 @@
 namespace tessera::scheduler {
 namespace {
 
-constexpr std::array<std::pair<JobState, std::string_view>, 6> kNames = {{
+constexpr std::array<std::pair<JobState, std::string_view>, 7> kNames = {{
     {JobState::kQueued, "queued"},
     {JobState::kRunning, "running"},
     {JobState::kSucceeded, "succeeded"},
     {JobState::kFailed, "failed"},
     {JobState::kCancelled, "cancelled"},
     {JobState::kPreempted, "preempted"},
+    {JobState::kStarting, "starting"},
 }};
 
 }  // namespace

@@ -50,7 +50,12 @@ std::string Metrics::Render(
          "cluster engine could not be reached.\n"
          "# TYPE tessera_launch_retries_total counter\n"
          "tessera_launch_retries_total "
-      << launch_retries << "\n";
+      << launch_retries << "\n"
+      << "# HELP tessera_store_errors_total Writes the job store refused "
+         "(each answered 503 or retried; nothing acknowledged was lost).\n"
+         "# TYPE tessera_store_errors_total counter\n"
+         "tessera_store_errors_total "
+      << store_errors << "\n";
   const Topology& t = state.topology();
   const struct {
     const char* name;

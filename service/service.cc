@@ -99,7 +99,10 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   }
   std::lock_guard lock(m.mu);
   auto queued = m.store->CountQueued(user.name);
-  if (!queued) return queued.error();
+  if (!queued) {
+    m.metrics.store_errors++;
+    return Unavailable("the job store failed: " + queued.error().message);
+  }
   if (*queued >= m.options.max_queued_per_user) {
     return BadInput("user '" + user.name + "' already has " +
                     std::to_string(*queued) + " queued jobs (the limit is " +
@@ -108,9 +111,16 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   job.request = std::move(request);
   job.submitted_at = m.Now();
   auto id = m.store->Insert(job);  // committed before the caller hears back
-  if (!id) return id.error();
+  if (!id) {
+    m.metrics.store_errors++;
+    return Unavailable("the job store failed, the job was not submitted: " +
+                       id.error().message);
+  }
   job.id = *id;
-  if (sized) m.models.emplace(job.id, std::move(*sized));
+  if (sized) {
+    m.models.emplace(job.id,
+                     std::make_shared<const SizedModel>(std::move(*sized)));
+  }
   m.queue.push_back(job);
   m.metrics.submitted++;
   m.dirty = true;
@@ -142,19 +152,29 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason) {
   auto q = std::find_if(m.queue.begin(), m.queue.end(),
                         [&](const Job& j) { return j.id == id; });
   if (q != m.queue.end()) {
-    Job job = std::move(*q);
-    m.queue.erase(q);
+    Job job = *q;
     job.state = JobState::kCancelled;
     job.reason = reason;
     job.finished_at = m.Now();
-    TESSERA_RETURN_IF_ERROR(m.store->Update(job));
+    TESSERA_RETURN_IF_ERROR(m.Persist(job));  // else it stays queued
+    m.queue.erase(q);
+    m.models.erase(id);
     return job;
   }
   if (auto r = m.running.find(id); r != m.running.end()) {
     r->second.reason = reason;
     if (m.cancel_requested.insert(id).second) {
-      m.launcher->Stop(id, m.options.kill_grace_s);
+      // The round thread signals it: no launcher call under the lock.
+      m.stop_requests.push_back(id);
+      m.dirty = true;
+      m.wake.notify_all();
     }
+    return r->second;
+  }
+  if (auto r = m.starting.find(id); r != m.starting.end()) {
+    // Stopped once its start is done (or not started at all).
+    r->second.reason = reason;
+    m.cancel_requested.insert(id);
     return r->second;
   }
   if (auto r = m.reserved.find(id); r != m.reserved.end()) {
@@ -183,8 +203,9 @@ nlohmann::json Service::ClusterJson() {
   const Topology& t = m.state.topology();
   nlohmann::json pools = nlohmann::json::array();
   for (const std::string& p : t.pools) {
-    int queued = 0, running = 0, gpus = 0;
+    int queued = 0, starting = 0, running = 0, gpus = 0;
     for (const Job& j : m.queue) queued += j.request.pool == p;
+    for (const auto& [id, j] : m.starting) starting += j.request.pool == p;
     for (const auto& [id, j] : m.running) running += j.request.pool == p;
     for (const NodeInfo& n : t.nodes) {
       if (n.pool == p) gpus += static_cast<int>(n.gpus.size());
@@ -193,6 +214,7 @@ nlohmann::json Service::ClusterJson() {
                      {"policy", std::string(m.policies.at(p)->name())},
                      {"gpus", gpus},
                      {"queued", queued},
+                     {"starting", starting},
                      {"running", running}});
   }
   nlohmann::json gpus = nlohmann::json::array();
@@ -227,6 +249,9 @@ std::string Service::MetricsText() {
   for (const auto& [id, j] : m.running) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
   }
+  for (const auto& [id, j] : m.starting) {
+    ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
+  }
   return m.metrics.Render(m.state, by_state);
 }
 
@@ -236,14 +261,40 @@ std::string Service::LogPath(JobId id, bool stderr_log) const {
   return impl_->launcher->LogPath(id, stderr_log);
 }
 
-void Service::Tick() {
-  std::lock_guard lock(impl_->mu);
-  impl_->Round();
-}
+void Service::Tick() { impl_->RunRound(); }
 
 std::string Service::CheckInvariants() {
-  std::lock_guard lock(impl_->mu);
-  return impl_->state.CheckInvariants();
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  std::string broken = m.state.CheckInvariants();
+  // The jobs in memory are the store's active jobs, in the same states.
+  std::map<JobId, JobState> memory;
+  for (const Job& j : m.queue) memory[j.id] = j.state;
+  for (const auto& [id, j] : m.starting) memory[id] = JobState::kStarting;
+  for (const auto& [id, j] : m.running) memory[id] = j.state;
+  for (const auto& [id, j] : m.reserved) memory[id] = j.state;
+  auto stored = m.store->LoadAll(/*active_only=*/true);
+  if (!stored) return broken + stored.error().message + "; ";
+  std::map<JobId, JobState> disk;
+  for (const Job& j : *stored) disk[j.id] = j.state;
+  for (const auto& [id, s] : disk) {
+    auto it = memory.find(id);
+    if (it == memory.end()) {
+      broken += "job " + std::to_string(id) + " is " +
+                std::string(JobStateName(s)) + " in the store, not in memory; ";
+    } else if (it->second != s) {
+      broken += "job " + std::to_string(id) + " is " +
+                std::string(JobStateName(s)) + " in the store, " +
+                std::string(JobStateName(it->second)) + " in memory; ";
+    }
+  }
+  for (const auto& [id, s] : memory) {
+    if (!disk.count(id)) {
+      broken += "job " + std::to_string(id) + " is " +
+                std::string(JobStateName(s)) + " in memory, not in the store; ";
+    }
+  }
+  return broken;
 }
 
 }  // namespace tessera::scheduler

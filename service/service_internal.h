@@ -5,8 +5,10 @@
 // Service: service.cc (the API), service_rounds.cc (scheduling rounds and
 // recovery), service_launch_env.cc (what a job starts with) and
 // service_reservations.cc (reservations for outside systems); nobody else
-// includes it. One mutex (`mu`) guards every member below it, and every
-// step is called with it held.
+// includes it. One mutex (`mu`) guards the cluster state and the jobs; the
+// slow steps (launcher calls, model loading, the policies' planning) run
+// on the round thread without it (docs/operations.md, "What survives
+// what").
 
 #include <algorithm>
 #include <chrono>
@@ -52,26 +54,66 @@ inline std::string PoolKind(const Topology& t, const std::string& pool) {
 
 }  // namespace service_internal
 
+// What a round's policies plan on: copies taken under the lock, so that
+// the policies, model loading and split placement run without it.
+struct RoundSnapshot {
+  ClusterState state;
+  std::vector<Job> queue;
+  std::vector<Job> running;
+  // Model jobs' sized graphs, by id (loaded again after a restart).
+  std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models;
+};
+
+// A start under way: the job (state `starting`, reserved and stored) and
+// what the launcher is given.
+struct PendingStart {
+  Job job;
+  LaunchSpec spec;
+  std::shared_ptr<const SizedModel> model;
+};
+
 struct Service::Impl {
   ServiceOptions options;
-  ClusterState state;
   std::unique_ptr<Store> store;
   std::unique_ptr<Launcher> launcher;
   std::unique_ptr<GpuScorer> scorer;
-  AdmissionCache admission_cache;  // the scorer's scores, by node stamp
   std::map<std::string, std::unique_ptr<QueuePolicy>> policies;
 
-  std::mutex mu;
+  // One round at a time (Loop, Tick). Held for the whole round, launcher
+  // calls included; the round thread alone calls the launcher (but Adopt
+  // and Reconcile, during Start, before the thread runs), so API calls
+  // never wait on it. Taken before `mu`, never while holding it.
+  std::mutex round_mu;
+  // Guarded by round_mu (the round's own planning state).
+  AdmissionCache admission_cache;  // the scorer's scores, by node stamp
+  std::unordered_map<JobId, nlohmann::json> pending_plans;
+
+  std::mutex mu;  // guards everything below; never held across a
+                  // launcher call, a model load or a policy's planning
   std::condition_variable wake;
   bool stopping = false;
   bool dirty = true;  // something changed: run a round
   std::thread thread;
 
+  ClusterState state;
   std::vector<Job> queue;        // queued or preempted, by id
   std::map<JobId, Job> running;  // running (incl. stopping)
+  // State `starting`: reserved and stored, the launcher not yet done (or
+  // its outcome not yet stored).
+  std::map<JobId, Job> starting;
+  // Start outcomes the store has not taken yet (a failed write): the job
+  // stays `starting`, in memory as in the store, and the write is tried
+  // again every round.
+  std::map<JobId, Job> unrecorded_starts;
+  // Exits the store has not taken yet: the job stays running (and
+  // reserved) until it has.
+  std::map<JobId, Exited> unrecorded_exits;
+  // `starting` jobs whose launcher could not say at recovery whether they
+  // run (Reconciled::kUnknown): asked again every round.
+  std::set<JobId> unreconciled;
   std::set<JobId> cancel_requested, preempt_requested;
-  std::unordered_map<JobId, SizedModel> models;  // model jobs' graphs
-  std::unordered_map<JobId, nlohmann::json> pending_plans;
+  std::vector<JobId> stop_requests;  // launcher->Stop for the round thread
+  std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models;
   // After a transient launcher error nothing starts until then.
   double launch_retry_at = 0;
   Metrics metrics;
@@ -91,35 +133,53 @@ struct Service::Impl {
     return options.clock ? options.clock() : service_internal::WallClock();
   }
 
-  // The sized model of a model job, loading it again after a restart.
-  const SizedModel* ModelOf(const Job& job);
+  // Loads and sizes a model job's graph (no lock needed; slow).
+  std::shared_ptr<const SizedModel> LoadModel(const Job& job) const;
 
-  std::optional<Allocation> Allocate(const ClusterState& s, const Job& job);
+  std::optional<Allocation> Allocate(const RoundSnapshot& snap,
+                                     const ClusterState& s, const Job& job);
 
   // The environment a job starts with (docs/scheduler.md, "Launching").
-  std::map<std::string, std::string> LaunchEnv(const Job& job);
+  // Writes the plan and device map files of a split job: no lock held.
+  std::map<std::string, std::string> LaunchEnv(const Job& job,
+                                               const Topology& t,
+                                               const SizedModel* sized) const;
 
-  void Persist(const Job& job);
+  // Stores `job`; kUnavailable (and store_errors counted) if the store
+  // fails. The caller changes its memory only once this succeeded.
+  Status Persist(const Job& job);
 
-  // Ends a running job (its process exited).
-  void Finish(const Exited& e);
+  // Ends a running job (its process exited); false if the store failed
+  // (the job then stays running and the exit is tried again).
+  bool Finish(const Exited& e);
 
   // What `a` holds on each node, for the launcher: the node that holds the
   // CPU and memory first.
-  std::vector<LaunchPart> LaunchParts(const Allocation& a) const;
+  static std::vector<LaunchPart> LaunchParts(const Topology& t,
+                                             const Allocation& a);
 
   // Back to the queue, in id order.
   void Requeue(Job job);
 
-  // Starts `job` (removed from the queue by the caller) on `allocation`.
-  void Launch(Job job, const Allocation& allocation);
+  // Marks `job` (removed from the queue by the caller) `starting` on
+  // `allocation`, reserved and stored; nullopt (the job back in the queue)
+  // if it no longer fits or the store fails.
+  std::optional<Job> BeginStart(Job job, const Allocation& allocation);
+  // Applies what the launcher said about a `starting` job.
+  void EndStart(JobId id, const Result<Launched>& launched);
+  // Stores the outcome of a start and moves the job on; false if the
+  // store failed (the outcome is kept and tried again).
+  bool RecordStart(const Job& outcome);
 
-  void Round();
-
+  // One scheduling round; takes round_mu, then mu when it needs it.
+  void RunRound();
   void Loop();
 
-  // After a restart: live jobs are re-adopted, the others are lost.
+  // After a restart: live jobs are re-adopted, the others are lost; a
+  // start under way when the service stopped is reconciled, never redone.
   Status Recover();
+  // A `starting` job found (or not) by the launcher: the caller holds mu.
+  void ApplyReconciled(Job job, const Reconciled& r);
 };
 
 }  // namespace tessera::scheduler

@@ -1,6 +1,7 @@
 // What a job starts with: the sized model of a model job, the GPUs the
 // launcher hands it on each node, and its environment (docs/scheduler.md,
-// "Launching"). The caller holds Service::Impl::mu (service_internal.h).
+// "Launching"). The round thread calls these without Service::Impl::mu:
+// they read only the topology of the round's snapshot and the job's copy.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -12,23 +13,10 @@
 
 namespace tessera::scheduler {
 
-// The sized model of a model job, loading it again after a restart.
-
-const SizedModel* Service::Impl::ModelOf(const Job& job) {
-  if (!job.request.model) return nullptr;
-  auto it = models.find(job.id);
-  if (it != models.end()) return &it->second;
-  auto sized =
-      SizeModel(*job.request.model,
-                service_internal::PoolKind(state.topology(), job.request.pool));
-  if (!sized) return nullptr;
-  return &models.emplace(job.id, std::move(sized).value()).first->second;
-}
-
 // The environment a job starts with (docs/scheduler.md, "Launching").
 
-std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
-  const Topology& t = state.topology();
+std::map<std::string, std::string> Service::Impl::LaunchEnv(
+    const Job& job, const Topology& t, const SizedModel* sized) const {
   std::map<std::string, std::string> env = job.request.env;
   std::string visible, ids;
   std::vector<int> milli;
@@ -48,11 +36,13 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
     env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = mps.pinned_device_mem_limit;
   }
   env["TESSERA_JOB_ID"] = std::to_string(job.id);
+  // Which start of the job this is: 0, then one more after each preemption.
+  env["TESSERA_ATTEMPT"] = std::to_string(job.restarts);
   env["TESSERA_GPUS"] = ids;
   if (job.allocation.node >= 0) {
     env["TESSERA_NODE"] = t.nodes[job.allocation.node].name;
     std::string nodes;
-    for (const LaunchPart& p : LaunchParts(job.allocation)) {
+    for (const LaunchPart& p : LaunchParts(t, job.allocation)) {
       nodes += (nodes.empty() ? "" : ",") + p.node;
     }
     env["TESSERA_NODES"] = nodes;
@@ -65,7 +55,7 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
         (dir / (std::to_string(job.id) + ".plan.json")).string();
     std::ofstream(plan_path) << job.plan.dump(2) << "\n";
     env["TESSERA_PLAN"] = plan_path;
-    if (const SizedModel* sized = ModelOf(job)) {
+    if (sized) {
       auto plan = split::ParsePlan(job.plan, plan_path);
       if (plan) {
         const auto names = graph::UniqueNodeNames(*sized->model->graph);
@@ -93,8 +83,8 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(const Job& job) {
 // What `a` holds on each node, for the launcher: the node that holds the
 // CPU and memory first.
 
-std::vector<LaunchPart> Service::Impl::LaunchParts(const Allocation& a) const {
-  const Topology& t = state.topology();
+std::vector<LaunchPart> Service::Impl::LaunchParts(const Topology& t,
+                                                   const Allocation& a) {
   std::vector<LaunchPart> parts;
   auto part_of = [&](int node) -> LaunchPart& {
     for (LaunchPart& p : parts) {

@@ -56,16 +56,18 @@ std::string WhyNot(const ClusterState& s, int node, const Resources& d,
 Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
                                        JobState end,
                                        const std::string& reason) {
-  Job job = std::move(it->second);
-  reserved.erase(it);
-  state.Release(job.id);
+  Job job = it->second;
   job.state = end;
   job.reason = reason;
   job.allocation = {};
   job.finished_at = Now();
+  // Stored first: if the store fails, the reservation stays held, in
+  // memory as on disk, and the caller hears 503.
+  TESSERA_RETURN_IF_ERROR(Persist(job));
+  reserved.erase(it);
+  state.Release(job.id);
   dirty = true;
   wake.notify_all();
-  TESSERA_RETURN_IF_ERROR(store->Update(job));
   return job;
 }
 
@@ -140,7 +142,11 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
   job.allocation = fit->allocation;
   job.pid = 0;
   auto id = m.store->Insert(job);  // on disk before the caller hears back
-  if (!id) return id.error();
+  if (!id) {
+    m.metrics.store_errors++;
+    return Unavailable("the job store failed, nothing was reserved: " +
+                       id.error().message);
+  }
   job.id = *id;
   TESSERA_RETURN_IF_ERROR(m.state.Reserve(job.id, job.allocation));
   m.reserved.emplace(job.id, job);

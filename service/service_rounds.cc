@@ -1,6 +1,18 @@
 // The service's scheduling rounds: reaping exits, running every pool's
-// policy, launching what it admits, and recovering after a restart. The
-// caller holds Service::Impl::mu (service_internal.h).
+// policy, starting what it admits, and recovering after a restart.
+//
+// A round holds `round_mu` throughout and `mu` only in short steps:
+//   1. (no mu) the launcher: stops asked for, then Poll;
+//   2. (mu) exits and start outcomes the store has to take, a snapshot;
+//   3. (no mu) models not loaded yet, then every pool's policy on the
+//      snapshot (a split's placement can take seconds);
+//   4. (mu) the decisions checked against the state now: each start is
+//      reserved and stored as `starting` before the launcher sees it;
+//   5. (no mu) the launcher starts them (sbatch may hang for seconds);
+//   6. (mu) the outcomes, stored.
+// So no API call waits on a launcher, a model or a policy, and a crash at
+// any point leaves each job either not started or `starting` in the store,
+// which Recover reconciles with the launcher instead of starting it again.
 #include <algorithm>
 #include <chrono>
 
@@ -8,7 +20,19 @@
 
 namespace tessera::scheduler {
 
-std::optional<Allocation> Service::Impl::Allocate(const ClusterState& s,
+using service_internal::PoolKind;
+
+std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
+    const Job& job) const {
+  if (!job.request.model) return nullptr;
+  auto sized = SizeModel(*job.request.model,
+                         PoolKind(options.topology, job.request.pool));
+  if (!sized) return nullptr;
+  return std::make_shared<const SizedModel>(std::move(sized).value());
+}
+
+std::optional<Allocation> Service::Impl::Allocate(const RoundSnapshot& snap,
+                                                  const ClusterState& s,
                                                   const Job& job) {
   AdmissionOptions admission;
   admission.cache = &admission_cache;
@@ -18,64 +42,74 @@ std::optional<Allocation> Service::Impl::Allocate(const ClusterState& s,
     return a;
   }
   if (!job.request.model || !job.request.splittable) return std::nullopt;
-  const SizedModel* sized = ModelOf(job);
-  if (!sized) return std::nullopt;
+  auto it = snap.models.find(job.id);
+  if (it == snap.models.end() || !it->second) return std::nullopt;
   auto gang =
-      SplitAcrossSlivers(s, job.request.pool, *sized, options.model_headroom,
-                         launcher->multi_node());
+      SplitAcrossSlivers(s, job.request.pool, *it->second,
+                         options.model_headroom, launcher->multi_node());
   if (!gang) return std::nullopt;
   pending_plans[job.id] = gang->plan;
   return gang->allocation;
 }
 
-void Service::Impl::Persist(const Job& job) {
+Status Service::Impl::Persist(const Job& job) {
   if (Status s = store->Update(job); !s.ok()) {
     metrics.store_errors++;
+    return Unavailable("the job store failed: " + s.error().message);
   }
+  return {};
 }
 
-// Ends a running job (its process exited).
-
-void Service::Impl::Finish(const Exited& e) {
+bool Service::Impl::Finish(const Exited& e) {
   auto it = running.find(e.id);
-  if (it == running.end()) return;
-  Job job = std::move(it->second);
-  running.erase(it);
-  state.Release(job.id);
+  if (it == running.end()) {
+    // Its start outcome is not stored yet: the exit waits for it.
+    if (starting.count(e.id)) unrecorded_exits[e.id] = e;
+    return starting.count(e.id) == 0;
+  }
+  Job job = it->second;
   job.allocation = {};
   job.pid = 0;
   job.exit_code = e.exit_code;
-  if (preempt_requested.erase(job.id)) {
+  const bool preempted = preempt_requested.count(job.id) > 0;
+  if (preempted) {
     job.state = JobState::kPreempted;
     job.reason = "preempted by a higher-priority job";
     ++job.restarts;
     job.exit_code.reset();
     job.plan = nullptr;
-    Persist(job);
-    queue.push_back(std::move(job));
-    std::sort(queue.begin(), queue.end(),
-              [](const Job& a, const Job& b) { return a.id < b.id; });
-    return;
-  }
-  job.finished_at = Now();
-  if (cancel_requested.erase(job.id) || e.cancelled) {
-    job.state = JobState::kCancelled;
-    if (job.reason.empty()) {
-      job.reason = e.reason.empty() ? "cancelled" : e.reason;
-    }
-  } else if (e.exit_code && *e.exit_code == 0) {
-    job.state = JobState::kSucceeded;
   } else {
-    job.state = JobState::kFailed;
-    job.reason =
-        e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
+    job.finished_at = Now();
+    if (cancel_requested.count(job.id) || e.cancelled) {
+      job.state = JobState::kCancelled;
+      if (job.reason.empty()) {
+        job.reason = e.reason.empty() ? "cancelled" : e.reason;
+      }
+    } else if (e.exit_code && *e.exit_code == 0) {
+      job.state = JobState::kSucceeded;
+    } else {
+      job.state = JobState::kFailed;
+      job.reason =
+          e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
+    }
   }
-  models.erase(job.id);
-  metrics.finished++;
-  Persist(job);
+  if (!Persist(job).ok()) {
+    unrecorded_exits[e.id] = e;  // still running, in memory as on disk
+    return false;
+  }
+  unrecorded_exits.erase(e.id);
+  running.erase(it);
+  state.Release(job.id);
+  preempt_requested.erase(job.id);
+  cancel_requested.erase(job.id);
+  if (preempted) {
+    Requeue(std::move(job));
+  } else {
+    models.erase(job.id);
+    metrics.finished++;
+  }
+  return true;
 }
-
-// Back to the queue, in id order.
 
 void Service::Impl::Requeue(Job job) {
   queue.push_back(std::move(job));
@@ -83,67 +117,159 @@ void Service::Impl::Requeue(Job job) {
             [](const Job& a, const Job& b) { return a.id < b.id; });
 }
 
-// Starts `job` (removed from the queue by the caller) on `allocation`.
-
-void Service::Impl::Launch(Job job, const Allocation& allocation) {
-  if (!state.Fits(allocation)) {  // the policy's view was stale
+std::optional<Job> Service::Impl::BeginStart(Job job,
+                                             const Allocation& allocation) {
+  if (!state.Fits(allocation)) {  // the snapshot was stale
     Requeue(std::move(job));
-    return;
+    return std::nullopt;
   }
-  const double now = Now();
-  job.allocation = allocation;
+  Job begun = job;
+  begun.state = JobState::kStarting;
+  begun.allocation = allocation;
+  begun.reason.clear();
   if (auto p = pending_plans.find(job.id); p != pending_plans.end()) {
-    job.plan = p->second;
+    begun.plan = p->second;
   }
-  (void)state.Reserve(job.id, allocation);
-  LaunchSpec spec;
-  spec.id = job.id;
-  spec.name = job.request.name;
-  spec.user = job.user;
-  spec.command = job.request.command;
-  spec.env = LaunchEnv(job);
-  spec.log_dir = options.log_dir;
-  spec.parts = LaunchParts(allocation);
-  auto launched = launcher->Start(spec);
-  if (!launched && launched.error().code == ErrorCode::kUnavailable) {
-    // The engine is unreachable: try again later, keep the job.
-    state.Release(job.id);
-    job.allocation = {};
-    job.plan = nullptr;
-    job.reason = "not started yet: " + launched.error().message;
-    metrics.launch_retries++;
-    launch_retry_at = now + kLaunchRetryS;
-    Persist(job);
-    Requeue(std::move(job));
-    return;
+  if (!Persist(begun).ok()) {
+    Requeue(std::move(job));  // queued, in memory as on disk
+    return std::nullopt;
   }
-  if (!launched) {
-    state.Release(job.id);
-    job.allocation = {};
-    job.state = JobState::kFailed;
-    job.reason = launched.error().message;
-    job.finished_at = now;
-    Persist(job);
-    return;
-  }
-  metrics.queue_wait.Observe(now - job.submitted_at);
-  job.reason.clear();
-  job.state = JobState::kRunning;
-  job.started_at = now;
-  job.pid = launched->pid;
-  job.pid_start = launched->start_time;
-  Persist(job);
-  running.emplace(job.id, std::move(job));
+  (void)state.Reserve(begun.id, allocation);
+  starting.emplace(begun.id, begun);
+  return begun;
 }
 
-void Service::Impl::Round() {
-  for (const Exited& e : launcher->Poll()) Finish(e);
+bool Service::Impl::RecordStart(const Job& outcome) {
+  if (!Persist(outcome).ok()) {
+    unrecorded_starts[outcome.id] = outcome;
+    return false;
+  }
+  unrecorded_starts.erase(outcome.id);
+  starting.erase(outcome.id);
+  if (outcome.state == JobState::kRunning) {
+    metrics.queue_wait.Observe(outcome.started_at - outcome.submitted_at);
+    running.emplace(outcome.id, outcome);
+    if (cancel_requested.count(outcome.id)) {
+      stop_requests.push_back(outcome.id);
+    }
+    return true;
+  }
+  state.Release(outcome.id);
+  cancel_requested.erase(outcome.id);
+  if (IsTerminal(outcome.state)) {
+    models.erase(outcome.id);
+    if (outcome.state != JobState::kFailed) metrics.finished++;
+  } else {
+    Requeue(outcome);
+  }
+  return true;
+}
+
+void Service::Impl::EndStart(JobId id, const Result<Launched>& launched) {
+  auto it = starting.find(id);
+  if (it == starting.end()) return;
+  Job job = it->second;
   const double now = Now();
-  if (now < launch_retry_at) return;  // the engine was unreachable
-  for (const std::string& pool : state.topology().pools) {
+  const bool cancelled = cancel_requested.count(id) > 0;
+  if (!launched) {
+    job.allocation = {};
+    job.plan = nullptr;
+    if (cancelled) {
+      job.state = JobState::kCancelled;
+      if (job.reason.empty()) job.reason = "cancelled";
+      job.finished_at = now;
+    } else if (launched.error().code == ErrorCode::kUnavailable) {
+      // The engine is unreachable: try again later, keep the job.
+      job.state = job.restarts > 0 ? JobState::kPreempted : JobState::kQueued;
+      job.reason = "not started yet: " + launched.error().message;
+      metrics.launch_retries++;
+      launch_retry_at = now + kLaunchRetryS;
+    } else {
+      job.state = JobState::kFailed;
+      job.reason = launched.error().message;
+      job.finished_at = now;
+    }
+  } else {
+    job.state = JobState::kRunning;
+    job.started_at = now;
+    job.pid = launched->pid;
+    job.pid_start = launched->start_time;
+  }
+  RecordStart(job);
+}
+
+void Service::Impl::RunRound() {
+  std::lock_guard round(round_mu);
+  // 1. The launcher, without the lock.
+  std::vector<JobId> stops;
+  std::vector<JobId> to_reconcile;
+  {
+    std::lock_guard lock(mu);
+    stops.swap(stop_requests);
+    to_reconcile.assign(unreconciled.begin(), unreconciled.end());
+  }
+  for (const JobId id : stops) launcher->Stop(id, options.kill_grace_s);
+  std::vector<std::pair<JobId, Reconciled>> reconciled;
+  for (const JobId id : to_reconcile) {
+    reconciled.emplace_back(id, launcher->Reconcile(id));
+  }
+  std::vector<Exited> exits = launcher->Poll();
+
+  // 2. What the store has to take, and a snapshot to plan on.
+  RoundSnapshot snap{state, {}, {}, {}};
+  std::vector<JobId> to_load;
+  const double now = Now();
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [id, r] : reconciled) {
+      auto it = starting.find(id);
+      if (r.kind == Reconciled::Kind::kUnknown || it == starting.end()) {
+        continue;
+      }
+      unreconciled.erase(id);
+      Job job = it->second;
+      starting.erase(it);
+      state.Release(id);
+      ApplyReconciled(std::move(job), r);
+    }
+    for (const auto& [id, outcome] : std::map(unrecorded_starts)) {
+      RecordStart(outcome);
+    }
+    for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
+    for (const Exited& e : exits) Finish(e);
+    if (now < launch_retry_at) return;  // the engine was unreachable
+    snap.state = state;
+    snap.queue = queue;
+    for (const auto& [id, j] : running) snap.running.push_back(j);
+    for (const Job& j : queue) {
+      if (!j.request.model) continue;
+      auto it = models.find(j.id);
+      if (it != models.end()) {
+        snap.models.emplace(j.id, it->second);
+      } else {
+        to_load.push_back(j.id);
+      }
+    }
+  }
+
+  // 3. Plan without the lock: models first seen since a restart, then
+  // every pool's policy.
+  for (const JobId id : to_load) {
+    auto j = std::find_if(snap.queue.begin(), snap.queue.end(),
+                          [&](const Job& q) { return q.id == id; });
+    snap.models[id] = LoadModel(*j);
+  }
+  struct PoolDecision {
+    std::string pool;
+    Decision decision;
+    double seconds = 0;
+  };
+  std::vector<PoolDecision> decisions;
+  pending_plans.clear();
+  for (const std::string& pool : snap.state.topology().pools) {
     std::vector<QueuedJob> waiting;
     std::unordered_map<JobId, const Job*> by_id;
-    for (const Job& j : queue) {
+    for (const Job& j : snap.queue) {
       if (j.request.pool != pool) continue;
       waiting.push_back({j.id, j.user, "", j.request.priority,
                          j.request.preemptible, j.submitted_at,
@@ -152,61 +278,155 @@ void Service::Impl::Round() {
     }
     if (waiting.empty()) continue;
     std::vector<RunningJob> active;
-    for (const auto& [id, j] : running) {
+    for (const Job& j : snap.running) {
       if (j.request.pool != pool) continue;
-      active.push_back({id, j.user, "", j.request.priority,
+      active.push_back({j.id, j.user, "", j.request.priority,
                         j.request.preemptible, j.started_at,
                         j.request.time_limit_s});
     }
     const Allocator allocate = [&](const ClusterState& s, const QueuedJob& q) {
-      return Allocate(s, *by_id.at(q.id));
+      return Allocate(snap, s, *by_id.at(q.id));
     };
     const auto t0 = std::chrono::steady_clock::now();
-    const Decision d =
-        policies.at(pool)->Schedule(waiting, active, state, allocate, now);
-    metrics.decision_latency.Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count());
-    if (!d.preempt.empty()) {
-      // Start nothing until the victims have exited and freed their GPUs.
-      for (const JobId v : d.preempt) {
-        if (running.count(v) && preempt_requested.insert(v).second) {
-          launcher->Stop(v, options.kill_grace_s);
-        }
-      }
-      continue;
-    }
-    for (const auto& [id, allocation] : d.start) {
-      auto it = std::find_if(queue.begin(), queue.end(),
-                             [&](const Job& j) { return j.id == id; });
-      if (it == queue.end()) continue;
-      Job job = std::move(*it);
-      queue.erase(it);
-      by_id.clear();  // the queue moved; the allocator is done
-      Launch(std::move(job), allocation);
-    }
-    pending_plans.clear();
+    Decision d =
+        policies.at(pool)->Schedule(waiting, active, snap.state, allocate, now);
+    decisions.push_back(
+        {pool, std::move(d),
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+             .count()});
   }
+
+  // 4. The decisions against the state now: reserved and stored as
+  // `starting` before anything is launched.
+  std::vector<PendingStart> starts;
+  {
+    std::lock_guard lock(mu);
+    for (const JobId id : to_load) {
+      if (snap.models[id]) models.emplace(id, snap.models[id]);
+    }
+    for (PoolDecision& pd : decisions) {
+      metrics.decision_latency.Observe(pd.seconds);
+      const Decision& d = pd.decision;
+      if (!d.preempt.empty()) {
+        // Start nothing until the victims have exited and freed their GPUs.
+        for (const JobId v : d.preempt) {
+          if (running.count(v) && preempt_requested.insert(v).second) {
+            stop_requests.push_back(v);
+          }
+        }
+        continue;
+      }
+      for (const auto& [id, allocation] : d.start) {
+        auto it = std::find_if(queue.begin(), queue.end(),
+                               [&](const Job& j) { return j.id == id; });
+        if (it == queue.end()) continue;  // cancelled meanwhile
+        Job job = std::move(*it);
+        queue.erase(it);
+        std::optional<Job> begun = BeginStart(std::move(job), allocation);
+        if (!begun) continue;
+        PendingStart p;
+        p.job = std::move(*begun);
+        if (auto m = models.find(id); m != models.end()) p.model = m->second;
+        starts.push_back(std::move(p));
+      }
+    }
+  }
+  pending_plans.clear();
+
+  // 5. The launcher, without the lock: the job's environment (plan files
+  // written for a split job), then the start itself.
+  std::vector<Result<Launched>> outcomes;
+  for (PendingStart& p : starts) {
+    const Topology& t = snap.state.topology();
+    p.spec.id = p.job.id;
+    p.spec.name = p.job.request.name;
+    p.spec.user = p.job.user;
+    p.spec.command = p.job.request.command;
+    p.spec.env = LaunchEnv(p.job, t, p.model.get());
+    p.spec.log_dir = options.log_dir;
+    p.spec.parts = LaunchParts(t, p.job.allocation);
+    outcomes.push_back(launcher->Start(p.spec));
+  }
+  std::vector<JobId> preempt_stops;
+  {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      EndStart(starts[i].job.id, outcomes[i]);
+    }
+    preempt_stops.swap(stop_requests);
+  }
+  // 6. Preemptions and cancels decided meanwhile, without the lock.
+  for (const JobId id : preempt_stops) launcher->Stop(id, options.kill_grace_s);
 }
 
 void Service::Impl::Loop() {
-  std::unique_lock lock(mu);
-  while (!stopping) {
-    Round();
-    dirty = false;
+  while (true) {
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return;
+      dirty = false;
+    }
+    RunRound();
+    std::unique_lock lock(mu);
     wake.wait_for(lock, std::chrono::duration<double>(options.tick_s),
                   [&] { return stopping || dirty; });
   }
 }
 
-// After a restart: live jobs are re-adopted, the others are lost.
+void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
+  if (r.kind == Reconciled::Kind::kRunning && state.Fits(job.allocation) &&
+      state.Reserve(job.id, job.allocation).ok()) {
+    job.state = JobState::kRunning;
+    if (job.started_at == 0) job.started_at = Now();
+    job.pid = r.launched.pid;
+    job.pid_start = r.launched.start_time;
+    job.reason.clear();
+    if (Persist(job).ok()) {
+      running.emplace(job.id, std::move(job));
+      return;
+    }
+    // Not stored: it stays `starting`, running, and is tried again.
+    unrecorded_starts[job.id] = job;
+    job.state = JobState::kStarting;
+    starting.emplace(job.id, std::move(job));
+    return;
+  }
+  if (r.kind == Reconciled::Kind::kRunning) {
+    // Running, but its reservation collides: the state is not what the
+    // store says. Stop it rather than run two jobs on one share (the
+    // round thread sends the signal).
+    stop_requests.push_back(job.id);
+  }
+  job.state = JobState::kFailed;
+  job.reason = "lost: the service stopped while starting it (" +
+               (r.detail.empty() ? std::string("not found") : r.detail) + ")";
+  job.allocation = {};
+  job.finished_at = Now();
+  if (!Persist(job).ok()) {
+    job.state = JobState::kStarting;
+    unrecorded_starts[job.id] = job;
+    starting.emplace(job.id, std::move(job));
+  }
+}
 
 Status Service::Impl::Recover() {
   auto jobs = store->LoadAll(/*active_only=*/true);
   if (!jobs) return jobs.error();
   for (Job& job : *jobs) {
-    if (job.state != JobState::kRunning) {
+    if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
       queue.push_back(std::move(job));
+      continue;
+    }
+    if (job.state == JobState::kStarting) {
+      // Maybe started, maybe not: the launcher knows; never start it again.
+      const Reconciled r = launcher->Reconcile(job.id);
+      if (r.kind == Reconciled::Kind::kUnknown) {
+        (void)state.Reserve(job.id, job.allocation);  // held while unknown
+        unreconciled.insert(job.id);
+        starting.emplace(job.id, std::move(job));
+        continue;
+      }
+      ApplyReconciled(std::move(job), r);
       continue;
     }
     if (!job.origin.empty()) {  // a reservation: no process to adopt
@@ -226,7 +446,7 @@ Status Service::Impl::Recover() {
     job.reason = "lost";
     job.allocation = {};
     job.finished_at = Now();
-    Persist(job);
+    TESSERA_RETURN_IF_ERROR(Persist(job));
   }
   return {};
 }

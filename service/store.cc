@@ -134,9 +134,9 @@ struct Store::Impl {
   }
 
   Status PrepareAll() {
-    const std::string active_states = Quoted(JobState::kQueued) + "," +
-                                      Quoted(JobState::kRunning) + "," +
-                                      Quoted(JobState::kPreempted);
+    const std::string active_states =
+        Quoted(JobState::kQueued) + "," + Quoted(JobState::kRunning) + "," +
+        Quoted(JobState::kPreempted) + "," + Quoted(JobState::kStarting);
     const std::string queued_states =
         Quoted(JobState::kQueued) + "," + Quoted(JobState::kPreempted);
     const std::pair<Statement*, std::string> all_sql[] = {

@@ -158,6 +158,26 @@ class SlurmLauncher : public Launcher {
     return true;
   }
 
+  // The Slurm job named for `id` (with this service's instance tag), if
+  // Slurm still runs or queues it.
+  Reconciled Reconcile(JobId id) override {
+    Result<std::optional<int64_t>> live = FindLive(id);
+    if (!live) return {Reconciled::Kind::kUnknown, {}, live.error().message};
+    if (!*live) {
+      return {Reconciled::Kind::kNotFound,
+              {},
+              "Slurm has no live job named " + JobName(id)};
+    }
+    {
+      std::lock_guard lock(mu_);
+      Tracked& t = jobs_[id];
+      t = Tracked{};
+      t.slurm_id = **live;
+      wake_.notify_all();
+    }
+    return {Reconciled::Kind::kRunning, Launched{**live, 0}, ""};
+  }
+
   std::string LogPath(JobId id, bool stderr_log) const override {
     std::lock_guard lock(mu_);
     auto it = log_dirs_.find(id);

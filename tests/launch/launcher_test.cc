@@ -240,6 +240,30 @@ TEST_F(LocalLauncherTest, AdoptRefusesAWrongStartTimeOrADeadPid) {
   EXPECT_TRUE(launcher_->Poll().empty());
 }
 
+// After a crash during a start, a new launcher finds the job by its pid
+// file: running (then watched like an adopted process), ended, or never
+// started.
+TEST_F(LocalLauncherTest, ReconcileFindsAStartedJobByItsPidFile) {
+  auto started = launcher_->Start(Spec(40, {"sleep", "30"}, LogDir()));
+  ASSERT_TRUE(started) << started.error().message;
+  EXPECT_THAT(ReadFile(LogDir() + "/40.pid"),
+              HasSubstr(std::to_string(started->pid)));
+  auto restarted = MakeLocalLauncher(LogDir());
+  const Reconciled found = restarted->Reconcile(40);
+  ASSERT_EQ(found.kind, Reconciled::Kind::kRunning) << found.detail;
+  EXPECT_EQ(found.launched.pid, started->pid);
+  EXPECT_EQ(found.launched.start_time, started->start_time);
+  EXPECT_TRUE(restarted->Poll().empty());
+  restarted->Stop(40, 5);
+  ASSERT_TRUE(WaitForExit(*launcher_, 40));  // the first one reaps it
+  const Reconciled ended = restarted->Reconcile(40);
+  EXPECT_EQ(ended.kind, Reconciled::Kind::kNotFound);
+  EXPECT_THAT(ended.detail, HasSubstr("ended while the service was down"));
+  const Reconciled never = restarted->Reconcile(41);
+  EXPECT_EQ(never.kind, Reconciled::Kind::kNotFound);
+  EXPECT_EQ(never.detail, "it never ran");
+}
+
 TEST(ProcessStartTime, ReadsThisProcessAndRejectsTheAbsent) {
   EXPECT_GT(ProcessStartTime(getpid()), 0);
   EXPECT_EQ(ProcessStartTime(getpid()), ProcessStartTime(getpid()));

@@ -14,51 +14,13 @@
 #include <utility>
 
 #include "service/service.h"
+#include "tests/service/scripted_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Two nodes: node0 with two 80 GiB GPUs in pool "a", node1 with one 16 GiB
-// GPU in pool "b".
-Topology TwoPools() {
-  Topology t;
-  t.pools = {"a", "b"};
-  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1}, false});
-  t.nodes.push_back({"node1", "b", 32000, 128 * 1024, {2}, false});
-  t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * 1024});
-  t.gpus.push_back({"node0/gpu1", 0, 1, "a100-80gb", 80 * 1024});
-  t.gpus.push_back({"node1/gpu0", 1, 0, "t4", 16 * 1024});
-  return t;
-}
-
-// Starts nothing: records what it was asked and exits when told.
-class ScriptedLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    if (fail_next) return *std::exchange(fail_next, std::nullopt);
-    started.push_back(spec);
-    return Launched{1000 + spec.id, 1};
-  }
-  void Stop(JobId id, double) override {
-    exits.push_back({id, {}, "signal 15"});
-  }
-  std::vector<Exited> Poll() override { return std::exchange(exits, {}); }
-  bool Adopt(JobId id, int64_t, int64_t) override {
-    return adoptable.count(id) > 0;
-  }
-  std::string LogPath(JobId id, bool err) const override {
-    return "/tmp/" + std::to_string(id) + (err ? ".err" : ".out");
-  }
-  void Exit(JobId id, int code) { exits.push_back({id, code, ""}); }
-
-  std::vector<LaunchSpec> started;
-  std::vector<Exited> exits;
-  std::set<JobId> adoptable;
-  std::optional<Error> fail_next;  // the next Start's error
-};
 
 class ServiceTest : public ::testing::Test {
  protected:

@@ -1,0 +1,95 @@
+#ifndef TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
+#define TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
+
+// A launcher for the service's tests that starts nothing: it records what
+// it was asked, exits jobs when told, can fail or hold a start, and answers
+// Adopt and Reconcile from tables. Thread-safe, so a test may drive it
+// while the service's round thread calls it.
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch/launcher.h"
+#include "scheduler/topology.h"
+
+namespace tessera::scheduler {
+
+class ScriptedLauncher : public Launcher {
+ public:
+  Result<Launched> Start(const LaunchSpec& spec) override {
+    std::function<void(const LaunchSpec&)> hook;
+    {
+      std::unique_lock lock(mu);
+      if (fail_next) return *std::exchange(fail_next, std::nullopt);
+      hook = start_hook;
+    }
+    if (hook) hook(spec);  // may block: a slow engine
+    std::lock_guard lock(mu);
+    started.push_back(spec);
+    return Launched{1000 + spec.id, 1};
+  }
+  void Stop(JobId id, double) override {
+    std::lock_guard lock(mu);
+    exits.push_back({id, {}, "signal 15"});
+  }
+  std::vector<Exited> Poll() override {
+    std::lock_guard lock(mu);
+    return std::exchange(exits, {});
+  }
+  bool Adopt(JobId id, int64_t, int64_t) override {
+    std::lock_guard lock(mu);
+    return adoptable.count(id) > 0;
+  }
+  Reconciled Reconcile(JobId id) override {
+    std::lock_guard lock(mu);
+    auto it = reconcile.find(id);
+    if (it == reconcile.end()) {
+      return {Reconciled::Kind::kNotFound, {}, "it never ran"};
+    }
+    return it->second;
+  }
+  std::string LogPath(JobId id, bool err) const override {
+    return "/tmp/" + std::to_string(id) + (err ? ".err" : ".out");
+  }
+  void Exit(JobId id, int code) {
+    std::lock_guard lock(mu);
+    exits.push_back({id, code, ""});
+  }
+  size_t StartCount() {
+    std::lock_guard lock(mu);
+    return started.size();
+  }
+
+  std::mutex mu;  // guards the members below
+  std::vector<LaunchSpec> started;
+  std::vector<Exited> exits;
+  std::set<JobId> adoptable;
+  std::map<JobId, Reconciled> reconcile;
+  std::optional<Error> fail_next;  // the next Start's error
+  // Called by Start (without mu) before it records the start.
+  std::function<void(const LaunchSpec&)> start_hook;
+};
+
+// Two nodes: node0 with two 80 GiB GPUs in pool "a", node1 with one 16 GiB
+// GPU in pool "b".
+inline Topology TwoPools() {
+  Topology t;
+  t.pools = {"a", "b"};
+  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1}, false});
+  t.nodes.push_back({"node1", "b", 32000, 128 * 1024, {2}, false});
+  t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * 1024});
+  t.gpus.push_back({"node0/gpu1", 0, 1, "a100-80gb", 80 * 1024});
+  t.gpus.push_back({"node1/gpu0", 1, 0, "t4", 16 * 1024});
+  return t;
+}
+
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
