@@ -48,6 +48,8 @@ std::string ErrorCodeName(ErrorCode code) {
       return "internal";
     case ErrorCode::kUnavailable:
       return "unavailable";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
   }
   return "internal";
 }

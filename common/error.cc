@@ -3,7 +3,7 @@
 namespace tessera {
 
 Error Error::WithContext(const std::string& context) const {
-  return Error{code, context + ": " + message};
+  return Error{code, context + ": " + message, retry_after_s};
 }
 
 Error BadInput(std::string message) {
@@ -22,6 +22,10 @@ Error Unavailable(std::string message) {
   return Error{ErrorCode::kUnavailable, std::move(message)};
 }
 
+Error RateLimited(std::string message, double retry_after_s) {
+  return Error{ErrorCode::kRateLimited, std::move(message), retry_after_s};
+}
+
 int ExitCodeFor(ErrorCode code) {
   switch (code) {
     case ErrorCode::kBadInput:
@@ -30,6 +34,7 @@ int ExitCodeFor(ErrorCode code) {
       return 3;
     case ErrorCode::kInternal:
     case ErrorCode::kUnavailable:
+    case ErrorCode::kRateLimited:
       return 1;
   }
   return 1;

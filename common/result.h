@@ -21,11 +21,13 @@ enum class ErrorCode {
   kInfeasible = 3,   // the input is valid but cannot be satisfied
   kInternal = 1,     // a bug or an environment failure
   kUnavailable = 4,  // try again later: an engine or service is unreachable
+  kRateLimited = 5,  // too many requests: try again after retry_after_s
 };
 
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
-  std::string message;  // names the file/field and what is wrong
+  std::string message;       // names the file/field and what is wrong
+  double retry_after_s = 0;  // kRateLimited: when a retry may succeed
 
   // Returns a copy whose message is prefixed with `context: `.
   Error WithContext(const std::string& context) const;
@@ -35,9 +37,10 @@ Error BadInput(std::string message);
 Error Infeasible(std::string message);
 Error Internal(std::string message);
 Error Unavailable(std::string message);
+Error RateLimited(std::string message, double retry_after_s);
 
 // Process exit code for `code`: 2 bad input, 3 infeasible, 1 otherwise
-// (an internal error, or something to try again later).
+// (an internal error, or something to try again later, rate limits too).
 int ExitCodeFor(ErrorCode code);
 
 template <typename T>

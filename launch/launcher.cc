@@ -122,7 +122,8 @@ class LocalLauncher : public Launcher {
     if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
     if (pid == 0) {
       ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
-                envp.data(), /*new_session=*/true, go_read.get());
+                envp.data(), /*new_session=*/true, go_read.get(),
+                go_write.get());
     }
     report_write.Reset();
     go_read.Reset();

@@ -88,8 +88,11 @@ int AboveStdio(int fd) {
 }
 
 [[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
-                            char** envp, bool new_session, int go) {
+                            char** envp, bool new_session, int go,
+                            int go_write) {
   if (go >= 0) {
+    // Else the child itself keeps the pipe open: no EOF when the parent dies.
+    if (go_write >= 0) close(go_write);
     char byte = 0;
     ssize_t n;
     do {

@@ -99,6 +99,7 @@ struct Allocation {
 struct Job {
   JobId id = 0;
   std::string user;
+  std::string team;  // the user's team when submitted ("" = none)
   JobRequest request;
   // What the queue reserves: request.resources, or what the estimator
   // computed for request.model (per GPU for a split job: see `plan`).

@@ -495,6 +495,7 @@ json JobJson(const Job& job, const Topology& topology) {
   return {{"id", job.id},
           {"name", job.request.name},
           {"user", job.user},
+          {"team", job.team},
           {"pool", job.request.pool},
           {"state", JobStateName(job.state)},
           {"priority", job.request.priority},
@@ -514,6 +515,7 @@ json JobJson(const Job& job, const Topology& topology) {
 json JobRecordJson(const Job& job) {
   return {{"id", job.id},
           {"user", job.user},
+          {"team", job.team},
           {"state", JobStateName(job.state)},
           {"request", JobRequestJson(job.request)},
           {"demand", ResourcesJson(job.demand)},
@@ -532,11 +534,11 @@ json JobRecordJson(const Job& job) {
 
 Result<Job> ParseJobRecord(const json& j) {
   const Reader rd(/*strict=*/false, {});
-  TESSERA_RETURN_IF_ERROR(
-      rd.Keys(j, "",
-              {"id", "user", "state", "request", "demand", "submitted_at",
-               "started_at", "finished_at", "exit_code", "reason", "allocation",
-               "plan", "pid", "pid_start", "restarts", "origin"}));
+  TESSERA_RETURN_IF_ERROR(rd.Keys(
+      j, "",
+      {"id", "user", "team", "state", "request", "demand", "submitted_at",
+       "started_at", "finished_at", "exit_code", "reason", "allocation", "plan",
+       "pid", "pid_start", "restarts", "origin"}));
   for (const char* k : {"id", "state", "request"}) {
     if (!j.contains(k)) return FieldError(k, "missing from the job record");
   }
@@ -550,6 +552,9 @@ Result<Job> ParseJobRecord(const json& j) {
   TESSERA_RETURN_IF_ERROR(rd.Request(j["request"], &job.request));
   if (j.contains("user")) {
     TESSERA_RETURN_IF_ERROR(rd.String(j["user"], "user", &job.user));
+  }
+  if (j.contains("team")) {
+    TESSERA_RETURN_IF_ERROR(rd.String(j["team"], "team", &job.team));
   }
   if (j.contains("demand")) {
     TESSERA_RETURN_IF_ERROR(rd.Resources(j["demand"], "demand", &job.demand));

@@ -77,6 +77,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   }
   Job job;
   job.user = user.name;
+  job.team = user.team;
   std::optional<SizedModel> sized;
   if (request.model) {
     // Loading and sizing can take a while: outside the lock.
@@ -98,16 +99,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     }
   }
   std::lock_guard lock(m.mu);
-  auto queued = m.store->CountQueued(user.name);
-  if (!queued) {
-    m.metrics.store_errors++;
-    return Unavailable("the job store failed: " + queued.error().message);
-  }
-  if (*queued >= m.options.max_queued_per_user) {
-    return BadInput("user '" + user.name + "' already has " +
-                    std::to_string(*queued) + " queued jobs (the limit is " +
-                    std::to_string(m.options.max_queued_per_user) + ")");
-  }
+  TESSERA_RETURN_IF_ERROR(m.AdmitSubmission(user));
   job.request = std::move(request);
   job.submitted_at = m.Now();
   auto id = m.store->Insert(job);  // committed before the caller hears back
@@ -236,7 +228,16 @@ nlohmann::json Service::ClusterJson() {
          {"drained", node.drained},
          {"jobs", holders}});
   }
-  return {{"pools", std::move(pools)}, {"gpus", std::move(gpus)}};
+  nlohmann::json quotas = m.QuotaJson();
+  nlohmann::json waits = nlohmann::json::array();
+  for (const auto& [id, why] : m.quota_waits) {
+    waits.push_back({{"job", id}, {"reason", why}});
+  }
+  return {{"pools", std::move(pools)},
+          {"gpus", std::move(gpus)},
+          {"users", std::move(quotas["users"])},
+          {"teams", std::move(quotas["teams"])},
+          {"quota_waits", std::move(waits)}};
 }
 
 std::string Service::MetricsText() {

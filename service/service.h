@@ -29,6 +29,27 @@ struct User {
   bool admin = false;
 };
 
+// What one user, or one team's users together, may hold at once
+// (docs/operations.md, "Quotas"); unset: no limit. Like Slurm's QOS
+// (MaxJobs, MaxSubmitJobs, MaxTRES) and Kubernetes' ResourceQuota.
+struct Quota {
+  std::optional<int64_t> max_queued;          // queued or preempted jobs
+  std::optional<int64_t> max_running;         // starting or running jobs
+  std::optional<int64_t> max_gpu_milli;       // held by those jobs
+  std::optional<int64_t> max_gpu_memory_mib;  // held by those jobs
+  // Submissions per second (a token bucket of `burst` submissions,
+  // refilled at this rate); over it: kRateLimited with retry_after_s.
+  std::optional<double> submissions_per_s;
+  std::optional<int64_t> burst;  // default: max(1, 2 x the rate)
+};
+
+struct Quotas {
+  Quota user_default;                  // every user without an entry
+  std::map<std::string, Quota> users;  // per user: unset fields default
+  std::map<std::string, Quota> teams;  // per team: its users together
+  bool empty() const;
+};
+
 struct ServiceOptions {
   Topology topology;
   std::map<std::string, PolicyConfig> policies;  // per pool; absent: fifo
@@ -37,6 +58,7 @@ struct ServiceOptions {
   std::string log_dir = "tessera-logs";
   double kill_grace_s = 10;
   int64_t max_queued_per_user = 1000;
+  Quotas quotas;
   // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
   double model_headroom = 0.10;
   // Seconds since the Unix epoch; tests substitute a virtual clock.

@@ -52,6 +52,29 @@ inline std::string PoolKind(const Topology& t, const std::string& pool) {
   return "";
 }
 
+// What a user or team holds (or one job would add).
+struct QuotaUse {
+  int64_t queued = 0, running = 0, gpu_milli = 0, gpu_memory_mib = 0;
+};
+
+// A submission rate's bucket: `tokens` at time `at` (0: never used).
+struct TokenBucket {
+  double tokens = 0, at = 0;
+};
+
+// service_quotas.cc.
+// The quota of `user`: its own entry's fields, the default's for the rest.
+Quota UserQuota(const Quotas& quotas, const std::string& user);
+// The quota of `team`, or null if it has none.
+const Quota* TeamQuota(const Quotas& quotas, const std::string& team);
+// One running job holding `a`.
+QuotaUse HeldBy(const Allocation& a);
+// What a queued job would hold once started (before it is placed).
+QuotaUse EstimateHeld(const Job& job, const Topology& t);
+// Why holding `plus` more than `now` breaks `q` ("" if it does not).
+std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
+                      const std::string& who);
+
 }  // namespace service_internal
 
 // What a round's policies plan on: copies taken under the lock, so that
@@ -60,6 +83,7 @@ struct RoundSnapshot {
   ClusterState state;
   std::vector<Job> queue;
   std::vector<Job> running;
+  std::vector<Job> held;  // running and starting: what counts for quotas
   // Model jobs' sized graphs, by id (loaded again after a restart).
   std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models;
 };
@@ -120,6 +144,17 @@ struct Service::Impl {
   // Reservations for outside systems (Job::origin set): running, but
   // kept out of `running`, so the launcher never sees them.
   std::map<JobId, Job> reserved;
+  // Submission rates per user and team (service_quotas.cc).
+  std::map<std::string, service_internal::TokenBucket> user_buckets,
+      team_buckets;
+  // Queued jobs a quota holds back, with why (for ClusterJson).
+  std::map<JobId, std::string> quota_waits;
+
+  // Whether `user` may submit now: rates, then queued-job limits.
+  Status AdmitSubmission(const User& user);
+  static std::string FormatRate(double rate);
+  // Every user's and team's use and quota, for ClusterJson.
+  nlohmann::json QuotaJson() const;
 
   // Ends the reservation at `it` (the caller holds `mu`); wakes the queue,
   // which may start what it held back (service_reservations.cc).

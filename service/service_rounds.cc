@@ -20,7 +20,41 @@
 
 namespace tessera::scheduler {
 
+using service_internal::EstimateHeld;
+using service_internal::HeldBy;
+using service_internal::OverQuota;
 using service_internal::PoolKind;
+using service_internal::QuotaUse;
+using service_internal::TeamQuota;
+using service_internal::UserQuota;
+
+namespace {
+
+// What each user and team holds (running and starting jobs).
+struct Holdings {
+  std::map<std::string, QuotaUse> users, teams;
+  void Add(const Job& j, const QuotaUse& u) {
+    for (QuotaUse* use :
+         {&users[j.user], j.team.empty() ? nullptr : &teams[j.team]}) {
+      if (!use) continue;
+      use->running += u.running;
+      use->gpu_milli += u.gpu_milli;
+      use->gpu_memory_mib += u.gpu_memory_mib;
+    }
+  }
+  // Why `plus` more for `j`'s user or team breaks a quota ("" if not).
+  std::string Over(const Quotas& q, const Job& j, const QuotaUse& plus) {
+    std::string why = OverQuota(UserQuota(q, j.user), users[j.user], plus,
+                                "user '" + j.user + "'");
+    if (!why.empty()) return why;
+    if (const Quota* team = TeamQuota(q, j.team)) {
+      return OverQuota(*team, teams[j.team], plus, "team '" + j.team + "'");
+    }
+    return "";
+  }
+};
+
+}  // namespace
 
 std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
     const Job& job) const {
@@ -216,7 +250,7 @@ void Service::Impl::RunRound() {
   std::vector<Exited> exits = launcher->Poll();
 
   // 2. What the store has to take, and a snapshot to plan on.
-  RoundSnapshot snap{state, {}, {}, {}};
+  RoundSnapshot snap{state, {}, {}, {}, {}};
   std::vector<JobId> to_load;
   const double now = Now();
   {
@@ -241,6 +275,8 @@ void Service::Impl::RunRound() {
     snap.state = state;
     snap.queue = queue;
     for (const auto& [id, j] : running) snap.running.push_back(j);
+    snap.held = snap.running;
+    for (const auto& [id, j] : starting) snap.held.push_back(j);
     for (const Job& j : queue) {
       if (!j.request.model) continue;
       auto it = models.find(j.id);
@@ -266,12 +302,30 @@ void Service::Impl::RunRound() {
   };
   std::vector<PoolDecision> decisions;
   pending_plans.clear();
+  // Jobs a quota holds back are not offered to the policies.
+  const bool quotas = !options.quotas.empty();
+  std::map<JobId, std::string> quota_blocked;
+  Holdings planned;
+  if (quotas) {
+    for (const Job& j : snap.held) planned.Add(j, HeldBy(j.allocation));
+  }
   for (const std::string& pool : snap.state.topology().pools) {
     std::vector<QueuedJob> waiting;
     std::unordered_map<JobId, const Job*> by_id;
     for (const Job& j : snap.queue) {
       if (j.request.pool != pool) continue;
-      waiting.push_back({j.id, j.user, "", j.request.priority,
+      if (quotas) {
+        // Offered in queue order as if the earlier ones all start: a job
+        // the quota could not hold beside them waits for the next round.
+        const QuotaUse more = EstimateHeld(j, snap.state.topology());
+        std::string why = planned.Over(options.quotas, j, more);
+        if (!why.empty()) {
+          quota_blocked[j.id] = std::move(why);
+          continue;
+        }
+        planned.Add(j, more);
+      }
+      waiting.push_back({j.id, j.user, j.team, j.request.priority,
                          j.request.preemptible, j.submitted_at,
                          j.request.time_limit_s, j.demand});
       by_id[j.id] = &j;
@@ -280,7 +334,7 @@ void Service::Impl::RunRound() {
     std::vector<RunningJob> active;
     for (const Job& j : snap.running) {
       if (j.request.pool != pool) continue;
-      active.push_back({j.id, j.user, "", j.request.priority,
+      active.push_back({j.id, j.user, j.team, j.request.priority,
                         j.request.preemptible, j.started_at,
                         j.request.time_limit_s});
     }
@@ -304,6 +358,13 @@ void Service::Impl::RunRound() {
     for (const JobId id : to_load) {
       if (snap.models[id]) models.emplace(id, snap.models[id]);
     }
+    // Quotas against what is held now, this round's starts included.
+    Holdings held;
+    if (quotas) {
+      for (const auto& [id, j] : running) held.Add(j, HeldBy(j.allocation));
+      for (const auto& [id, j] : starting) held.Add(j, HeldBy(j.allocation));
+    }
+    quota_waits = std::move(quota_blocked);
     for (PoolDecision& pd : decisions) {
       metrics.decision_latency.Observe(pd.seconds);
       const Decision& d = pd.decision;
@@ -320,6 +381,14 @@ void Service::Impl::RunRound() {
         auto it = std::find_if(queue.begin(), queue.end(),
                                [&](const Job& j) { return j.id == id; });
         if (it == queue.end()) continue;  // cancelled meanwhile
+        if (quotas) {
+          std::string why = held.Over(options.quotas, *it, HeldBy(allocation));
+          if (!why.empty()) {
+            quota_waits[id] = std::move(why);
+            continue;  // stays queued
+          }
+          held.Add(*it, HeldBy(allocation));
+        }
         Job job = std::move(*it);
         queue.erase(it);
         std::optional<Job> begun = BeginStart(std::move(job), allocation);

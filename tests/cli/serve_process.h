@@ -80,6 +80,8 @@ class ServeProcess {
       _exit(127);
     }
     httplib::Client c("127.0.0.1", port);
+    c.set_connection_timeout(1);
+    c.set_read_timeout(5);
     for (int i = 0; i < 200; ++i) {
       if (auto r = c.Get("/healthz"); r && r->status == 200) return "";
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
