@@ -10,7 +10,8 @@ BENCHES=(build/bench/graph/graph_bench build/bench/estimator/estimator_bench
 DECISION=build/bench/scheduler/scheduler_decision_bench
 SUBMIT=build/bench/scheduler/scheduler_submit_bench
 REPLAY=build/bench/scheduler/scheduler_replay_bench
-for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY"; do
+SLOW=build/bench/server/server_slow_clients_bench
+for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY" "$SLOW"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done
 smoke=false
@@ -30,13 +31,16 @@ done
 # durable submissions per second over HTTP (targets: p99 < 5 ms, >= 1,000/s).
 # The trace replay: every policy on every openb trace against the paper's
 # figures and the physical limit (targets: one seed of fgd under 1 s; six
-# policies x 10 seeds x one trace under 30 s).
+# policies x 10 seeds x one trace under 30 s). The API's latency beside 200
+# trickling connections (target: /healthz and a submit < 100 ms).
 if $smoke; then
   "$DECISION" --queue 1000 --rounds 5
   "$SUBMIT" --clients 2 --seconds 1
   "$REPLAY" --seeds 1 --traces default --policies fgd,tessera
+  "$SLOW" --slow 20 --samples 5 --seconds 1
 else
   "$DECISION"
   "$SUBMIT" --clients 8 --seconds 5
   "$REPLAY" --seeds 10
+  "$SLOW"
 fi

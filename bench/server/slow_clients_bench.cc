@@ -7,10 +7,13 @@
 // Issue 15's target: both answer in < 100 ms with 200 slow clients.
 //
 //   server_slow_clients_bench [--slow N] [--samples K] [--trickle-ms MS]
-//                             [--timeout-s S]
+//                             [--seconds S] [--timeout-s T]
 //
 // Prints, for each route, median and p99 latency and the requests that got
-// no answer within --timeout-s, without and with the slow clients.
+// no answer within --timeout-s, without and with the slow clients. With
+// them, the K samples are spread over S seconds (default 15: longer than
+// the server's 10 s head timeout, so its cut-offs and the clients' reopens
+// happen while it is measured).
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -122,9 +125,11 @@ struct Summary {
   int failed = 0;
 };
 
-// `samples` requests of each route, each on a fresh connection.
-void Measure(int port, int samples, int timeout_s, Summary& health,
-             Summary& submit) {
+// `samples` requests of each route, each on a fresh connection, spread
+// over `seconds` (0: back to back).
+void Measure(int port, int samples, double seconds, int timeout_s,
+             Summary& health, Summary& submit) {
+  const auto start = std::chrono::steady_clock::now();
   const std::string body =
       nlohmann::json{
           {"name", "bench"},
@@ -152,6 +157,10 @@ void Measure(int port, int samples, int timeout_s, Summary& health,
         ++s.failed;
       }
     }
+    std::this_thread::sleep_until(
+        start +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds * (i + 1) / samples)));
   }
 }
 
@@ -167,15 +176,17 @@ void PrintRow(const char* scenario, const char* route, const Summary& s) {
 int main(int argc, char** argv) {
   using namespace tessera::scheduler;
   int slow = 200;
-  int samples = 50;
+  int samples = 100;
   int trickle_ms = 2000;
   int timeout_s = 5;
+  double seconds = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--slow") slow = std::stoi(argv[i + 1]);
     if (a == "--samples") samples = std::stoi(argv[i + 1]);
     if (a == "--trickle-ms") trickle_ms = std::stoi(argv[i + 1]);
     if (a == "--timeout-s") timeout_s = std::stoi(argv[i + 1]);
+    if (a == "--seconds") seconds = std::stod(argv[i + 1]);
   }
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() /
@@ -212,13 +223,13 @@ int main(int argc, char** argv) {
     }
     const int port = (*server)->port();
     Summary health, submit, slow_health, slow_submit;
-    Measure(port, samples, timeout_s, health, submit);
+    Measure(port, samples, 0, timeout_s, health, submit);
     int reopened = 0;
     {
       SlowClients clients(port, slow, std::chrono::milliseconds(trickle_ms));
       // Let every slow connection be accepted and start its head.
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      Measure(port, samples, timeout_s, slow_health, slow_submit);
+      Measure(port, samples, seconds, timeout_s, slow_health, slow_submit);
       reopened = clients.reopened();
     }
     std::printf("%-22s %-14s %5s %10s %10s %7s\n", "scenario", "route", "n",
@@ -229,9 +240,10 @@ int main(int argc, char** argv) {
     PrintRow(with.c_str(), "GET /healthz", slow_health);
     PrintRow(with.c_str(), "POST /v1/jobs", slow_submit);
     std::printf(
-        "(trickle every %d ms; %d slow connections reopened after "
-        "the server closed them; failed = no answer within %d s)\n",
-        trickle_ms, reopened, timeout_s);
+        "(trickle every %d ms; with them, samples over %.0f s; %d slow "
+        "connections reopened after the server closed them; failed = no "
+        "answer within %d s)\n",
+        trickle_ms, seconds, reopened, timeout_s);
     status = health.failed + submit.failed + slow_health.failed +
                          slow_submit.failed ==
                      0
