@@ -136,6 +136,11 @@ struct Core {
   const ServerOptions options;
   const Router router;
   const ErrorWriter error;
+  // Declared before the I/O objects, so that they outlive any connection.
+  std::mutex mu;  // guards the three below
+  std::map<std::string, int> per_client;
+  int total = 0;
+  std::set<Connection*> connections;
   asio::io_context io{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
       keep_running;
@@ -146,11 +151,6 @@ struct Core {
   std::thread io_thread;
   int port = 0;
   bool stopping = false;  // I/O thread only
-
-  std::mutex mu;  // guards the three below
-  std::map<std::string, int> per_client;
-  int total = 0;
-  std::set<Connection*> connections;
 
   std::mutex stop_mu;  // serialises Stop()
   bool stopped = false;
