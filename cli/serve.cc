@@ -54,9 +54,9 @@ void WaitForSignal() {
   }
 }
 
-std::string Url(const std::string& host, int port) {
+std::string Url(const std::string& host, int port, bool tls) {
   const bool v6 = host.find(':') != std::string::npos;
-  return "http://" + (v6 ? "[" + host + "]" : host) + ":" +
+  return (tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
          std::to_string(port);
 }
 
@@ -109,17 +109,21 @@ int RunServe(const ServeArgs& args) {
   if (!server) return ReportError(server.error());
 
   std::cerr << "tessera: serving on "
-            << Url((*server)->host(), (*server)->port()) << " ("
-            << Describe(*config) << "); Ctrl-C stops" << std::endl;
+            << Url((*server)->host(), (*server)->port(), config->tls.enabled())
+            << " (" << Describe(*config) << "); Ctrl-C stops" << std::endl;
   if (config->k8s_extender) {
     const std::string& api = config->k8s.api_server;
     std::cerr << "tessera: kube-scheduler extender at "
-              << Url((*server)->host(), (*server)->port())
-              << "/k8s (filter, prioritize, bind; no token: keep it on a "
-                 "network only kube-scheduler reaches); bind "
+              << Url((*server)->host(), (*server)->port(),
+                     config->tls.enabled())
+              << "/k8s (filter, prioritize, bind); bind "
               << (api.empty() ? "records only (no k8s.api_server)"
                               : "binds through " + api)
               << std::endl;
+    const std::string warning = scheduler::K8sAuthWarning(*config);
+    if (!warning.empty()) {
+      std::cerr << "tessera: warning: " << warning << std::endl;
+    }
   }
   WaitForSignal();
   std::cerr << "tessera: stopping; running jobs keep running and are "

@@ -23,6 +23,9 @@ struct K8sConfig {
   // server about its bound pods and frees the reservations of those gone
   // or ended (0: never; POST /k8s/release only).
   int resync_s = kDefaultK8sResyncS;
+  // Serve /k8s/filter, /k8s/prioritize and /k8s/bind without credentials
+  // on a non-loopback address too (they never need any on loopback).
+  bool allow_unauthenticated = false;
 };
 
 }  // namespace tessera::scheduler

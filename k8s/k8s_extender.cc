@@ -1,11 +1,11 @@
 // The extender's handlers: parse (k8s_protocol.cc), ask the Service
 // (k8s_pods.cc), answer in the protocol's shapes; bind also talks to the
 // API server (k8s_api.h). The routes are registered on the queue API's
-// httplib server (http_server.cc).
+// router (http/transport.h, server/http_server.cc).
 
 #include "k8s/k8s_extender.h"
 
-#include <httplib.h>
+#include "http/transport.h"
 
 #include <chrono>
 #include <exception>
@@ -307,17 +307,15 @@ Result<std::unique_ptr<K8sExtender>> MakeK8sExtender(Service& service,
   return extender;
 }
 
-void RegisterK8sRoutes(
-    httplib::Server& server, K8sExtender& extender,
-    std::function<bool(const httplib::Request&, httplib::Response&)>
-        may_release) {
+void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
+                       K8sGate may_schedule, K8sGate may_release) {
   using Handler = K8sReply (K8sExtender::*)(std::string_view);
-  auto route = [&](const char* path, Handler handler, bool guarded) {
-    server.Post(path, [&extender, handler, guarded, may_release](
-                          const httplib::Request& req, httplib::Response& res) {
+  auto route = [&](const char* path, Handler handler, K8sGate gate) {
+    router.Post(path, [&extender, handler, gate = std::move(gate)](
+                          const http::Request& req, http::Response& res) {
       K8sReply reply;
       try {
-        if (guarded && !may_release(req, res)) return;
+        if (!gate(req, res)) return;
         reply = (extender.*handler)(req.body);
       } catch (const std::exception& e) {
         reply = Failure(500, std::string("internal error: ") + e.what());
@@ -330,10 +328,10 @@ void RegisterK8sRoutes(
           kJsonType);
     });
   };
-  route("/k8s/filter", &K8sExtender::Filter, false);
-  route("/k8s/prioritize", &K8sExtender::Prioritize, false);
-  route("/k8s/bind", &K8sExtender::Bind, false);
-  route("/k8s/release", &K8sExtender::Release, true);
+  route("/k8s/filter", &K8sExtender::Filter, may_schedule);
+  route("/k8s/prioritize", &K8sExtender::Prioritize, may_schedule);
+  route("/k8s/bind", &K8sExtender::Bind, may_schedule);
+  route("/k8s/release", &K8sExtender::Release, std::move(may_release));
 }
 
 }  // namespace tessera::scheduler

@@ -32,11 +32,11 @@
 #include "k8s/k8s_pods.h"
 #include "service/service.h"
 
-namespace httplib {
-class Server;
+namespace tessera::http {
+class Router;
 struct Request;
 struct Response;
-}  // namespace httplib
+}  // namespace tessera::http
 
 namespace tessera::scheduler {
 
@@ -136,13 +136,14 @@ class K8sExtender {
 Result<std::unique_ptr<K8sExtender>> MakeK8sExtender(Service& service,
                                                      const K8sConfig& config);
 
-// Registers POST /k8s/filter, /k8s/prioritize and /k8s/bind (no token:
-// kube-scheduler sends none) and POST /k8s/release, for which `may_release`
-// decides (it answers 401 or 403 itself and returns false).
-void RegisterK8sRoutes(
-    httplib::Server& server, K8sExtender& extender,
-    std::function<bool(const httplib::Request&, httplib::Response&)>
-        may_release);
+// Decides whether a request may call a route; when not, it answers (401 or
+// 403) itself and returns false.
+using K8sGate = std::function<bool(const http::Request&, http::Response&)>;
+// Registers POST /k8s/filter, /k8s/prioritize and /k8s/bind, which
+// `may_schedule` guards (kube-scheduler's credentials), and POST
+// /k8s/release, which `may_release` guards.
+void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
+                       K8sGate may_schedule, K8sGate may_release);
 
 }  // namespace tessera::scheduler
 

@@ -1,22 +1,19 @@
-// The HTTP/JSON API: cpp-httplib routes that authenticate, parse, call the
-// Service and map its results to status codes. Handlers never throw: each
-// runs inside Guarded(), and httplib's exception handler is a second net.
+// The HTTP/JSON API: routes (http/transport.h) that authenticate, parse,
+// call the Service and map its results to status codes. Handlers never
+// throw: each runs inside Guarded(), and the router turns anything that
+// escapes into a 500 as a second net.
 
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
-#include <atomic>
+#include <algorithm>
 #include <charconv>
-#include <chrono>
+#include <cmath>
 #include <exception>
 #include <fstream>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 
+#include "http/transport.h"
 #include "k8s/k8s_extender.h"
 #include "server/auth.h"
 #include "service/job_json.h"
@@ -24,17 +21,13 @@
 namespace tessera::scheduler {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using http::Request;
+using http::Response;
 using nlohmann::json;
 
 // One response of GET /v1/jobs/{id}/logs carries at most this much; the
 // client asks again from the offset it reached (tessera logs --follow).
 constexpr int64_t kMaxLogChunk = int64_t{4} << 20;
-// Idle keep-alive connections are closed after this: long enough for a
-// client submitting in a loop to reuse its connection, short enough that
-// Stop() (which waits for them) is quick.
-constexpr time_t kKeepAliveSeconds = 2;
 // GET /v1/jobs?limit= beyond this is refused (the answer would be huge).
 constexpr int64_t kMaxListLimit = 100000;
 
@@ -52,6 +45,11 @@ void SendError(Response& res, int status, const std::string& message) {
   SendJson(res, status, json{{"error", message}});
 }
 
+// The extender's errors carry the protocol's Error too.
+void SendExtenderError(Response& res, int status, const std::string& message) {
+  SendJson(res, status, json{{"Error", message}, {"error", message}});
+}
+
 // The HTTP status of a service error: a request it rejects is 422, one to
 // try again later 503, a failure of its own 500.
 int ServiceErrorStatus(ErrorCode code) {
@@ -60,12 +58,19 @@ int ServiceErrorStatus(ErrorCode code) {
       return 500;
     case ErrorCode::kUnavailable:
       return 503;
+    case ErrorCode::kRateLimited:
+      return 429;
     default:
       return 422;
   }
 }
 
 void SendServiceError(Response& res, const Error& error) {
+  if (error.code == ErrorCode::kRateLimited) {
+    // Whole seconds, rounded up, as HTTP's Retry-After has them.
+    const auto seconds = static_cast<int64_t>(std::ceil(error.retry_after_s));
+    res.set_header("Retry-After", std::to_string(std::max<int64_t>(1, seconds)));
+  }
   SendError(res, ServiceErrorStatus(error.code), error.message);
 }
 
@@ -101,7 +106,7 @@ bool CheckParams(const Request& req, Response& res,
 
 // Runs `handler`, turning an escaped exception into a 500.
 template <typename Handler>
-httplib::Server::Handler Guarded(Handler handler) {
+http::Handler Guarded(Handler handler) {
   return [handler = std::move(handler)](const Request& req, Response& res) {
     try {
       handler(req, res);
@@ -120,9 +125,13 @@ struct HttpServer::Impl {
       : service(s),
         users(config.users),
         max_body_bytes(config.max_body_bytes),
-        host(config.listen_host) {}
+        host(config.listen_host),
+        k8s_open(K8sOpenToAll(config)) {}
 
   void Register();
+  // Whether the caller may use /k8s/filter, prioritize and bind; else
+  // answers 401 or 403 and returns false.
+  bool MaySchedule(const Request& req, Response& res) const;
   // The caller, or nullopt after answering 401.
   std::optional<User> Authenticated(const Request& req, Response& res) const;
   // The job named by the path, or nullopt after answering 404 (or 500).
@@ -141,10 +150,9 @@ struct HttpServer::Impl {
   const int64_t max_body_bytes;
   std::string host;
   int port = 0;
-  httplib::Server server;
-  std::thread thread;
-  std::atomic<bool> listen_returned{false};
-  std::mutex stop_mu;  // serialises Stop()
+  const bool k8s_open;  // the extender's routes need no credentials
+  http::Router router;
+  std::unique_ptr<http::Server> server;
 };
 
 std::optional<User> HttpServer::Impl::Authenticated(const Request& req,
@@ -155,7 +163,7 @@ std::optional<User> HttpServer::Impl::Authenticated(const Request& req,
     return std::nullopt;
   }
   std::optional<UserEntry> entry =
-      Authenticate(users, req.get_header_value("Authorization"));
+      Authenticate(users, req.header("Authorization"));
   if (!entry) {
     res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
     SendError(res, 401, "invalid token");
@@ -166,9 +174,9 @@ std::optional<User> HttpServer::Impl::Authenticated(const Request& req,
 
 std::optional<Job> HttpServer::Impl::PathJob(const Request& req,
                                              Response& res) {
-  const std::optional<int64_t> id = ParseInt(req.matches[1].str());
+  const std::optional<int64_t> id = ParseInt(req.matches[1]);
   if (!id) {
-    SendError(res, 404, "no job " + req.matches[1].str());
+    SendError(res, 404, "no job " + req.matches[1]);
     return std::nullopt;
   }
   Result<std::optional<Job>> job = service.Get(*id);
@@ -219,7 +227,7 @@ void HttpServer::Impl::List(const Request& req, Response& res) {
   if (!CheckParams(req, res, {"state", "user", "pool", "limit"})) return;
   JobFilter filter;
   if (req.has_param("state")) {
-    const std::string text = req.get_param_value("state");
+    const std::string text = req.param("state");
     filter.state = ParseJobState(text);
     if (!filter.state) {
       SendError(res, 400,
@@ -229,10 +237,10 @@ void HttpServer::Impl::List(const Request& req, Response& res) {
       return;
     }
   }
-  filter.user = req.get_param_value("user");
-  filter.pool = req.get_param_value("pool");
+  filter.user = req.param("user");
+  filter.pool = req.param("pool");
   if (req.has_param("limit")) {
-    const std::string text = req.get_param_value("limit");
+    const std::string text = req.param("limit");
     const std::optional<int64_t> limit = ParseInt(text);
     if (!limit || *limit < 1 || *limit > kMaxListLimit) {
       SendError(res, 400,
@@ -283,14 +291,14 @@ void HttpServer::Impl::Logs(const Request& req, Response& res) {
   if (!Authenticated(req, res)) return;
   if (!CheckParams(req, res, {"stream", "offset"})) return;
   const std::string stream =
-      req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+      req.has_param("stream") ? req.param("stream") : "stdout";
   if (stream != "stdout" && stream != "stderr") {
     SendError(res, 400, "stream: '" + stream + "' must be stdout or stderr");
     return;
   }
   int64_t offset = 0;
   if (req.has_param("offset")) {
-    const std::string text = req.get_param_value("offset");
+    const std::string text = req.param("offset");
     const std::optional<int64_t> parsed = ParseInt(text);
     if (!parsed || *parsed < 0) {
       SendError(res, 400, "offset: '" + text + "' must be a whole number >= 0");
@@ -333,7 +341,7 @@ void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
                   (drained ? "drain" : "undrain") + " a node");
     return;
   }
-  const std::string node = req.matches[1].str();
+  const std::string node = req.matches[1];
   if (service.topology().FindNode(node) < 0) {
     SendError(res, 404, "no node '" + node + "'");
     return;
@@ -347,89 +355,120 @@ void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
 }
 
 void HttpServer::Impl::Register() {
-  server.Get("/healthz", Guarded([](const Request&, Response& res) {
+  router.Get("/healthz", Guarded([](const Request&, Response& res) {
                SendJson(res, 200, json{{"ok", true}});
              }));
-  server.Get("/metrics", Guarded([this](const Request& req, Response& res) {
+  router.Get("/metrics", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;
                res.status = 200;
                res.set_content(service.MetricsText(), kMetricsType);
              }));
-  server.Post("/v1/jobs", Guarded([this](const Request& req, Response& res) {
+  router.Post("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                 Submit(req, res);
               }));
-  server.Get("/v1/jobs", Guarded([this](const Request& req, Response& res) {
+  router.Get("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                List(req, res);
              }));
-  server.Get(
+  router.Get(
       R"(/v1/jobs/([^/]+))",
       Guarded([this](const Request& req, Response& res) { GetJob(req, res); }));
-  server.Post(
+  router.Post(
       R"(/v1/jobs/([^/]+)/cancel)",
       Guarded([this](const Request& req, Response& res) { Cancel(req, res); }));
-  server.Get(
+  router.Get(
       R"(/v1/jobs/([^/]+)/logs)",
       Guarded([this](const Request& req, Response& res) { Logs(req, res); }));
-  server.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
+  router.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;
                SendJson(res, 200, service.ClusterJson());
              }));
-  server.Post(R"(/v1/nodes/([^/]+)/drain)",
+  router.Post(R"(/v1/nodes/([^/]+)/drain)",
               Guarded([this](const Request& req, Response& res) {
                 Drain(req, res, true);
               }));
-  server.Post(R"(/v1/nodes/([^/]+)/undrain)",
+  router.Post(R"(/v1/nodes/([^/]+)/undrain)",
               Guarded([this](const Request& req, Response& res) {
                 Drain(req, res, false);
               }));
   if (k8s) {
-    // kube-scheduler calls filter, prioritize and bind without a token;
-    // releasing a reservation takes an admin's.
-    RegisterK8sRoutes(server, *k8s, [this](const Request& req, Response& res) {
-      const std::optional<User> user = Authenticated(req, res);
-      if (user && !user->admin) {
-        SendError(res, 403, "only an admin may release a pod's reservation");
-      }
-      return user && user->admin;
-    });
+    // Releasing a reservation takes an admin's token.
+    RegisterK8sRoutes(
+        router, *k8s,
+        [this](const Request& req, Response& res) {
+          return MaySchedule(req, res);
+        },
+        [this](const Request& req, Response& res) {
+          const std::optional<User> user = Authenticated(req, res);
+          if (user && !user->admin) {
+            SendError(res, 403,
+                      "only an admin may release a pod's reservation");
+          }
+          return user && user->admin;
+        });
   }
+}
 
-  // Statuses httplib sets itself (no route, body too large, a malformed
-  // request) get a JSON body like ours; ours already have one.
-  const int64_t limit = max_body_bytes;
-  server.set_error_handler([limit](const Request& req, Response& res) {
-    if (!res.body.empty()) return;
-    std::string message = "HTTP " + std::to_string(res.status);
-    if (res.status == 404) {
-      message = "no route " + req.method + " " + req.path;
-    } else if (res.status == 413) {
-      message = "the request body is larger than max_body_bytes (" +
-                std::to_string(limit) + " bytes)";
-    } else if (res.status == 400) {
-      message = "malformed HTTP request";
+// kube-scheduler authenticates with a client certificate (its extender
+// tlsConfig) or a bearer token; docs/kubernetes.md.
+bool HttpServer::Impl::MaySchedule(const Request& req, Response& res) const {
+  if (k8s_open || req.client_cert_verified) return true;
+  if (req.has_header("Authorization")) {
+    const std::optional<UserEntry> entry =
+        Authenticate(users, req.header("Authorization"));
+    if (!entry) {
+      res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+      SendExtenderError(res, 401, "invalid token");
+      return false;
     }
-    if (req.path.rfind("/k8s/", 0) == 0) {
-      // The extender's errors carry the protocol's Error too.
-      SendJson(res, res.status, json{{"Error", message}, {"error", message}});
-      return;
-    }
-    SendError(res, res.status, message);
-  });
-  server.set_exception_handler(
-      [](const Request&, Response& res, const std::exception_ptr&) {
-        SendError(res, 500, "internal error");
-      });
-  server.set_payload_max_length(static_cast<size_t>(max_body_bytes));
-  // httplib's default adds SO_REUSEPORT, which lets a second service bind
-  // the same port and share the requests; SO_REUSEADDR alone still lets a
-  // restarted service bind past connections in TIME_WAIT.
-  server.set_socket_options([](auto sock) {
-    const int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  server.set_keep_alive_timeout(kKeepAliveSeconds);
-  // Without it, Nagle and delayed ACKs add ~40 ms to every small answer.
-  server.set_tcp_nodelay(true);
+    if (entry->user.admin || entry->k8s_scheduler) return true;
+    SendExtenderError(res, 403,
+                      "user '" + entry->user.name +
+                          "' may not call the scheduler extender (roles "
+                          "k8s-scheduler and admin may)");
+    return false;
+  }
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendExtenderError(
+      res, 401,
+      "the scheduler extender needs credentials on a non-loopback "
+      "address: a client certificate signed by tls.client_ca_file, or "
+      "'Authorization: Bearer TOKEN' of a k8s-scheduler or admin user "
+      "(or set k8s.allow_unauthenticated: true)");
+  return false;
+}
+
+bool K8sOpenToAll(const ServeConfig& config) {
+  return config.k8s.allow_unauthenticated ||
+         http::IsLoopbackHost(config.listen_host);
+}
+
+std::string K8sAuthWarning(const ServeConfig& config) {
+  if (!config.k8s_extender || K8sOpenToAll(config)) return "";
+  const bool certs = !config.tls.client_ca_file.empty();
+  bool tokens = false;
+  for (const UserEntry& u : config.users) {
+    tokens = tokens || u.k8s_scheduler || u.user.admin;
+  }
+  std::string how = certs && tokens ? "client certificates signed by "
+                                      "tls.client_ca_file or bearer tokens "
+                                      "of k8s-scheduler or admin users"
+                    : certs         ? "client certificates signed by "
+                                      "tls.client_ca_file"
+                    : tokens ? "bearer tokens of k8s-scheduler or admin users"
+                             : "";
+  if (how.empty()) {
+    return "the scheduler extender listens on " + config.listen_host +
+           ", not loopback, and no credentials are configured: "
+           "/k8s/filter, /k8s/prioritize and /k8s/bind answer 401 to every "
+           "call. Configure tls.client_ca_file and give kube-scheduler's "
+           "extender tlsConfig a client certificate it signs, or a user with "
+           "role k8s-scheduler whose token kube-scheduler sends, or set "
+           "k8s.allow_unauthenticated: true (docs/kubernetes.md)";
+  }
+  return "the scheduler extender listens on " + config.listen_host +
+         ", not loopback: /k8s/filter, /k8s/prioritize and /k8s/bind accept "
+         "only " +
+         how + " (docs/kubernetes.md)";
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -446,44 +485,42 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
     impl->k8s = std::move(k8s).value();
   }
   impl->Register();
-  const std::string address =
-      config.listen_host + ":" + std::to_string(config.listen_port);
-  if (config.listen_port == 0) {
-    impl->port = impl->server.bind_to_any_port(config.listen_host);
-  } else if (impl->server.bind_to_port(config.listen_host,
-                                       config.listen_port)) {
-    impl->port = config.listen_port;
-  } else {
-    impl->port = -1;
-  }
-  if (impl->port < 0) {
+  http::ServerOptions options;
+  options.host = config.listen_host;
+  options.port = config.listen_port;
+  options.max_body_bytes = config.max_body_bytes;
+  options.header_timeout_s = config.header_timeout_s;
+  options.body_timeout_s = config.body_timeout_s;
+  options.max_connections_per_client = config.max_connections_per_client;
+  options.max_connections = config.max_connections;
+  options.tls = config.tls;
+  // Errors the transport answers itself (no route, body too large, a
+  // malformed request, too many connections) get the same JSON bodies.
+  auto error = [](std::string_view path, int status, const std::string& message,
+                  Response& res) {
+    if (path.rfind("/k8s/", 0) == 0) {
+      SendExtenderError(res, status, message);
+    } else {
+      SendError(res, status, message);
+    }
+  };
+  Result<std::unique_ptr<http::Server>> server =
+      http::Server::Start(options, std::move(impl->router), error);
+  if (!server) {
+    const std::string address =
+        config.listen_host + ":" + std::to_string(config.listen_port);
+    if (server.error().message.rfind("tls.", 0) == 0) return server.error();
     return BadInput("listen: cannot listen on " + address +
                     " (the port is in use, or the host is not an address of "
-                    "this machine)");
+                    "this machine: " +
+                    server.error().message + ")");
   }
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] {
-    raw->server.listen_after_bind();
-    raw->listen_returned = true;
-  });
-  // Stop() before the thread runs would be lost (httplib's stop() is a
-  // no-op until it is running), so wait for it.
-  while (!impl->server.is_running()) {
-    if (impl->listen_returned) {
-      impl->thread.join();
-      return Internal("the HTTP server on " + address + " failed to start");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  impl->server = std::move(*server);
+  impl->port = impl->server->port();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-void HttpServer::Stop() {
-  const std::lock_guard<std::mutex> lock(impl_->stop_mu);
-  if (!impl_->thread.joinable()) return;
-  impl_->server.stop();
-  impl_->thread.join();
-}
+void HttpServer::Stop() { impl_->server->Stop(); }
 
 int HttpServer::port() const { return impl_->port; }
 

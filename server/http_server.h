@@ -3,7 +3,8 @@
 
 // The queue's HTTP/JSON API (docs/http_api.md) over a Service: bearer
 // tokens from the configuration, roles, input checks and the mapping of
-// errors to status codes. Serves on its own threads (cpp-httplib's pool).
+// errors to status codes. Serves on its own threads (http/transport.h: one
+// I/O thread and a worker pool), optionally over TLS.
 
 #include <memory>
 #include <string>
@@ -25,24 +26,30 @@ namespace tessera::scheduler {
 //   GET  /healthz                   {"ok": true}
 //   GET  /metrics                   Prometheus text format
 //   POST /k8s/filter, /k8s/prioritize, /k8s/bind   with config.k8s_extender:
-//                                   kube-scheduler's extender (no token)
+//                                   kube-scheduler's extender: open on a
+//                                   loopback address or with
+//                                   k8s.allow_unauthenticated, else a
+//                                   verified client certificate or a token
+//                                   of a k8s-scheduler or admin user
 //   POST /k8s/release               admin only (k8s_extender.h)
-// Errors are {"error": "..."}: 400 malformed input (naming the field), 401
-// no or unknown token, 403 wrong role, 404 unknown job, node or route, 413
-// body over max_body_bytes, 422 a valid request the service rejects, 500.
+// Errors are {"error": "..."} ({"Error", "error"} under /k8s/): 400
+// malformed input (naming the field) or HTTP, 401 no or unknown token, 403
+// wrong role, 404 unknown job, node or route, 413 body over
+// max_body_bytes, 422 a valid request the service rejects, 431 a request
+// head over 16 KiB, 500, 503 too many connections.
 class HttpServer {
  public:
   // Binds config.listen_host:listen_port (port 0: any free one) and serves
   // until Stop. `service` must outlive the server. kBadInput when the
-  // address cannot be bound.
+  // address cannot be bound or config.tls's files do not load.
   static Result<std::unique_ptr<HttpServer>> Start(Service& service,
                                                    const ServeConfig& config);
   ~HttpServer();  // Stop()
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Stops accepting, finishes the requests in flight and joins the
-  // threads. Idempotent.
+  // Stops accepting, closes idle connections, finishes the requests in
+  // flight and joins the threads. Idempotent.
   void Stop();
   int port() const;
   const std::string& host() const;
@@ -52,6 +59,14 @@ class HttpServer {
   explicit HttpServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether the extender's scheduling routes need no credentials: the
+// service listens on loopback only, or k8s.allow_unauthenticated.
+bool K8sOpenToAll(const ServeConfig& config);
+// A line for the log at startup when the extender needs credentials: which
+// it accepts, or that none are configured (every call is then a 401) and
+// how to configure them. "" when the extender is off or open to all.
+std::string K8sAuthWarning(const ServeConfig& config);
 
 }  // namespace tessera::scheduler
 

@@ -16,6 +16,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "common/strings.h"
@@ -40,13 +41,16 @@ constexpr int64_t kMaxGpusPerNode = 64;
 constexpr std::string_view kTopKeys[] = {
     "listen",         "db",     "log_dir",  "scorer", "kill_grace_s",
     "model_headroom", "limits", "pools",    "nodes",  "users",
-    "k8s_extender",   "k8s",    "launcher", "quotas"};
+    "k8s_extender",   "k8s",    "launcher", "tls",   "quotas"};
 constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
 constexpr std::string_view kQuotaKeys[] = {
     "max_queued",     "max_running",       "max_gpu_milli",
     "max_gpu_memory", "submissions_per_s", "burst"};
-constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
-                                           "max_queued_per_user"};
+constexpr std::string_view kLimitKeys[] = {
+    "max_body_bytes", "max_queued_per_user",        "header_timeout_s",
+    "body_timeout_s", "max_connections_per_client", "max_connections"};
+constexpr std::string_view kTlsKeys[] = {"cert_file", "key_file",
+                                         "client_ca_file"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights"};
 constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
@@ -54,8 +58,9 @@ constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
 constexpr std::string_view kGpuKeys[] = {"kind", "count", "memory"};
 constexpr std::string_view kUserKeys[] = {"name", "role", "team",
                                           "token_sha256"};
-constexpr std::string_view kK8sKeys[] = {"pool", "api_server", "token_file",
-                                         "ca_file", "resync_s"};
+constexpr std::string_view kK8sKeys[] = {"pool",       "api_server",
+                                         "token_file", "ca_file",
+                                         "resync_s",   "allow_unauthenticated"};
 
 using Field = YamlReader::Field;
 using Fields = YamlReader::Fields;
@@ -116,6 +121,7 @@ class ConfigParser : public YamlReader {
   Status ParseTop(const Fields& top, ServeConfig* config) const;
   Status ParseLimits(const Field& f, ServeConfig* config) const;
   Status ParseK8s(const Field& f, ServeConfig* config) const;
+  Status ParseTls(const Field& f, ServeConfig* config) const;
   Status ParsePools(const Fields& top, ServeConfig* config) const;
   Status ParsePool(const YAML::Node& node, const std::string& label,
                    ServeConfig* config) const;
@@ -247,6 +253,9 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   }
   if (const Field* k8s = Find(*top, "k8s")) {
     TESSERA_RETURN_IF_ERROR(ParseK8s(*k8s, &config));
+  }
+  if (const Field* tls = Find(*top, "tls")) {
+    TESSERA_RETURN_IF_ERROR(ParseTls(*tls, &config));
   }
 
   const Field* nodes = Find(*top, "nodes");
@@ -445,6 +454,11 @@ Status ConfigParser::ParseK8s(const Field& f, ServeConfig* config) const {
     TESSERA_RETURN_IF_ERROR(seconds);
     k8s.resync_s = static_cast<int>(*seconds);
   }
+  if (const Field* open = Find(*fields, "allow_unauthenticated")) {
+    Result<bool> on = Bool(*open, "k8s");
+    TESSERA_RETURN_IF_ERROR(on);
+    k8s.allow_unauthenticated = *on;
+  }
   return {};
 }
 
@@ -460,6 +474,41 @@ Status ConfigParser::ParseLimits(const Field& f, ServeConfig* config) const {
     Result<int64_t> n = Int(*queued, "limits", 1, int64_t{1} << 40);
     TESSERA_RETURN_IF_ERROR(n);
     config->service.max_queued_per_user = *n;
+  }
+  // The transport's bounds on connections (http/transport.h).
+  for (auto [key, target, max] :
+       {std::tuple{"header_timeout_s", &config->header_timeout_s, 3600},
+        std::tuple{"body_timeout_s", &config->body_timeout_s, 3600},
+        std::tuple{"max_connections_per_client",
+                   &config->max_connections_per_client, 1000000},
+        std::tuple{"max_connections", &config->max_connections, 1000000}}) {
+    if (const Field* field = Find(*fields, key)) {
+      Result<int64_t> n = Int(*field, "limits", 1, max);
+      TESSERA_RETURN_IF_ERROR(n);
+      *target = static_cast<int>(*n);
+    }
+  }
+  return {};
+}
+
+// `tls:` PEM files for HTTPS; client_ca_file verifies client certificates.
+Status ConfigParser::ParseTls(const Field& f, ServeConfig* config) const {
+  Result<Fields> fields = MapFields(f.value, "tls", kTlsKeys);
+  TESSERA_RETURN_IF_ERROR(fields);
+  http::TlsOptions& tls = config->tls;
+  for (auto [key, target] :
+       {std::pair{"cert_file", &tls.cert_file},
+        std::pair{"key_file", &tls.key_file},
+        std::pair{"client_ca_file", &tls.client_ca_file}}) {
+    if (const Field* file = Find(*fields, key)) {
+      Result<std::string> text = Text(*file, "tls");
+      TESSERA_RETURN_IF_ERROR(text);
+      *target = *text;
+    }
+  }
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return BadInput(At(f.value) +
+                    "tls: needs both 'cert_file' and 'key_file' (PEM)");
   }
   return {};
 }
@@ -685,10 +734,11 @@ Status ConfigParser::ParseUser(const YAML::Node& node, const std::string& label,
     }
   }
   if (const Field* f = Find(*fields, "role")) {
-    constexpr std::string_view kRoles[] = {"user", "admin"};
+    constexpr std::string_view kRoles[] = {"user", "admin", "k8s-scheduler"};
     Result<std::string> role = OneOf(*f, label, kRoles, "role");
     TESSERA_RETURN_IF_ERROR(role);
     entry.user.admin = *role == "admin";
+    entry.k8s_scheduler = *role == "k8s-scheduler";
   }
   if (const Field* f = Find(*fields, "team")) {
     Result<std::string> team = Name(*f, label);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/transport.h"
 #include "k8s/k8s_config.h"
 #include "launch/launcher_config.h"
 #include "service/service.h"
@@ -23,6 +24,9 @@ namespace tessera::scheduler {
 struct UserEntry {
   User user;
   std::string token_sha256;
+  // Role k8s-scheduler: a user who may also call the scheduler extender's
+  // /k8s/filter, prioritize and bind (admins may too).
+  bool k8s_scheduler = false;
 };
 
 inline constexpr std::string_view kDefaultListenHost = "127.0.0.1";
@@ -43,6 +47,14 @@ struct ServeConfig {
   int listen_port = kDefaultListenPort;  // 0: any free port
   std::vector<UserEntry> users;
   int64_t max_body_bytes = kDefaultMaxBodyBytes;
+  // `limits:` on connections (http/transport.h has the defaults' reasons).
+  int header_timeout_s = http::kDefaultHeaderTimeoutS;
+  int body_timeout_s = http::kDefaultBodyTimeoutS;
+  int max_connections_per_client = http::kDefaultMaxConnectionsPerClient;
+  int max_connections = http::kDefaultMaxConnections;
+  // `tls:` HTTPS with these PEM files; client_ca_file also lets clients
+  // authenticate to the extender with a certificate. Empty: plain HTTP.
+  http::TlsOptions tls;
 };
 
 // Parses a configuration. `source` names it in error messages (a path).

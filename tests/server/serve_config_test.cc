@@ -137,6 +137,33 @@ TEST(ServeConfig, ReadsTopLevelSettings) {
   EXPECT_EQ(config->service.max_queued_per_user, 7);
 }
 
+TEST(ServeConfig, ReadsConnectionLimitsTlsAndExtenderAccess) {
+  Result<ServeConfig> defaults = Parse(Valid());
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_EQ(defaults->header_timeout_s, 10);
+  EXPECT_EQ(defaults->max_connections_per_client, 256);
+  EXPECT_FALSE(defaults->tls.enabled());
+  EXPECT_FALSE(defaults->k8s.allow_unauthenticated);
+
+  Result<ServeConfig> config = Parse(
+      Lines({"limits: {header_timeout_s: 3, body_timeout_s: 7, "
+             "max_connections_per_client: 5, max_connections: 50}",
+             "tls: {cert_file: s.pem, key_file: k.pem, client_ca_file: ca.pem}",
+             "k8s: {allow_unauthenticated: true}"}) +
+      Valid(20, "    role: k8s-scheduler"));
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->header_timeout_s, 3);
+  EXPECT_EQ(config->body_timeout_s, 7);
+  EXPECT_EQ(config->max_connections_per_client, 5);
+  EXPECT_EQ(config->max_connections, 50);
+  EXPECT_EQ(config->tls.cert_file, "s.pem");
+  EXPECT_EQ(config->tls.key_file, "k.pem");
+  EXPECT_EQ(config->tls.client_ca_file, "ca.pem");
+  EXPECT_TRUE(config->k8s.allow_unauthenticated);
+  EXPECT_TRUE(config->users[1].k8s_scheduler);
+  EXPECT_FALSE(config->users[1].user.admin);
+}
+
 TEST(ServeConfig, TokenHashIsStoredLowercase) {
   std::string upper(kHashB);
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
@@ -218,6 +245,11 @@ TEST(ServeConfig, TopLevelErrors) {
       {"limits: {max_queued_per_user: 0}\n" + Valid(),
        "serve.yaml:1: limits.max_queued_per_user:"},
       {"kill_grace_s: -1\n" + Valid(), "serve.yaml:1: kill_grace_s:"},
+      {"limits: {header_timeout_s: 0}\n" + Valid(),
+       "serve.yaml:1: limits.header_timeout_s:"},
+      {"tls: {cert_file: s.pem}\n" + Valid(),
+       "serve.yaml:1: tls: needs both 'cert_file' and 'key_file'"},
+      {"tls: {cert: s.pem}\n" + Valid(), "serve.yaml:1: unknown key 'cert'"},
       {Lines({"users:",
               "  - {name: a, token_sha256: " + std::string(kHashA) + "}"}),
        "serve.yaml:1: missing the top-level 'nodes:' list"},

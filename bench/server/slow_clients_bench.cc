@@ -1,0 +1,256 @@
+// The queue API's latency while many slow clients hold connections open:
+// the real service (SQLite, no-op launcher) behind the real HTTP server on
+// loopback, N "slowloris" connections that each send a request line and
+// then one header line every --trickle-ms (never finishing the head; one
+// that the server closes is reopened), and a measuring client that asks
+// GET /healthz and POST /v1/jobs on a fresh connection each time.
+// Issue 15's target: both answer in < 100 ms with 200 slow clients.
+//
+//   server_slow_clients_bench [--slow N] [--samples K] [--trickle-ms MS]
+//                             [--seconds S] [--timeout-s T]
+//
+// Prints, for each route, median and p99 latency and the requests that got
+// no answer within --timeout-s, without and with the slow clients. With
+// them, the K samples are spread over S seconds (default 15: longer than
+// the server's 10 s head timeout, so its cut-offs and the clients' reopens
+// happen while it is measured).
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/stats.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/serve_config.h"
+
+namespace tessera::scheduler {
+namespace {
+
+class IdleLauncher : public Launcher {
+ public:
+  Result<Launched> Start(const LaunchSpec& spec) override {
+    return Launched{100000 + spec.id, 1};
+  }
+  void Stop(JobId, double) override {}
+  std::vector<Exited> Poll() override { return {}; }
+  bool Adopt(JobId, int64_t, int64_t) override { return false; }
+  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
+};
+
+constexpr const char* kToken = "bench-token";
+
+// A TCP connection to 127.0.0.1:port, or -1.
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& text) {
+  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) ==
+         static_cast<ssize_t>(text.size());
+}
+
+// N connections that never finish their request head; each sends one more
+// header line every `trickle`. One the server closed is reopened.
+class SlowClients {
+ public:
+  SlowClients(int port, int n, std::chrono::milliseconds trickle)
+      : port_(port), fds_(static_cast<size_t>(n), -1) {
+    for (int& fd : fds_) Open(fd);
+    thread_ = std::thread([this, trickle] {
+      while (!stop_) {
+        for (int& fd : fds_) {
+          if (fd < 0 || !SendAll(fd, "X-Slow: 1\r\n")) Open(fd);
+        }
+        const auto until = std::chrono::steady_clock::now() + trickle;
+        while (!stop_ && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    });
+  }
+  ~SlowClients() {
+    stop_ = true;
+    thread_.join();
+    for (int fd : fds_) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  int reopened() const { return reopened_; }
+
+ private:
+  void Open(int& fd) {
+    if (fd >= 0) {
+      close(fd);
+      ++reopened_;
+    }
+    fd = Connect(port_);
+    if (fd >= 0 && !SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n")) {
+      close(fd);
+      fd = -1;
+    }
+  }
+
+  const int port_;
+  std::vector<int> fds_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> reopened_{0};
+  std::thread thread_;
+};
+
+struct Summary {
+  std::vector<double> ms;
+  int failed = 0;
+};
+
+// `samples` requests of each route, each on a fresh connection, spread
+// over `seconds` (0: back to back).
+void Measure(int port, int samples, double seconds, int timeout_s,
+             Summary& health, Summary& submit) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string body =
+      nlohmann::json{
+          {"name", "bench"},
+          {"command", {"true"}},
+          {"resources", {{"gpu_milli", 500}, {"gpu_memory_mib", 1024}}}}
+          .dump();
+  const httplib::Headers auth = {
+      {"Authorization", std::string("Bearer ") + kToken}};
+  for (int i = 0; i < samples; ++i) {
+    for (bool post : {false, true}) {
+      httplib::Client c("127.0.0.1", port);
+      c.set_connection_timeout(timeout_s, 0);
+      c.set_read_timeout(timeout_s, 0);
+      c.set_write_timeout(timeout_s, 0);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = post ? c.Post("/v1/jobs", auth, body, "application/json")
+                    : c.Get("/healthz");
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+      Summary& s = post ? submit : health;
+      if (r && r->status == (post ? 201 : 200)) {
+        s.ms.push_back(ms);
+      } else {
+        ++s.failed;
+      }
+    }
+    std::this_thread::sleep_until(
+        start +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(seconds * (i + 1) / samples)));
+  }
+}
+
+void PrintRow(const char* scenario, const char* route, const Summary& s) {
+  std::printf("%-22s %-14s %5zu %10.2f %10.2f %7d\n", scenario, route,
+              s.ms.size(), Percentile(s.ms, 0.5), Percentile(s.ms, 0.99),
+              s.failed);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
+
+int main(int argc, char** argv) {
+  using namespace tessera::scheduler;
+  int slow = 200;
+  int samples = 100;
+  int trickle_ms = 2000;
+  int timeout_s = 5;
+  double seconds = 15;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--slow") slow = std::stoi(argv[i + 1]);
+    if (a == "--samples") samples = std::stoi(argv[i + 1]);
+    if (a == "--trickle-ms") trickle_ms = std::stoi(argv[i + 1]);
+    if (a == "--timeout-s") timeout_s = std::stoi(argv[i + 1]);
+    if (a == "--seconds") seconds = std::stod(argv[i + 1]);
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("tessera_slow_clients_bench_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string yaml = std::string(
+      "listen: 127.0.0.1:0\n"
+      "pools:\n  - {name: a, policy: fifo}\n"
+      "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
+      "gpus: [{kind: a100-80gb, count: 1}]}\n"
+      "limits: {max_queued_per_user: 100000000}\n"
+      "users:\n  - {name: bench, role: user, token_sha256: "
+      "0000000000000000000000000000000000000000000000000000000000000000}\n");
+  auto config = ParseServeConfig(yaml, "bench");
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error().message.c_str());
+    return 1;
+  }
+  config->users[0].token_sha256 = Sha256Hex(kToken);
+  config->service.db_path = (dir / "tessera.db").string();
+  config->service.log_dir = (dir / "logs").string();
+  int status = 0;
+  {
+    auto service =
+        Service::Start(config->service, std::make_unique<IdleLauncher>());
+    if (!service) {
+      std::fprintf(stderr, "%s\n", service.error().message.c_str());
+      return 1;
+    }
+    auto server = HttpServer::Start(**service, *config);
+    if (!server) {
+      std::fprintf(stderr, "%s\n", server.error().message.c_str());
+      return 1;
+    }
+    const int port = (*server)->port();
+    Summary health, submit, slow_health, slow_submit;
+    Measure(port, samples, 0, timeout_s, health, submit);
+    int reopened = 0;
+    {
+      SlowClients clients(port, slow, std::chrono::milliseconds(trickle_ms));
+      // Let every slow connection be accepted and start its head.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      Measure(port, samples, seconds, timeout_s, slow_health, slow_submit);
+      reopened = clients.reopened();
+    }
+    std::printf("%-22s %-14s %5s %10s %10s %7s\n", "scenario", "route", "n",
+                "median_ms", "p99_ms", "failed");
+    const std::string with = std::to_string(slow) + " slow clients";
+    PrintRow("no slow clients", "GET /healthz", health);
+    PrintRow("no slow clients", "POST /v1/jobs", submit);
+    PrintRow(with.c_str(), "GET /healthz", slow_health);
+    PrintRow(with.c_str(), "POST /v1/jobs", slow_submit);
+    std::printf(
+        "(trickle every %d ms; with them, samples over %.0f s; %d slow "
+        "connections reopened after the server closed them; failed = no "
+        "answer within %d s)\n",
+        trickle_ms, seconds, reopened, timeout_s);
+    status = health.failed + submit.failed + slow_health.failed +
+                         slow_submit.failed ==
+                     0
+                 ? 0
+                 : 1;
+    (*server)->Stop();
+  }
+  std::filesystem::remove_all(dir);
+  return status;
+}

@@ -1,0 +1,289 @@
+// The transport's bounds over a real Service: slow clients cost the API
+// nothing, a head that trickles is cut off, connections per address and in
+// all are capped, a body announced too large is refused before it is sent.
+// Timing is only asserted with generous margins (tests run two per core).
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "tests/testlib/onnx_model_builder.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+class IdleLauncher : public Launcher {
+ public:
+  Result<Launched> Start(const LaunchSpec& spec) override {
+    return Launched{100000 + spec.id, 1};
+  }
+  void Stop(JobId, double) override {}
+  std::vector<Exited> Poll() override { return {}; }
+  bool Adopt(JobId, int64_t, int64_t) override { return false; }
+  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
+};
+
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool Send(int fd, const std::string& text) {
+  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) ==
+         static_cast<ssize_t>(text.size());
+}
+
+// Everything the peer sends until it closes or `timeout` passes; `closed`
+// tells which.
+std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout,
+                            bool* closed) {
+  std::string out;
+  const auto until = Clock::now() + timeout;
+  *closed = false;
+  while (Clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - Clock::now());
+    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <=
+        0) {
+      continue;
+    }
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+class HttpLimitsTest : public ::testing::Test {
+ protected:
+  void StartServer(int header_timeout_s, int per_client, int total) {
+    ServeConfig config;
+    Topology& t = config.service.topology;
+    t.pools = {"a"};
+    t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0}, false});
+    t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * 1024});
+    config.service.db_path = dir_.File("q.db");
+    config.service.log_dir = dir_.File("logs");
+    config.listen_host = "127.0.0.1";
+    config.listen_port = 0;
+    config.max_body_bytes = 4096;
+    config.header_timeout_s = header_timeout_s;
+    config.max_connections_per_client = per_client;
+    config.max_connections = total;
+    config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")}};
+    auto service =
+        Service::Start(config.service, std::make_unique<IdleLauncher>());
+    ASSERT_TRUE(service) << service.error().message;
+    service_ = std::move(*service);
+    auto server = HttpServer::Start(*service_, config);
+    ASSERT_TRUE(server) << server.error().message;
+    server_ = std::move(*server);
+    port_ = server_->port();
+  }
+
+  httplib::Result Get(const std::string& path) const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(5, 0);
+    c.set_connection_timeout(5, 0);
+    return c.Get(path.c_str());
+  }
+
+  httplib::Result Submit() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(5, 0);
+    c.set_connection_timeout(5, 0);
+    const std::string body = nlohmann::json{
+        {"command", {"true"}},
+        {"resources",
+         {{"gpu_milli", 100}}}}.dump();
+    return c.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}}, body,
+                  "application/json");
+  }
+
+  testlib::TempDir dir_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(HttpLimitsTest, AnswersWhile200SlowClientsAreConnected) {
+  StartServer(10, 256, 1000);
+  std::vector<int> slow;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nX-Slow: 1\r\n"));
+    slow.push_back(fd);
+  }
+  for (int fd : slow) Send(fd, "X-Slow: 2\r\n");
+  const auto t0 = Clock::now();
+  auto health = Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto submit = Submit();
+  ASSERT_TRUE(submit);
+  EXPECT_EQ(submit->status, 201) << submit->body;
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  for (int fd : slow) close(fd);
+}
+
+TEST_F(HttpLimitsTest, ATricklingHeadIsCutOffAfterTheHeaderTimeout) {
+  StartServer(1, 256, 1000);
+  const int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\n"));
+  // One header line every 100 ms: each arrives well within any per-read
+  // timeout, but the head never ends.
+  const auto t0 = Clock::now();
+  bool closed = false;
+  while (!closed && Clock::now() - t0 < std::chrono::seconds(15)) {
+    if (!Send(fd, "X-Trickle: 1\r\n")) {
+      closed = true;
+      break;
+    }
+    ReadUntilClosed(fd, std::chrono::milliseconds(100), &closed);
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  close(fd);
+  // The server itself goes on.
+  auto health = Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(HttpLimitsTest, ConnectionsPerAddressAreCapped) {
+  StartServer(10, 3, 1000);
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(Connect(port_));
+  // The fourth is answered 503 and closed without its request being read
+  // (or reset, if the request crossed the close).
+  const int extra = Connect(port_);
+  ASSERT_GE(extra, 0);
+  Send(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  bool closed = false;
+  const std::string answer =
+      ReadUntilClosed(extra, std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(answer, ::testing::AnyOf(HasSubstr(" 503 "), ""));
+  if (!answer.empty()) {
+    EXPECT_THAT(answer, HasSubstr("too many connections"));
+  }
+  EXPECT_EQ(answer.find(" 200 "), std::string::npos);
+  close(extra);
+  // Once one of the three closes, a new connection is served.
+  close(held.back());
+  held.pop_back();
+  bool served = false;
+  for (const auto until = Clock::now() + std::chrono::seconds(5);
+       !served && Clock::now() < until;) {
+    auto health = Get("/healthz");
+    served = health && health->status == 200;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+  for (int fd : held) close(fd);
+}
+
+TEST_F(HttpLimitsTest, ConnectionsInAllAreCapped) {
+  StartServer(10, 100, 2);
+  const int a = Connect(port_);
+  const int b = Connect(port_);
+  const int extra = Connect(port_);
+  ASSERT_GE(extra, 0);
+  bool closed = false;
+  ReadUntilClosed(extra, std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+  close(extra);
+  close(a);
+  close(b);
+}
+
+TEST_F(HttpLimitsTest, ABodyAnnouncedTooLargeIsRefusedBeforeItIsSent) {
+  StartServer(10, 256, 1000);
+  const int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd,
+                   "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                   "alice-token\r\nContent-Length: 1000000000\r\n\r\n"));
+  bool closed = false;
+  const std::string answer =
+      ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(answer, HasSubstr("{\"error\":\"the request body is larger "
+                                "than max_body_bytes (4096 bytes)\"}"));
+  close(fd);
+}
+
+TEST_F(HttpLimitsTest, MalformedHttpIs400AndKeepAliveWorks) {
+  StartServer(10, 256, 1000);
+  int fd = Connect(port_);
+  ASSERT_TRUE(Send(fd, "NOT HTTP AT ALL\r\n\r\n"));
+  bool closed = false;
+  std::string answer = ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(answer, HasSubstr("{\"error\":\"malformed HTTP request\"}"));
+  close(fd);
+
+  // Two requests on one connection, the second answered too.
+  fd = Connect(port_);
+  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  answer = ReadUntilClosed(fd, std::chrono::milliseconds(500), &closed);
+  EXPECT_FALSE(closed);
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 200"));
+  ASSERT_TRUE(Send(fd,
+                   "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: "
+                   "close\r\n\r\n"));
+  answer = ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 404"));
+  EXPECT_THAT(answer, HasSubstr("no route GET /nowhere"));
+  close(fd);
+}
+
+TEST_F(HttpLimitsTest, StopClosesIdleConnections) {
+  StartServer(10, 256, 1000);
+  const int fd = Connect(port_);
+  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\n"));
+  const auto t0 = Clock::now();
+  server_->Stop();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  bool closed = false;
+  ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
