@@ -69,7 +69,8 @@ void SendServiceError(Response& res, const Error& error) {
   if (error.code == ErrorCode::kRateLimited) {
     // Whole seconds, rounded up, as HTTP's Retry-After has them.
     const auto seconds = static_cast<int64_t>(std::ceil(error.retry_after_s));
-    res.set_header("Retry-After", std::to_string(std::max<int64_t>(1, seconds)));
+    res.set_header("Retry-After",
+                   std::to_string(std::max<int64_t>(1, seconds)));
   }
   SendError(res, ServiceErrorStatus(error.code), error.message);
 }

@@ -41,7 +41,7 @@ constexpr int64_t kMaxGpusPerNode = 64;
 constexpr std::string_view kTopKeys[] = {
     "listen",         "db",     "log_dir",  "scorer", "kill_grace_s",
     "model_headroom", "limits", "pools",    "nodes",  "users",
-    "k8s_extender",   "k8s",    "launcher", "tls",   "quotas"};
+    "k8s_extender",   "k8s",    "launcher", "tls",    "quotas"};
 constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
 constexpr std::string_view kQuotaKeys[] = {
     "max_queued",     "max_running",       "max_gpu_milli",

@@ -121,17 +121,13 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
 }
 
 Result<std::vector<Job>> Service::List(const JobFilter& filter) {
-  auto jobs = impl_->store->LoadAll();
-  if (!jobs) return jobs.error();
-  std::vector<Job> out;
-  for (auto it = jobs->rbegin(); it != jobs->rend(); ++it) {
-    if (filter.state && it->state != *filter.state) continue;
-    if (!filter.user.empty() && it->user != filter.user) continue;
-    if (!filter.pool.empty() && it->request.pool != filter.pool) continue;
-    out.push_back(std::move(*it));
-    if (static_cast<int64_t>(out.size()) >= filter.limit) break;
+  auto jobs = impl_->store->List(
+      filter.state ? std::string(JobStateName(*filter.state)) : "", filter.user,
+      filter.pool, filter.limit);
+  if (!jobs) {
+    return Unavailable("the job store failed: " + jobs.error().message);
   }
-  return out;
+  return jobs;
 }
 
 Result<std::optional<Job>> Service::Get(JobId id) {

@@ -102,7 +102,7 @@ struct Store::Impl {
   std::mutex mu;          // guards db and every statement below
   sqlite3* db = nullptr;  // one connection, used under mu
   Statement begin, commit, rollback, insert, set_record, update, get, all,
-      active, count_queued;
+      active, count_queued, list;
 
   // close_v2 defers the close until the statements (members, destroyed
   // after this body) are finalized.
@@ -153,6 +153,10 @@ struct Store::Impl {
         {&all, "SELECT id, record FROM jobs ORDER BY id"},
         {&active, "SELECT id, record FROM jobs WHERE state IN (" +
                       active_states + ") ORDER BY id"},
+        {&list,
+         "SELECT id, record FROM jobs WHERE (?1 = '' OR state = ?1) AND "
+         "(?2 = '' OR user = ?2) AND (?3 = '' OR pool = ?3) "
+         "ORDER BY id DESC LIMIT ?4"},
         {&count_queued,
          "SELECT COUNT(*) FROM jobs WHERE user = ? AND state IN (" +
              queued_states + ")"},
@@ -356,6 +360,22 @@ Result<std::optional<Job>> Store::Get(JobId id) {
 Result<std::vector<Job>> Store::LoadAll(bool active_only) {
   std::lock_guard lock(impl_->mu);
   return impl_->ReadAll(active_only ? impl_->active : impl_->all);
+}
+
+Result<std::vector<Job>> Store::List(const std::string& state,
+                                     const std::string& user,
+                                     const std::string& pool, int64_t limit) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  {
+    // Bound here; ReadAll's own Use resets the statement when done.
+    sqlite3_stmt* s = m.list.get();
+    BindText(s, 1, state);
+    BindText(s, 2, user);
+    BindText(s, 3, pool);
+    sqlite3_bind_int64(s, 4, limit);
+  }
+  return m.ReadAll(m.list);
 }
 
 Result<int64_t> Store::CountQueued(const std::string& user) {

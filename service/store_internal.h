@@ -35,6 +35,11 @@ class Store {
   Result<std::optional<Job>> Get(JobId id);
   // Every job, by id; with `active_only` just queued, running and preempted.
   Result<std::vector<Job>> LoadAll(bool active_only = false);
+  // The newest `limit` jobs, newest first, of `state`, `user` and `pool`
+  // ("" = any): one indexed query, whatever the number of jobs stored.
+  Result<std::vector<Job>> List(const std::string& state,
+                                const std::string& user,
+                                const std::string& pool, int64_t limit);
   // Queued or preempted jobs of `user` (for the per-user queue limit).
   Result<int64_t> CountQueued(const std::string& user);
 

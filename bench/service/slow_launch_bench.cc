@@ -127,36 +127,33 @@ int main(int argc, char** argv) {
       for (int i = 0; !stop; ++i) {
         const int route = (i + t) % 6;
         const auto s = std::chrono::steady_clock::now();
-        httplib::Result r;
         std::string name;
-        switch (route) {
-          case 0:
-            name = "POST /v1/jobs";
-            r = c.Post("/v1/jobs", auth, job, "application/json");
-            if (r && r->status == 201) {
-              last = nlohmann::json::parse(r->body)["id"].get<int64_t>();
-            }
-            break;
-          case 1:
-            name = "GET /v1/cluster";
-            r = c.Get("/v1/cluster", auth);
-            break;
-          case 2:
-            name = "GET /v1/jobs/{id}";
-            r = c.Get("/v1/jobs/" + std::to_string(last), auth);
-            break;
-          case 3:
-            name = "GET /v1/jobs";
-            r = c.Get("/v1/jobs?limit=50", auth);
-            break;
-          case 4:
-            name = "POST /v1/jobs/{id}/cancel";
-            r = c.Post("/v1/jobs/" + std::to_string(last) + "/cancel", auth,
-                       "{}", "application/json");
-            break;
-          default:
-            name = "GET /healthz";
-            r = c.Get("/healthz");
+        const auto call = [&]() -> httplib::Result {
+          switch (route) {
+            case 0:
+              name = "POST /v1/jobs";
+              return c.Post("/v1/jobs", auth, job, "application/json");
+            case 1:
+              name = "GET /v1/cluster";
+              return c.Get("/v1/cluster", auth);
+            case 2:
+              name = "GET /v1/jobs/{id}";
+              return c.Get("/v1/jobs/" + std::to_string(last), auth);
+            case 3:
+              name = "GET /v1/jobs";
+              return c.Get("/v1/jobs?limit=50", auth);
+            case 4:
+              name = "POST /v1/jobs/{id}/cancel";
+              return c.Post("/v1/jobs/" + std::to_string(last) + "/cancel",
+                            auth, "{}", "application/json");
+            default:
+              name = "GET /healthz";
+              return c.Get("/healthz");
+          }
+        };
+        httplib::Result r = call();
+        if (route == 0 && r && r->status == 201) {
+          last = nlohmann::json::parse(r->body)["id"].get<int64_t>();
         }
         const double ms = std::chrono::duration<double, std::milli>(
                               std::chrono::steady_clock::now() - s)
