@@ -182,17 +182,45 @@ void AddUnknownShapes(const OpGraph& g, bool is_main,
 }  // namespace
 
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
+  if (options.progress) options.progress("reading");
+  auto bytes = ReadFile(path);
+  if (!bytes) return bytes.error();
+  return LoadModelFromBytes(std::move(bytes).value(), path, options);
+}
+
+namespace {
+
+int64_t CountOnnxNodes(const onnx::GraphProto& g) {
+  int64_t n = g.node_size();
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) n += CountOnnxNodes(a.g());
+      for (const auto& sub : a.graphs()) n += CountOnnxNodes(sub);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<Model> LoadModelFromBytes(std::string bytes, const std::string& path,
+                                 const LoadOptions& options) {
   const auto stage = [&](std::string_view what) {
     if (options.progress) options.progress(what);
   };
-  stage("reading");
-  auto bytes = ReadFile(path);
-  if (!bytes) return bytes.error();
   stage("parsing");
-  auto parsed = ParseModel(path, *bytes);
+  auto parsed = ParseModel(path, bytes);
   if (!parsed) return parsed.error();
   bytes = std::string();  // release the file's bytes early
   onnx::ModelProto& proto = *parsed;
+  if (options.max_nodes > 0) {
+    const int64_t nodes = CountOnnxNodes(proto.graph());
+    if (nodes > options.max_nodes) {
+      return BadInput(path + ": " + std::to_string(nodes) +
+                      " nodes, more than the " +
+                      std::to_string(options.max_nodes) + " allowed here");
+    }
+  }
 
   Model model;
   model.path = path;
