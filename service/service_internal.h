@@ -84,12 +84,20 @@ struct Service::Impl {
   Result<Job> EndReserved(std::map<JobId, Job>::iterator it, JobState end,
                           const std::string& reason);
 
+  // Which model files jobs may name (Start fills it from `options`).
+  ModelFiles model_files;
+  // Uploads are loaded one at a time (UploadModel): bounds their memory.
+  std::mutex upload_mu;
+
   explicit Impl(ServiceOptions o)
       : options(std::move(o)), state(options.topology) {}
 
   double Now() const {
     return options.clock ? options.clock() : service_internal::WallClock();
   }
+
+  // Canonicalizes the model roots into `model_files` (service_models.cc).
+  Status SetUpModelFiles();
 
   // The sized model of a model job, loading it again after a restart.
   const SizedModel* ModelOf(const Job& job);

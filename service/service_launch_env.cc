@@ -18,9 +18,11 @@ const SizedModel* Service::Impl::ModelOf(const Job& job) {
   if (!job.request.model) return nullptr;
   auto it = models.find(job.id);
   if (it != models.end()) return &it->second;
+  // The same rules as a submission: the roots or the upload store.
   auto sized =
       SizeModel(*job.request.model,
-                service_internal::PoolKind(state.topology(), job.request.pool));
+                service_internal::PoolKind(state.topology(), job.request.pool),
+                model_files);
   if (!sized) return nullptr;
   return &models.emplace(job.id, std::move(sized).value()).first->second;
 }
