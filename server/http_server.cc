@@ -134,6 +134,7 @@ struct HttpServer::Impl {
   void Cancel(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
+  void UploadModel(const Request& req, Response& res);
 
   Service& service;
   std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
@@ -346,6 +347,28 @@ void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
   SendJson(res, 200, json{{"node", node}, {"drained", drained}});
 }
 
+// POST /v1/models: the body is an ONNX model (application/octet-stream);
+// 201 {"id", "bytes", "nodes"}, the id for a submission's model.upload.
+void HttpServer::Impl::UploadModel(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  if (static_cast<int64_t>(req.body.size()) > service.max_upload_bytes()) {
+    SendError(res, 413,
+              "the model is larger than max_upload_bytes (" +
+                  std::to_string(service.max_upload_bytes()) + " bytes)");
+    return;
+  }
+  Result<UploadedModel> model = service.UploadModel(*user, req.body);
+  if (!model) {
+    SendServiceError(res, model.error());
+    return;
+  }
+  SendJson(
+      res, 201,
+      json{
+          {"id", model->id}, {"bytes", model->bytes}, {"nodes", model->nodes}});
+}
+
 void HttpServer::Impl::Register() {
   server.Get("/healthz", Guarded([](const Request&, Response& res) {
                SendJson(res, 200, json{{"ok", true}});
@@ -357,6 +380,9 @@ void HttpServer::Impl::Register() {
              }));
   server.Post("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                 Submit(req, res);
+              }));
+  server.Post("/v1/models", Guarded([this](const Request& req, Response& res) {
+                UploadModel(req, res);
               }));
   server.Get("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                List(req, res);
@@ -397,11 +423,16 @@ void HttpServer::Impl::Register() {
   // Statuses httplib sets itself (no route, body too large, a malformed
   // request) get a JSON body like ours; ours already have one.
   const int64_t limit = max_body_bytes;
-  server.set_error_handler([limit](const Request& req, Response& res) {
+  const int64_t upload_limit = service.max_upload_bytes();
+  server.set_error_handler([limit, upload_limit](const Request& req,
+                                                 Response& res) {
     if (!res.body.empty()) return;
     std::string message = "HTTP " + std::to_string(res.status);
     if (res.status == 404) {
       message = "no route " + req.method + " " + req.path;
+    } else if (res.status == 413 && req.path == "/v1/models") {
+      message = "the model is larger than max_upload_bytes (" +
+                std::to_string(upload_limit) + " bytes)";
     } else if (res.status == 413) {
       message = "the request body is larger than max_body_bytes (" +
                 std::to_string(limit) + " bytes)";
@@ -419,7 +450,9 @@ void HttpServer::Impl::Register() {
       [](const Request&, Response& res, const std::exception_ptr&) {
         SendError(res, 500, "internal error");
       });
-  server.set_payload_max_length(static_cast<size_t>(max_body_bytes));
+  // Each route checks its own limit: max_body_bytes, or max_upload_bytes.
+  server.set_payload_max_length(static_cast<size_t>(
+      std::max(max_body_bytes, service.max_upload_bytes())));
   // httplib's default adds SO_REUSEPORT, which lets a second service bind
   // the same port and share the requests; SO_REUSEADDR alone still lets a
   // restarted service bind past connections in TIME_WAIT.

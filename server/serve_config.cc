@@ -38,11 +38,12 @@ constexpr int64_t kMaxGpus = 100000;
 constexpr int64_t kMaxGpusPerNode = 64;
 
 constexpr std::string_view kTopKeys[] = {
-    "listen",         "db",     "log_dir", "scorer", "kill_grace_s",
-    "model_headroom", "limits", "pools",   "nodes",  "users",
-    "k8s_extender",   "k8s",    "launcher"};
-constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
-                                           "max_queued_per_user"};
+    "listen",         "db",     "log_dir",  "scorer",     "kill_grace_s",
+    "model_headroom", "limits", "pools",    "nodes",      "users",
+    "k8s_extender",   "k8s",    "launcher", "model_roots"};
+constexpr std::string_view kLimitKeys[] = {
+    "max_body_bytes", "max_queued_per_user", "max_model_bytes",
+    "max_upload_bytes"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights"};
 constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
@@ -306,6 +307,16 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
   if (const Field* f = Find(top, "limits")) {
     TESSERA_RETURN_IF_ERROR(ParseLimits(*f, config));
   }
+  if (const Field* f = Find(top, "model_roots")) {
+    Result<const YAML::Node*> roots = List(*f, "", "/srv/models");
+    TESSERA_RETURN_IF_ERROR(roots);
+    for (size_t i = 0; i < (*roots)->size(); ++i) {
+      const Field root{Label("model_roots", i), f->key_node, (**roots)[i]};
+      Result<std::string> dir = Text(root, "");
+      TESSERA_RETURN_IF_ERROR(dir);
+      service.model_roots.push_back(*dir);
+    }
+  }
   if (const Field* f = Find(top, "k8s_extender")) {
     Result<bool> on = Bool(*f, "");
     TESSERA_RETURN_IF_ERROR(on);
@@ -370,6 +381,15 @@ Status ConfigParser::ParseLimits(const Field& f, ServeConfig* config) const {
     Result<int64_t> n = Int(*queued, "limits", 1, int64_t{1} << 40);
     TESSERA_RETURN_IF_ERROR(n);
     config->service.max_queued_per_user = *n;
+  }
+  for (auto [key, target] :
+       {std::pair{"max_model_bytes", &config->service.max_model_bytes},
+        std::pair{"max_upload_bytes", &config->service.max_upload_bytes}}) {
+    if (const Field* size = Find(*fields, key)) {
+      Result<int64_t> bytes = Bytes(*size, "limits");
+      TESSERA_RETURN_IF_ERROR(bytes);
+      *target = *bytes;
+    }
   }
   return {};
 }
