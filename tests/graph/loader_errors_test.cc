@@ -258,3 +258,30 @@ TEST(LoadModel, RejectsNodeOverwritingAnInitializer) {
 
 }  // namespace
 }  // namespace tessera::graph
+
+namespace tessera::graph {
+namespace {
+
+// LoadModelFromBytes loads what LoadModel would; max_nodes refuses a larger
+// graph (subgraphs' nodes counted) before shape inference.
+TEST(LoadModelFromBytes, LoadsLikeTheFileAndCapsTheNodes) {
+  const std::string bytes = testlib::SmallCnn(int64_t{2}).Serialize();
+  LoadOptions options;
+  auto model = LoadModelFromBytes(bytes, "upload", options);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->graph->num_nodes(), 4u);
+  EXPECT_EQ(model->path, "upload");
+  options.max_nodes = 4;
+  EXPECT_TRUE(LoadModelFromBytes(bytes, "upload", options));
+  options.max_nodes = 3;
+  auto capped = LoadModelFromBytes(bytes, "upload", options);
+  ASSERT_FALSE(capped);
+  EXPECT_THAT(capped.error().message,
+              HasSubstr("upload: 4 nodes, more than the 3 allowed"));
+  auto garbage = LoadModelFromBytes("garbage", "upload", options);
+  ASSERT_FALSE(garbage);
+  EXPECT_THAT(garbage.error().message, HasSubstr("not an ONNX model"));
+}
+
+}  // namespace
+}  // namespace tessera::graph
