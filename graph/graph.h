@@ -280,6 +280,10 @@ struct LoadOptions {
   // More nodes than this (subgraphs' included) is an error before shape
   // inference; 0 = no limit. The queue service bounds its work with it.
   int64_t max_nodes = 0;
+  // More protobuf fields than this, counted at every depth without
+  // allocating, is an error before parsing (parsing allocates per field);
+  // 0 = no limit. Real models have about ten per node.
+  int64_t max_fields = 0;
 };
 
 // Loads, validates, binds and shape-infers the ONNX model at `path`. Weight

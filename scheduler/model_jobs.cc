@@ -195,6 +195,7 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
   Result<graph::LoadOptions> options = LoadOptionsOf(request);
   if (!options) return options.error();
   options->max_nodes = kMaxModelNodes;
+  options->max_fields = kMaxModelFields;
   const bool upload = !request.upload.empty();
   auto model = graph::LoadModelFromBytes(std::move(bytes).value(),
                                          upload ? request.upload : request.path,

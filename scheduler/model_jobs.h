@@ -50,7 +50,11 @@ inline constexpr int64_t kDefaultMaxModelBytes = int64_t{512} << 20;
 inline constexpr int64_t kDefaultMaxUploadBytes = int64_t{64} << 20;
 // A model with more nodes (subgraphs' included) is refused before shape
 // inference: the largest exported LLMs have tens of thousands.
-inline constexpr int64_t kMaxModelNodes = 250'000;
+inline constexpr int64_t kMaxModelNodes = 100'000;
+// Protobuf fields at every depth (the zoo's models have 5 to 12 per node),
+// counted before parsing: parsing allocates per field, up to ~200 bytes for
+// a field of 2 to 14 bytes (docs/http_api.md#models has the measured bound).
+inline constexpr int64_t kMaxModelFields = 1'000'000;
 struct ModelFiles {
   // Canonical directories (no symbolic links); empty: no job by path.
   std::vector<std::string> roots;
@@ -73,7 +77,8 @@ std::string NotAModelFileMessage(const ModelFiles& files);
 Result<std::string> ReadModelBytes(const ModelRequest& request,
                                    const ModelFiles& files);
 
-// ReadModelBytes, then loads (at most kMaxModelNodes nodes) and sizes it like
+// ReadModelBytes, then loads (at most kMaxModelFields fields and
+// kMaxModelNodes nodes) and sizes it like
 // SizeModel. External-data references are never followed: the weights'
 // values are not needed, and no file but the model's is opened.
 Result<SizedModel> SizeModel(const ModelRequest& request,

@@ -114,7 +114,8 @@ class Service {
   // no GPU of the pool could ever hold, a model that does not load, the
   // user's queue full).
   Result<Job> Submit(const User& user, JobRequest request);
-  // Checks an uploaded ONNX model (at most max_upload_bytes, and
+  // Checks an uploaded ONNX model (at most max_upload_bytes,
+  // kMaxModelFields protobuf fields, counted before parsing, and
   // kMaxModelNodes nodes: it must load) and stores it durably under its
   // SHA-256, which a submission's model.upload names. Uploads are loaded
   // one at a time, outside the queue's lock. kBadInput saying what is wrong.

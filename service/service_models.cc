@@ -115,6 +115,7 @@ Result<UploadedModel> Service::UploadModel(const User& /*user*/,
   TESSERA_RETURN_IF_ERROR(id);
   graph::LoadOptions options;
   options.max_nodes = kMaxModelNodes;
+  options.max_fields = kMaxModelFields;
   // One load at a time, and never under the queue's lock: at most one
   // model of max_upload_bytes is parsed at any moment.
   std::lock_guard lock(m.upload_mu);

@@ -278,6 +278,19 @@ TEST(LoadModelFromBytes, LoadsLikeTheFileAndCapsTheNodes) {
   ASSERT_FALSE(capped);
   EXPECT_THAT(capped.error().message,
               HasSubstr("upload: 4 nodes, more than the 3 allowed"));
+  // A flood of fields (here empty input names, 2 bytes each) is refused
+  // before parsing allocates them.
+  testlib::OnnxModelBuilder flood = testlib::SmallCnn(int64_t{2});
+  for (int i = 0; i < 1000; ++i) flood.proto().mutable_node(1)->add_input("");
+  const std::string flooded = flood.Serialize();
+  options.max_nodes = 0;
+  options.max_fields = 500;
+  auto refused = LoadModelFromBytes(flooded, "upload", options);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message,
+              HasSubstr("upload: more than 500 protobuf fields"));
+  options.max_fields = 200;  // the model itself has fewer
+  EXPECT_TRUE(LoadModelFromBytes(bytes, "upload", options));
   auto garbage = LoadModelFromBytes("garbage", "upload", options);
   ASSERT_FALSE(garbage);
   EXPECT_THAT(garbage.error().message, HasSubstr("not an ONNX model"));
