@@ -92,7 +92,15 @@ std::optional<std::string> ReadRegularFile(
     std::error_code ec;
     const auto opened = std::filesystem::read_symlink(
         "/proc/self/fd/" + std::to_string(fd.get()), ec);
-    if (ec || !InsideAny(opened.string(), *roots)) return std::nullopt;
+    if (!ec && !InsideAny(opened.string(), *roots)) return std::nullopt;
+    if (ec) {
+      // No /proc: the file opened must at least be the one checked.
+      struct stat checked {};
+      if (lstat(path.c_str(), &checked) != 0 || checked.st_dev != st.st_dev ||
+          checked.st_ino != st.st_ino) {
+        return std::nullopt;
+      }
+    }
   }
   return ReadAll(fd.get(), st.st_size, max);
 }
