@@ -431,6 +431,7 @@ Examples:
   tessera submit --gpu-milli 250 --gpu-memory 8GiB -- python train.py --lr 3e-4
   tessera submit --gpus 2 --cpu-milli 8000 --memory 64GiB --pool a100 -- ./run.sh
   tessera submit --model models/zoo/gpt2.onnx --batch 8 --train --pool a100 -- python train_gpt2.py
+  tessera submit --model-path /srv/models/gpt2.onnx --batch 8 -- python train_gpt2.py
   tessera submit --name sweep-3 --priority 5 --preemptible --time-limit 600 \
       --env SEED=3 --gpu-milli 500 --gpu-memory 12GiB --json -- python sweep.py
 )") + kClientFooter);
@@ -456,8 +457,12 @@ Examples:
   cmd->add_option("--memory", args.memory, "Host memory, e.g. 16GiB")
       ->type_name("SIZE");
   cmd->add_option("--model", args.model,
-                  "ONNX model the service sizes the job by (a path it can "
-                  "read)")
+                  "ONNX model the service sizes the job by: uploaded "
+                  "without its weights (which sizing does not need)")
+      ->type_name("FILE");
+  cmd->add_option("--model-path", args.model_path,
+                  "Or a model file on the service's machine, under its "
+                  "model_roots")
       ->type_name("PATH");
   cmd->add_option("--batch", args.batch, "Batch of the model job")
       ->type_name("B");

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <utility>
@@ -26,6 +27,12 @@ namespace tessera::cli {
 namespace {
 
 using nlohmann::json;
+
+// `tessera submit --model` keeps the values of tensors up to this size
+// (shape constants, which shape inference reads) and strips the rest.
+constexpr int64_t kKeptTensorBytes = 4096;
+// Protobuf parses at most 2 GiB.
+constexpr uintmax_t kMaxModelFileBytes = uintmax_t{2} << 30;
 
 // `tessera logs --follow` asks for more this often.
 constexpr auto kFollowInterval = std::chrono::milliseconds(500);
@@ -221,6 +228,30 @@ Result<scheduler::Resources> ResourcesOf(const SubmitArgs& a) {
   return r;
 }
 
+// The model's bytes without the data of its large tensors (the service
+// sizes a model from dims and dtypes): what `--model FILE` uploads.
+Result<std::string> StrippedModel(const std::string& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    return BadInput("--model: " + file +
+                    ": no such file, or not a regular file");
+  }
+  const auto size = std::filesystem::file_size(file, ec);
+  if (ec || size > kMaxModelFileBytes) {
+    return BadInput("--model: " + file +
+                    ": cannot be read, or larger than 2 GiB");
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    return BadInput("--model: " + file + ": read error");
+  }
+  Result<std::string> stripped =
+      graph::StripWeightData(bytes, kKeptTensorBytes);
+  if (!stripped) return stripped.error().WithContext("--model: " + file);
+  return stripped;
+}
+
 Result<scheduler::ModelRequest> ModelOf(const SubmitArgs& a) {
   if (a.gpus || a.gpu_milli || !a.gpu_memory.empty() || a.cpu_milli ||
       !a.memory.empty()) {
@@ -228,12 +259,20 @@ Result<scheduler::ModelRequest> ModelOf(const SubmitArgs& a) {
         "--model sizes the job with the estimator: leave out --gpus, "
         "--gpu-milli, --gpu-memory, --cpu-milli and --memory");
   }
-  std::error_code ec;
-  // The service reads the model: send a path that does not depend on
-  // where this command runs.
-  const std::filesystem::path path = std::filesystem::absolute(a.model, ec);
+  if (!a.model.empty() && !a.model_path.empty()) {
+    return BadInput(
+        "--model uploads a local file, --model-path names one on the "
+        "service's machine: give one");
+  }
   scheduler::ModelRequest m;
-  m.path = ec ? a.model : path.string();
+  if (!a.model_path.empty()) {
+    std::error_code ec;
+    // The service reads the model: send a path that does not depend on
+    // where this command runs.
+    const std::filesystem::path path =
+        std::filesystem::absolute(a.model_path, ec);
+    m.path = ec ? a.model_path : path.lexically_normal().string();
+  }
   m.train = a.train;
   if (a.batch) m.batch = *a.batch;
   m.dtype = a.dtype;
@@ -264,7 +303,7 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
     }
     j.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (!a.model.empty()) {
+  if (!a.model.empty() || !a.model_path.empty()) {
     Result<scheduler::ModelRequest> model = ModelOf(a);
     TESSERA_RETURN_IF_ERROR(model);
     j.model = *model;
@@ -294,7 +333,16 @@ int RunSubmit(const SubmitArgs& args) {
   return Run([&]() -> Status {
     Result<scheduler::JobRequest> submission = Submission(args);
     TESSERA_RETURN_IF_ERROR(submission);
-    Result<json> job = Client(args.client).Submit(*submission);
+    const client::QueueClient client = Client(args.client);
+    if (!args.model.empty()) {
+      Result<std::string> stripped = StrippedModel(args.model);
+      TESSERA_RETURN_IF_ERROR(stripped);
+      Result<json> uploaded = client.UploadModel(*stripped);
+      if (!uploaded)
+        return uploaded.error().WithContext("--model " + args.model);
+      submission->model->upload = Str(*uploaded, "id");
+    }
+    Result<json> job = client.Submit(*submission);
     TESSERA_RETURN_IF_ERROR(job);
     if (args.client.json) {
       PrintJson(*job);

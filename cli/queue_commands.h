@@ -28,8 +28,9 @@ struct SubmitArgs {
   std::optional<int> gpu_milli;  // or a fraction of one
   std::string gpu_memory;        // with gpu_milli, e.g. "8GiB"
   std::optional<long long> cpu_milli;
-  std::string memory;  // host memory, e.g. "16GiB"
-  std::string model;   // or sized by the estimator
+  std::string memory;      // host memory, e.g. "16GiB"
+  std::string model;       // or sized by the estimator: a local file, uploaded
+  std::string model_path;  // or a file on the service's machine
   std::optional<long long> batch;
   bool train = false;
   std::string dtype;

@@ -59,7 +59,8 @@ QueueClient::QueueClient(std::string url, std::string token)
 
 Result<QueueClient::Reply> QueueClient::Send(const std::string& method,
                                              const std::string& path,
-                                             const std::string& body) const {
+                                             const std::string& body,
+                                             const char* content_type) const {
   if (url_.rfind("http://", 0) != 0 && url_.rfind("https://", 0) != 0) {
     return BadInput("--url: '" + url_ +
                     "' must start with http:// or https:// (e.g. " +
@@ -71,9 +72,8 @@ Result<QueueClient::Reply> QueueClient::Send(const std::string& method,
   client.set_read_timeout(kReadTimeoutSeconds);
   client.set_tcp_nodelay(true);
   if (!token_.empty()) client.set_bearer_token_auth(token_);
-  httplib::Result res = method == "GET"
-                            ? client.Get(path)
-                            : client.Post(path, body, "application/json");
+  httplib::Result res = method == "GET" ? client.Get(path)
+                                        : client.Post(path, body, content_type);
   if (!res) {
     return Unavailable("cannot reach the tessera service at " + url_ + " (" +
                        httplib::to_string(res.error()) +
@@ -94,8 +94,9 @@ Result<QueueClient::Reply> QueueClient::Send(const std::string& method,
 
 Result<json> QueueClient::SendJson(const std::string& method,
                                    const std::string& path,
-                                   const std::string& body) const {
-  Result<Reply> reply = Send(method, path, body);
+                                   const std::string& body,
+                                   const char* content_type) const {
+  Result<Reply> reply = Send(method, path, body, content_type);
   TESSERA_RETURN_IF_ERROR(reply);
   json j = json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
@@ -107,6 +108,10 @@ Result<json> QueueClient::SendJson(const std::string& method,
 Result<json> QueueClient::Submit(const scheduler::JobRequest& request) const {
   return SendJson("POST", "/v1/jobs",
                   scheduler::JobRequestJson(request).dump());
+}
+
+Result<json> QueueClient::UploadModel(const std::string& onnx_bytes) const {
+  return SendJson("POST", "/v1/models", onnx_bytes, "application/octet-stream");
 }
 
 Result<json> QueueClient::Jobs(const JobQuery& query) const {

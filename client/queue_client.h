@@ -45,6 +45,10 @@ class QueueClient {
 
   // POST /v1/jobs: the job as accepted (JobJson).
   Result<nlohmann::json> Submit(const scheduler::JobRequest& request) const;
+  // POST /v1/models: uploads an ONNX model's bytes (strip its weights
+  // first: graph::StripWeightData); {"id", "bytes", "nodes"}, the id for
+  // ModelRequest::upload.
+  Result<nlohmann::json> UploadModel(const std::string& onnx_bytes) const;
   // GET /v1/jobs: {"jobs": [...]}.
   Result<nlohmann::json> Jobs(const JobQuery& query) const;
   // GET /v1/jobs/ID.
@@ -63,10 +67,12 @@ class QueueClient {
  private:
   struct Reply;
   Result<Reply> Send(const std::string& method, const std::string& path,
-                     const std::string& body) const;
-  Result<nlohmann::json> SendJson(const std::string& method,
-                                  const std::string& path,
-                                  const std::string& body) const;
+                     const std::string& body,
+                     const char* content_type = "application/json") const;
+  Result<nlohmann::json> SendJson(
+      const std::string& method, const std::string& path,
+      const std::string& body,
+      const char* content_type = "application/json") const;
 
   std::string url_;
   std::string token_;

@@ -277,12 +277,31 @@ struct LoadOptions {
   // Keep the parsed ModelProto in Model::proto (weights included), for
   // writing sub-models of it.
   bool keep_proto = false;
+  // More nodes than this (subgraphs' included) is an error before shape
+  // inference; 0 = no limit. The queue service bounds its work with it.
+  int64_t max_nodes = 0;
+  // More protobuf fields than this, counted at every depth without
+  // allocating, is an error before parsing (parsing allocates per field);
+  // 0 = no limit. Real models have about ten per node.
+  int64_t max_fields = 0;
 };
 
 // Loads, validates, binds and shape-infers the ONNX model at `path`. Weight
 // data is never read, so external-data files may be absent. Errors
 // (kBadInput) name the file and the node or tensor at fault.
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options);
+// The same from a model's bytes (a file the caller read, an upload); `path`
+// names it in errors and Model::path.
+Result<Model> LoadModelFromBytes(std::string bytes, const std::string& path,
+                                 const LoadOptions& options);
+
+// The serialized ONNX model `bytes` with the data of every tensor larger
+// than `keep_bytes` removed (initializers and Constant-node values, in
+// subgraphs too; external-data references dropped): dims and dtypes stay,
+// so the model loads and sizes as before, and shape constants (small) keep
+// their values. kBadInput when `bytes` is not an ONNX model.
+Result<std::string> StripWeightData(const std::string& bytes,
+                                    int64_t keep_bytes);
 
 // Op-type histogram of the main graph ("Conv" -> 53; "domain:Op" outside the
 // standard domain), sorted by count, then name.

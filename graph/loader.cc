@@ -182,17 +182,118 @@ void AddUnknownShapes(const OpGraph& g, bool is_main,
 }  // namespace
 
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
+  if (options.progress) options.progress("reading");
+  auto bytes = ReadFile(path);
+  if (!bytes) return bytes.error();
+  return LoadModelFromBytes(std::move(bytes).value(), path, options);
+}
+
+namespace {
+
+bool ReadVarint(const unsigned char** p, const unsigned char* end,
+                uint64_t* value) {
+  *value = 0;
+  for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+    const unsigned char c = *(*p)++;
+    *value |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if ((c & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Protobuf parses at most this deep; so does the count.
+constexpr int kMaxWireDepth = 100;
+
+// Counts the fields of the serialized message in [p, end) at every depth,
+// without allocating: a length-delimited field counts as a nested message
+// when its bytes read as one (a string that happens to read as one is
+// over-counted, which is safe). False when the bytes are no message or the
+// count passes `limit`. Time: at most kMaxWireDepth passes over the bytes.
+bool CountWireFields(const unsigned char* p, const unsigned char* end,
+                     int depth, int64_t limit, int64_t* count) {
+  while (p < end) {
+    uint64_t tag = 0, value = 0;
+    if (!ReadVarint(&p, end, &tag) || (tag >> 3) == 0) return false;
+    if (++*count > limit) return false;
+    switch (tag & 7) {
+      case 0:
+        if (!ReadVarint(&p, end, &value)) return false;
+        break;
+      case 1:
+        if (end - p < 8) return false;
+        p += 8;
+        break;
+      case 5:
+        if (end - p < 4) return false;
+        p += 4;
+        break;
+      case 2: {
+        if (!ReadVarint(&p, end, &value) ||
+            value > static_cast<uint64_t>(end - p)) {
+          return false;
+        }
+        const unsigned char* next = p + value;
+        if (depth < kMaxWireDepth && value > 0) {
+          const int64_t before = *count;
+          if (!CountWireFields(p, next, depth + 1, limit, count)) {
+            if (*count > limit) return false;
+            *count = before;  // not a message: one field, counted above
+          }
+        }
+        p = next;
+        break;
+      }
+      default:
+        return false;  // groups (deprecated) or no wire type
+    }
+  }
+  return true;
+}
+
+int64_t CountOnnxNodes(const onnx::GraphProto& g) {
+  int64_t n = g.node_size();
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) n += CountOnnxNodes(a.g());
+      for (const auto& sub : a.graphs()) n += CountOnnxNodes(sub);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<Model> LoadModelFromBytes(std::string bytes, const std::string& path,
+                                 const LoadOptions& options) {
   const auto stage = [&](std::string_view what) {
     if (options.progress) options.progress(what);
   };
-  stage("reading");
-  auto bytes = ReadFile(path);
-  if (!bytes) return bytes.error();
   stage("parsing");
-  auto parsed = ParseModel(path, *bytes);
+  if (options.max_fields > 0) {
+    // Parsing allocates per field (a 2-byte empty string becomes a
+    // std::string): refuse a flood of them before it does.
+    int64_t fields = 0;
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    CountWireFields(data, data + bytes.size(), 0, options.max_fields, &fields);
+    if (fields > options.max_fields) {
+      return BadInput(path + ": more than " +
+                      std::to_string(options.max_fields) +
+                      " protobuf fields (a model has about ten per node), "
+                      "more than allowed here");
+    }
+  }
+  auto parsed = ParseModel(path, bytes);
   if (!parsed) return parsed.error();
   bytes = std::string();  // release the file's bytes early
   onnx::ModelProto& proto = *parsed;
+  if (options.max_nodes > 0) {
+    const int64_t nodes = CountOnnxNodes(proto.graph());
+    if (nodes > options.max_nodes) {
+      return BadInput(path + ": " + std::to_string(nodes) +
+                      " nodes, more than the " +
+                      std::to_string(options.max_nodes) + " allowed here");
+    }
+  }
 
   Model model;
   model.path = path;

@@ -239,7 +239,7 @@ class Session : public Connection,
     if (ec) return OnReadError(ec);
     const auto& head = parser_->get();
     const boost::optional<uint64_t> length = parser_->content_length();
-    const auto max = static_cast<uint64_t>(server_.options.max_body_bytes);
+    const auto max = static_cast<uint64_t>(BodyLimit().bytes);
     if (length && *length > max) return Refuse(413, TooLarge());
     parser_->body_limit(max);  // a chunked body's
     if (bhttp::token_list(head[bhttp::field::expect]).exists("100-continue") &&
@@ -269,9 +269,17 @@ class Session : public Connection,
                       });
   }
 
+  // The body limit of this request's path.
+  ServerOptions::BodyLimit BodyLimit() const {
+    auto it = server_.options.path_body_limits.find(path_);
+    if (it != server_.options.path_body_limits.end()) return it->second;
+    return {server_.options.max_body_bytes, "max_body_bytes"};
+  }
+
   std::string TooLarge() const {
-    return "the request body is larger than max_body_bytes (" +
-           std::to_string(server_.options.max_body_bytes) + " bytes)";
+    const ServerOptions::BodyLimit limit = BodyLimit();
+    return "the request body is larger than " + limit.setting + " (" +
+           std::to_string(limit.bytes) + " bytes)";
   }
 
   // A read that ended without a request: the client left or was too slow

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -118,6 +119,14 @@ struct ServerOptions {
   std::string host = "127.0.0.1";  // an address or a name ("localhost")
   int port = 0;                    // 0: any free port
   int64_t max_body_bytes = int64_t{1} << 20;
+  // Paths whose bodies may be larger (or must be smaller): the limit and
+  // the name of the setting a 413 names (e.g. "/v1/models":
+  // {64 MiB, "max_upload_bytes"}).
+  struct BodyLimit {
+    int64_t bytes = 0;
+    std::string setting;
+  };
+  std::map<std::string, BodyLimit> path_body_limits;
   int header_timeout_s = kDefaultHeaderTimeoutS;
   int body_timeout_s = kDefaultBodyTimeoutS;
   int max_connections_per_client = kDefaultMaxConnectionsPerClient;

@@ -51,7 +51,8 @@ struct Resources {
 
 // A job that asks by model: the estimator sizes it.
 struct ModelRequest {
-  std::string path;
+  std::string path;    // a file on the service's machine, or
+  std::string upload;  // the id of a model uploaded (POST /v1/models)
   int64_t batch = 1;
   bool train = false;
   std::string dtype;  // "" = as exported; fp32, fp16, bf16

@@ -1,7 +1,16 @@
 // SizeModel, ModelDemand, SplitAcrossSlivers.
 #include "scheduler/model_jobs.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include "common/units.h"
 #include "estimator/estimator.h"
@@ -17,10 +26,144 @@ int64_t ToMiB(double bytes) {
   return static_cast<int64_t>(std::ceil(bytes / static_cast<double>(kMiB)));
 }
 
+// The bytes of the file open on `fd` (a regular file of `size` bytes), at
+// most `max` bytes; nullopt when it is larger or a read fails.
+std::optional<std::string> ReadAll(int fd, int64_t size, int64_t max) {
+  std::string bytes;
+  bytes.resize(static_cast<size_t>(std::min(size, max) + 1));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (static_cast<int64_t>(got) > max) return std::nullopt;  // it grew
+  bytes.resize(got);
+  return bytes;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// `path` (canonical) is `root` (canonical) or below it, by whole components.
+bool Inside(const std::filesystem::path& path,
+            const std::filesystem::path& root) {
+  auto p = path.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++p) {
+    if (r->empty()) continue;  // a trailing separator
+    if (p == path.end() || *p != *r) return false;
+  }
+  return p != path.end();
+}
+
+bool InsideAny(const std::string& path, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
+    return Inside(std::filesystem::path(path), std::filesystem::path(r));
+  });
+}
+
+// Opens `path` (no symbolic link as its last component, never blocking on a
+// FIFO or a device), and reads it if it is a regular file of at most `max`
+// bytes and, with `roots`, the file opened really is inside one of them (so
+// a directory swapped for a link between the check and the open is caught).
+std::optional<std::string> ReadRegularFile(
+    const std::string& path, int64_t max,
+    const std::vector<std::string>* roots) {
+  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) return std::nullopt;
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > max) {
+    return std::nullopt;
+  }
+  if (roots != nullptr) {
+    std::error_code ec;
+    const auto opened = std::filesystem::read_symlink(
+        "/proc/self/fd/" + std::to_string(fd.get()), ec);
+    if (!ec && !InsideAny(opened.string(), *roots)) return std::nullopt;
+    if (ec) {
+      // No /proc: the file opened must at least be the one checked.
+      struct stat checked {};
+      if (lstat(path.c_str(), &checked) != 0 || checked.st_dev != st.st_dev ||
+          checked.st_ino != st.st_ino) {
+        return std::nullopt;
+      }
+    }
+  }
+  return ReadAll(fd.get(), st.st_size, max);
+}
+
 }  // namespace
 
-Result<SizedModel> SizeModel(const ModelRequest& request,
-                             const std::string& kind) {
+std::string NotAModelFileMessage(const ModelFiles& files) {
+  return "model.path: not a readable model file under the service's "
+         "model_roots (a regular file of at most " +
+         std::to_string(files.max_model_bytes) +
+         " bytes inside one of the directories the admin lists; or upload "
+         "the model: tessera submit --model FILE)";
+}
+
+bool IsUploadId(std::string_view id) {
+  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Result<std::string> ReadModelBytes(const ModelRequest& request,
+                                   const ModelFiles& files) {
+  if (!request.upload.empty()) {
+    const std::string unknown =
+        "model.upload: no uploaded model '" + request.upload +
+        "' on this service (upload it first: POST /v1/models, or tessera "
+        "submit --model FILE)";
+    if (!IsUploadId(request.upload) || files.upload_dir.empty()) {
+      return BadInput(unknown);
+    }
+    std::optional<std::string> bytes =
+        ReadRegularFile(files.upload_dir + "/" + request.upload + ".onnx",
+                        files.max_upload_bytes, nullptr);
+    if (!bytes) return BadInput(unknown);
+    return std::move(*bytes);
+  }
+  if (files.roots.empty()) {
+    return BadInput(
+        "model.path: this service reads no model files by path (its admin "
+        "enables it by listing directories as model_roots in the serve "
+        "config); upload the model instead: tessera submit --model FILE, or "
+        "POST /v1/models and \"model\": {\"upload\": ID}");
+  }
+  const std::string refused = NotAModelFileMessage(files);
+  if (request.path.empty() || request.path[0] != '/' ||
+      request.path.find('\0') != std::string::npos) {
+    return BadInput(refused);
+  }
+  // Resolves every symbolic link; fails for a missing file.
+  char* resolved = realpath(request.path.c_str(), nullptr);
+  if (resolved == nullptr) return BadInput(refused);
+  const std::string canonical(resolved);
+  free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath's
+  if (!InsideAny(canonical, files.roots)) return BadInput(refused);
+  std::optional<std::string> bytes =
+      ReadRegularFile(canonical, files.max_model_bytes, &files.roots);
+  if (!bytes) return BadInput(refused);
+  return std::move(*bytes);
+}
+
+namespace {
+
+Result<graph::LoadOptions> LoadOptionsOf(const ModelRequest& request) {
   graph::LoadOptions options;
   options.keep_proto = false;
   if (request.batch > 0) options.batch = request.batch;
@@ -32,20 +175,52 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
     if (!type) return type.error().WithContext("model.dtype");
     options.float_type = *type;
   }
-  auto model = graph::LoadModel(request.path, options);
-  if (!model) return model.error().WithContext("model.path");
+  return options;
+}
+
+Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
+                        const std::string& kind) {
   const auto catalog = estimator::DeviceCatalog::BuiltIn();
   const estimator::DeviceSpec* spec = catalog.Find(kind);
   if (!spec) return Internal("GPU kind '" + kind + "' is not in the catalog");
   estimator::ProfileOptions profile_options;
   profile_options.training = request.train;
-  auto profile = estimator::ProfileModel(*model, *spec, profile_options);
+  auto profile = estimator::ProfileModel(model, *spec, profile_options);
   if (!profile) return profile.error().WithContext("model");
   SizedModel sized;
   sized.peak_bytes = profile->memory.total();
   sized.training = request.train;
-  sized.model = std::make_shared<const graph::Model>(std::move(model).value());
+  sized.model = std::make_shared<const graph::Model>(std::move(model));
   return sized;
+}
+
+}  // namespace
+
+Result<SizedModel> SizeModel(const ModelRequest& request,
+                             const std::string& kind, const ModelFiles& files) {
+  Result<std::string> bytes = ReadModelBytes(request, files);
+  if (!bytes) return bytes.error();
+  Result<graph::LoadOptions> options = LoadOptionsOf(request);
+  if (!options) return options.error();
+  options->max_nodes = kMaxModelNodes;
+  options->max_fields = kMaxModelFields;
+  const bool upload = !request.upload.empty();
+  auto model = graph::LoadModelFromBytes(std::move(bytes).value(),
+                                         upload ? request.upload : request.path,
+                                         *options);
+  if (!model) {
+    return model.error().WithContext(upload ? "model.upload" : "model.path");
+  }
+  return Size(std::move(model).value(), request, kind);
+}
+
+Result<SizedModel> SizeModel(const ModelRequest& request,
+                             const std::string& kind) {
+  Result<graph::LoadOptions> options = LoadOptionsOf(request);
+  if (!options) return options.error();
+  auto model = graph::LoadModel(request.path, *options);
+  if (!model) return model.error().WithContext("model.path");
+  return Size(std::move(model).value(), request, kind);
 }
 
 Resources ModelDemand(const SizedModel& sized, double headroom) {

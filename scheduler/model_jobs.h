@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,11 +36,56 @@ struct SizedModel {
   bool training = false;
 };
 
-// Loads and sizes `request` on the pool's GPU kind `kind`. kBadInput naming
-// the field: "model.path: ..." when the model does not load, or its inputs
-// are unbound.
+// Loads and sizes `request` (by path; any file this process can read: the
+// command line's tools) on the pool's GPU kind `kind`. kBadInput naming the
+// field: "model.path: ..." when the model does not load, or its inputs are
+// unbound.
 Result<SizedModel> SizeModel(const ModelRequest& request,
                              const std::string& kind);
+
+// Which model files the queue service reads for its users
+// (docs/serve_config.md, model_roots): regular files under the admin's
+// model_roots (symbolic links resolved), and the models users uploaded.
+inline constexpr int64_t kDefaultMaxModelBytes = int64_t{512} << 20;
+inline constexpr int64_t kDefaultMaxUploadBytes = int64_t{64} << 20;
+// A model with more nodes (subgraphs' included) is refused before shape
+// inference: the largest exported LLMs have tens of thousands.
+inline constexpr int64_t kMaxModelNodes = 100'000;
+// Protobuf fields at every depth (the zoo's models have 5 to 12 per node),
+// counted before parsing: parsing allocates per field, up to ~200 bytes for
+// a field of 2 to 14 bytes (docs/http_api.md#models has the measured bound).
+inline constexpr int64_t kMaxModelFields = 1'000'000;
+struct ModelFiles {
+  // Canonical directories (no symbolic links); empty: no job by path.
+  std::vector<std::string> roots;
+  int64_t max_model_bytes = kDefaultMaxModelBytes;
+  // Where uploaded models are, as <upload_dir>/<sha256>.onnx; "": none.
+  std::string upload_dir;
+  int64_t max_upload_bytes = kDefaultMaxUploadBytes;
+};
+
+// The one answer for a path the service does not read: outside the roots,
+// missing, unreadable, not a regular file, too big. It never says which, so
+// that nobody can probe the server's files.
+std::string NotAModelFileMessage(const ModelFiles& files);
+
+// The bytes of the model `request` names, read under `files`'s rules: by
+// path, a regular file of at most max_model_bytes inside one of the roots
+// (opened O_NOFOLLOW | O_NONBLOCK on its canonical path, checked and read on
+// that one descriptor); by upload id, <upload_dir>/<id>.onnx. kBadInput
+// naming model.path or model.upload.
+Result<std::string> ReadModelBytes(const ModelRequest& request,
+                                   const ModelFiles& files);
+
+// ReadModelBytes, then loads (at most kMaxModelFields fields and
+// kMaxModelNodes nodes) and sizes it like
+// SizeModel. External-data references are never followed: the weights'
+// values are not needed, and no file but the model's is opened.
+Result<SizedModel> SizeModel(const ModelRequest& request,
+                             const std::string& kind, const ModelFiles& files);
+
+// "0123...": 64 lowercase hex digits, the form of an upload's id.
+bool IsUploadId(std::string_view id);
 
 // The resources a model job reserves on one GPU: the need x (1 + headroom)
 // in MiB, and the whole GPU's compute (1000 milli).

@@ -144,6 +144,7 @@ struct HttpServer::Impl {
   void Cancel(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
+  void UploadModel(const Request& req, Response& res);
 
   Service& service;
   std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
@@ -355,6 +356,28 @@ void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
   SendJson(res, 200, json{{"node", node}, {"drained", drained}});
 }
 
+// POST /v1/models: the body is an ONNX model (application/octet-stream);
+// 201 {"id", "bytes", "nodes"}, the id for a submission's model.upload.
+void HttpServer::Impl::UploadModel(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  if (static_cast<int64_t>(req.body.size()) > service.max_upload_bytes()) {
+    SendError(res, 413,
+              "the model is larger than max_upload_bytes (" +
+                  std::to_string(service.max_upload_bytes()) + " bytes)");
+    return;
+  }
+  Result<UploadedModel> model = service.UploadModel(*user, req.body);
+  if (!model) {
+    SendServiceError(res, model.error());
+    return;
+  }
+  SendJson(
+      res, 201,
+      json{
+          {"id", model->id}, {"bytes", model->bytes}, {"nodes", model->nodes}});
+}
+
 void HttpServer::Impl::Register() {
   router.Get("/healthz", Guarded([](const Request&, Response& res) {
                SendJson(res, 200, json{{"ok", true}});
@@ -366,6 +389,9 @@ void HttpServer::Impl::Register() {
              }));
   router.Post("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                 Submit(req, res);
+              }));
+  router.Post("/v1/models", Guarded([this](const Request& req, Response& res) {
+                UploadModel(req, res);
               }));
   router.Get("/v1/jobs", Guarded([this](const Request& req, Response& res) {
                List(req, res);
@@ -490,6 +516,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
   options.host = config.listen_host;
   options.port = config.listen_port;
   options.max_body_bytes = config.max_body_bytes;
+  options.path_body_limits["/v1/models"] = {service.max_upload_bytes(),
+                                            "max_upload_bytes"};
   options.header_timeout_s = config.header_timeout_s;
   options.body_timeout_s = config.body_timeout_s;
   options.max_connections_per_client = config.max_connections_per_client;

@@ -41,14 +41,16 @@ constexpr int64_t kMaxGpusPerNode = 64;
 constexpr std::string_view kTopKeys[] = {
     "listen",         "db",     "log_dir",  "scorer", "kill_grace_s",
     "model_headroom", "limits", "pools",    "nodes",  "users",
-    "k8s_extender",   "k8s",    "launcher", "tls",    "quotas"};
+    "k8s_extender",   "k8s",    "launcher", "tls",    "quotas",
+    "model_roots"};
 constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
 constexpr std::string_view kQuotaKeys[] = {
     "max_queued",     "max_running",       "max_gpu_milli",
     "max_gpu_memory", "submissions_per_s", "burst"};
 constexpr std::string_view kLimitKeys[] = {
     "max_body_bytes", "max_queued_per_user",        "header_timeout_s",
-    "body_timeout_s", "max_connections_per_client", "max_connections"};
+    "body_timeout_s", "max_connections_per_client", "max_connections",
+    "max_model_bytes", "max_upload_bytes"};
 constexpr std::string_view kTlsKeys[] = {"cert_file", "key_file",
                                          "client_ca_file"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
@@ -405,6 +407,16 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
   if (const Field* f = Find(top, "limits")) {
     TESSERA_RETURN_IF_ERROR(ParseLimits(*f, config));
   }
+  if (const Field* f = Find(top, "model_roots")) {
+    Result<const YAML::Node*> roots = List(*f, "", "/srv/models");
+    TESSERA_RETURN_IF_ERROR(roots);
+    for (size_t i = 0; i < (*roots)->size(); ++i) {
+      const Field root{Label("model_roots", i), f->key_node, (**roots)[i]};
+      Result<std::string> dir = Text(root, "");
+      TESSERA_RETURN_IF_ERROR(dir);
+      service.model_roots.push_back(*dir);
+    }
+  }
   if (const Field* f = Find(top, "k8s_extender")) {
     Result<bool> on = Bool(*f, "");
     TESSERA_RETURN_IF_ERROR(on);
@@ -474,6 +486,15 @@ Status ConfigParser::ParseLimits(const Field& f, ServeConfig* config) const {
     Result<int64_t> n = Int(*queued, "limits", 1, int64_t{1} << 40);
     TESSERA_RETURN_IF_ERROR(n);
     config->service.max_queued_per_user = *n;
+  }
+  for (auto [key, target] :
+       {std::pair{"max_model_bytes", &config->service.max_model_bytes},
+        std::pair{"max_upload_bytes", &config->service.max_upload_bytes}}) {
+    if (const Field* size = Find(*fields, key)) {
+      Result<int64_t> bytes = Bytes(*size, "limits");
+      TESSERA_RETURN_IF_ERROR(bytes);
+      *target = *bytes;
+    }
   }
   // The transport's bounds on connections (http/transport.h).
   for (auto [key, target, max] :

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include "scheduler/model_jobs.h"
+
 namespace tessera::scheduler {
 namespace {
 
@@ -194,13 +196,30 @@ class Reader {
   }
 
   Status Model(const json& j, ModelRequest* m) const {
-    TESSERA_RETURN_IF_ERROR(
-        Keys(j, "model", {"path", "batch", "train", "dtype", "inputs"}));
+    TESSERA_RETURN_IF_ERROR(Keys(
+        j, "model", {"path", "upload", "batch", "train", "dtype", "inputs"}));
     if (j.contains("path")) {
       TESSERA_RETURN_IF_ERROR(String(j["path"], "model.path", &m->path));
     }
-    if (strict_ && m->path.empty()) {
-      return FieldError("model.path", "required: the ONNX model to size");
+    if (j.contains("upload")) {
+      TESSERA_RETURN_IF_ERROR(String(j["upload"], "model.upload", &m->upload));
+    }
+    if (strict_ && !m->path.empty() && !m->upload.empty()) {
+      return FieldError("model.path, model.upload",
+                        "give one: a file on the service's machine (path) or "
+                        "an uploaded model's id (upload)");
+    }
+    if (strict_ && m->path.empty() && m->upload.empty()) {
+      return FieldError("model.path",
+                        "required: the ONNX model to size, a file under the "
+                        "service's model_roots (or model.upload: the id POST "
+                        "/v1/models returned)");
+    }
+    if (strict_ && !m->upload.empty() && !IsUploadId(m->upload)) {
+      return FieldError("model.upload",
+                        "'" + m->upload +
+                            "' is not an upload id (64 lowercase hex digits, "
+                            "as POST /v1/models returns)");
     }
     if (j.contains("batch")) {
       TESSERA_RETURN_IF_ERROR(
@@ -378,11 +397,13 @@ json ExitCodeJson(const std::optional<int>& code) {
 json ModelJson(const ModelRequest& m) {
   json inputs = json::object();
   for (const auto& [name, dims] : m.inputs) inputs[name] = dims;
-  return {{"path", m.path},
-          {"batch", m.batch},
-          {"train", m.train},
-          {"dtype", m.dtype},
-          {"inputs", inputs}};
+  json j = {{"path", m.path},
+            {"batch", m.batch},
+            {"train", m.train},
+            {"dtype", m.dtype},
+            {"inputs", inputs}};
+  if (!m.upload.empty()) j["upload"] = m.upload;
+  return j;
 }
 
 json AllocationRecordJson(const Allocation& a) {

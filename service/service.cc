@@ -51,6 +51,7 @@ Result<std::unique_ptr<Service>> Service::Start(
     if (!policy) return policy.error().WithContext("pools." + pool);
     impl->policies.emplace(pool, std::move(policy).value());
   }
+  TESSERA_RETURN_IF_ERROR(impl->SetUpModelFiles());
   auto store = Store::Open(impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
@@ -81,7 +82,8 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   std::optional<SizedModel> sized;
   if (request.model) {
     // Loading and sizing can take a while: outside the lock.
-    auto s = SizeModel(*request.model, PoolKind(t, request.pool));
+    auto s =
+        SizeModel(*request.model, PoolKind(t, request.pool), m.model_files);
     if (!s) return s.error();
     job.demand = ModelDemand(*s, m.options.model_headroom);
     if (!CouldEverFit(t, request.pool, job.demand) && !request.splittable) {

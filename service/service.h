@@ -18,6 +18,7 @@
 
 #include "launch/launcher.h"
 #include "scheduler/job.h"
+#include "scheduler/model_jobs.h"
 #include "scheduler/policy.h"
 #include "scheduler/topology.h"
 
@@ -61,6 +62,12 @@ struct ServiceOptions {
   Quotas quotas;
   // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
   double model_headroom = 0.10;
+  // Model jobs by path read only regular files under these directories
+  // (symbolic links resolved; each must exist); none: no job by path.
+  std::vector<std::string> model_roots;
+  int64_t max_model_bytes = kDefaultMaxModelBytes;    // a model file by path
+  int64_t max_upload_bytes = kDefaultMaxUploadBytes;  // an uploaded model
+  // Uploaded models are stored as <log_dir>/models/<sha256>.onnx.
   // Seconds since the Unix epoch; tests substitute a virtual clock.
   std::function<double()> clock;
   // Scheduling rounds run on submissions, exits and this often.
@@ -100,6 +107,13 @@ struct ReserveOutcome {
   Job job;                // kReserved: the running job that holds it
 };
 
+// What Service::UploadModel stored.
+struct UploadedModel {
+  std::string id;     // the SHA-256 of the bytes, 64 hex digits
+  int64_t bytes = 0;  // the model's size
+  int64_t nodes = 0;  // its main graph's operators
+};
+
 struct JobFilter {
   std::optional<JobState> state;
   std::string user, pool;  // "" = any
@@ -122,6 +136,13 @@ class Service {
   // no GPU of the pool could ever hold, a model that does not load, the
   // user's queue full).
   Result<Job> Submit(const User& user, JobRequest request);
+  // Checks an uploaded ONNX model (at most max_upload_bytes,
+  // kMaxModelFields protobuf fields, counted before parsing, and
+  // kMaxModelNodes nodes: it must load) and stores it durably under its
+  // SHA-256, which a submission's model.upload names. Uploads are loaded
+  // one at a time, outside the queue's lock. kBadInput saying what is wrong.
+  Result<UploadedModel> UploadModel(const User& user, const std::string& bytes);
+  int64_t max_upload_bytes() const;
   Result<std::vector<Job>> List(const JobFilter& filter);
   Result<std::optional<Job>> Get(JobId id);
   // Queued: cancelled at once. Running: stopped (SIGTERM, then SIGKILL);

@@ -161,6 +161,11 @@ struct Service::Impl {
   Result<Job> EndReserved(std::map<JobId, Job>::iterator it, JobState end,
                           const std::string& reason);
 
+  // Which model files jobs may name (Start fills it from `options`).
+  ModelFiles model_files;
+  // Uploads are loaded one at a time (UploadModel): bounds their memory.
+  std::mutex upload_mu;
+
   explicit Impl(ServiceOptions o)
       : options(std::move(o)), state(options.topology) {}
 
@@ -170,6 +175,8 @@ struct Service::Impl {
 
   // Loads and sizes a model job's graph (no lock needed; slow).
   std::shared_ptr<const SizedModel> LoadModel(const Job& job) const;
+  // Canonicalizes the model roots into `model_files` (service_models.cc).
+  Status SetUpModelFiles();
 
   std::optional<Allocation> Allocate(const RoundSnapshot& snap,
                                      const ClusterState& s, const Job& job);

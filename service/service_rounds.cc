@@ -59,8 +59,10 @@ struct Holdings {
 std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
     const Job& job) const {
   if (!job.request.model) return nullptr;
+  // The same rules as a submission: the roots or the upload store.
   auto sized = SizeModel(*job.request.model,
-                         PoolKind(options.topology, job.request.pool));
+                         PoolKind(options.topology, job.request.pool),
+                         model_files);
   if (!sized) return nullptr;
   return std::make_shared<const SizedModel>(std::move(sized).value());
 }

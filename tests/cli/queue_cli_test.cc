@@ -12,6 +12,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -42,6 +45,7 @@ class QueueCli : public ::testing::Test {
         << "db: " << dir_.File("queue.db") << "\n"
         << "log_dir: " << dir_.File("logs") << "\n"
         << "kill_grace_s: 1\n"
+        << "model_roots: [" << TESSERA_SOURCE_DIR << "/models/zoo]\n"
         << "pools:\n  - {name: a, policy: backfill}\n"
         << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
            "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
@@ -163,6 +167,44 @@ TEST_F(QueueCli, BadRequestsAreRefusedWithTheField) {
                       "application/json");
   ASSERT_TRUE(drain);
   EXPECT_EQ(drain->status, 403);
+}
+
+// submit --model uploads the model without its weights, then submits by
+// the upload's id; --model-path names a file under the service's roots.
+TEST_F(QueueCli, SubmitModelUploadsTheStrippedGraph) {
+  StartServer();
+  const char* cache = std::getenv("TESSERA_CACHE");
+  const std::string det =
+      (cache ? std::string(cache)
+             : std::string(std::getenv("HOME")) + "/.cache/tessera") +
+      "/pretrained/paddleocr_det.onnx";
+  ASSERT_TRUE(std::filesystem::exists(det))
+      << det << " is missing: run models/fetch_pretrained.sh";
+  RunResult r =
+      Cli("submit --json --model '" + det + "' --input x=1x3x640x640 -- true",
+          kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json job = Json::parse(r.out);
+  const std::string id = job["request"]["model"]["upload"];
+  EXPECT_EQ(id.size(), 64u);
+  EXPECT_EQ(job["request"]["model"]["path"], "");
+  const std::string stored = dir_.File("logs") + "/models/" + id + ".onnx";
+  ASSERT_TRUE(std::filesystem::exists(stored));
+  // The real weights stayed on the client: 4.7 MB of model, ~110 KB sent.
+  EXPECT_LT(std::filesystem::file_size(stored),
+            std::filesystem::file_size(det) / 10);
+  EXPECT_EQ(WaitForEnd(job["id"])["state"], "succeeded");
+
+  r = Cli("submit --json --model-path " + std::string(TESSERA_SOURCE_DIR) +
+              "/models/zoo/resnet50.onnx -- true",
+          kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Cli("submit --model-path /etc/passwd -- true", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("model.path: not a readable model file"));
+  r = Cli("submit --model /dev/null -- true", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--model"));
 }
 
 TEST_F(QueueCli, OnlyAnAdminDrainsANode) {

@@ -27,6 +27,15 @@ class QueueClientTest : public ::testing::Test {
       Record(req);
       res.set_content(R"({"id": 7, "state": "queued"})", "application/json");
     });
+    server_.Post("/v1/models",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   Record(req);
+                   std::lock_guard lock(mu_);
+                   last_type_ = req.get_header_value("Content-Type");
+                   res.status = 201;
+                   res.set_content(R"({"id": "abc", "bytes": 3, "nodes": 1})",
+                                   "application/json");
+                 });
     server_.Get("/v1/jobs",
                 [this](const httplib::Request& req, httplib::Response& res) {
                   Record(req);
@@ -79,7 +88,7 @@ class QueueClientTest : public ::testing::Test {
   std::thread thread_;
   int port_ = 0;
   std::mutex mu_;
-  std::string last_path_, last_body_, last_auth_;
+  std::string last_path_, last_body_, last_auth_, last_type_;
   httplib::Params last_query_;
 };
 
@@ -102,6 +111,19 @@ TEST_F(QueueClientTest, SubmitsInTheServicesShapeWithTheToken) {
   EXPECT_EQ(parsed->name, "train");
   EXPECT_EQ(parsed->resources->gpu_milli, 250);
   EXPECT_EQ(parsed->resources->gpu_memory_mib, 8192);
+}
+
+TEST_F(QueueClientTest, UploadsAModelAsOctetStream) {
+  QueueClient client(Url(), "tok");
+  const std::string bytes("\x08\x07\0onnx", 7);
+  Result<json> up = client.UploadModel(bytes);
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_EQ((*up)["id"], "abc");
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(last_path_, "/v1/models");
+  EXPECT_EQ(last_body_, bytes);
+  EXPECT_EQ(last_type_, "application/octet-stream");
+  EXPECT_EQ(last_auth_, "Bearer tok");
 }
 
 TEST_F(QueueClientTest, FiltersGoInTheQueryEncoded) {

@@ -258,3 +258,43 @@ TEST(LoadModel, RejectsNodeOverwritingAnInitializer) {
 
 }  // namespace
 }  // namespace tessera::graph
+
+namespace tessera::graph {
+namespace {
+
+// LoadModelFromBytes loads what LoadModel would; max_nodes refuses a larger
+// graph (subgraphs' nodes counted) before shape inference.
+TEST(LoadModelFromBytes, LoadsLikeTheFileAndCapsTheNodes) {
+  const std::string bytes = testlib::SmallCnn(int64_t{2}).Serialize();
+  LoadOptions options;
+  auto model = LoadModelFromBytes(bytes, "upload", options);
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->graph->num_nodes(), 4u);
+  EXPECT_EQ(model->path, "upload");
+  options.max_nodes = 4;
+  EXPECT_TRUE(LoadModelFromBytes(bytes, "upload", options));
+  options.max_nodes = 3;
+  auto capped = LoadModelFromBytes(bytes, "upload", options);
+  ASSERT_FALSE(capped);
+  EXPECT_THAT(capped.error().message,
+              HasSubstr("upload: 4 nodes, more than the 3 allowed"));
+  // A flood of fields (here empty input names, 2 bytes each) is refused
+  // before parsing allocates them.
+  testlib::OnnxModelBuilder flood = testlib::SmallCnn(int64_t{2});
+  for (int i = 0; i < 1000; ++i) flood.proto().mutable_node(1)->add_input("");
+  const std::string flooded = flood.Serialize();
+  options.max_nodes = 0;
+  options.max_fields = 500;
+  auto refused = LoadModelFromBytes(flooded, "upload", options);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error().message,
+              HasSubstr("upload: more than 500 protobuf fields"));
+  options.max_fields = 200;  // the model itself has fewer
+  EXPECT_TRUE(LoadModelFromBytes(bytes, "upload", options));
+  auto garbage = LoadModelFromBytes("garbage", "upload", options);
+  ASSERT_FALSE(garbage);
+  EXPECT_THAT(garbage.error().message, HasSubstr("not an ONNX model"));
+}
+
+}  // namespace
+}  // namespace tessera::graph

@@ -123,6 +123,9 @@ class HttpServerTest : public ::testing::Test {
     config.listen_host = "127.0.0.1";
     config.listen_port = 0;
     config.max_body_bytes = 4096;
+    config.service.max_upload_bytes = int64_t{1} << 20;
+    config.service.model_roots = {std::string(TESSERA_SOURCE_DIR) +
+                                  "/models/zoo"};
     config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")},
                     {User{"bob", "", false}, Sha256Hex("bob-token")},
                     {User{"root", "", true}, Sha256Hex("root-token")}};
@@ -166,7 +169,8 @@ TEST_F(HttpServerTest, HealthNeedsNoTokenEverythingElseDoes) {
            {"GET", "/v1/jobs/1/logs"},
            {"GET", "/v1/cluster"},
            {"GET", "/metrics"},
-           {"POST", "/v1/nodes/node0/drain"}}) {
+           {"POST", "/v1/nodes/node0/drain"},
+           {"POST", "/v1/models"}}) {
     const Reply none = Http(port_, method, path, "", "{}");
     EXPECT_EQ(none.status, 401) << method << " " << path;
     EXPECT_THAT(none.Json().value("error", ""), HasSubstr("Authorization"));
@@ -194,6 +198,91 @@ TEST_F(HttpServerTest, SubmitAnswers201WithTheJobOfTheTokensUser) {
   const Reply list = Http(port_, "GET", "/v1/jobs?user=alice", "bob-token");
   ASSERT_EQ(list.status, 200);
   EXPECT_EQ(list.Json()["jobs"].size(), 1U);
+}
+
+std::string ZooBytes(const std::string& file) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + file,
+                   std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string ModelSubmission(const json& model) {
+  return json{{"name", "m"}, {"command", {"true"}}, {"model", model}}.dump();
+}
+
+// POST /v1/models stores a model; a submission names it by id.
+TEST_F(HttpServerTest, UploadedModelRoundTrip) {
+  const std::string bytes = ZooBytes("resnet50.onnx");
+  const Reply up = Http(port_, "POST", "/v1/models", "alice-token", bytes);
+  ASSERT_EQ(up.status, 201) << up.body;
+  const std::string id = up.Json().value("id", "");
+  EXPECT_EQ(id.size(), 64U);
+  EXPECT_EQ(up.Json()["bytes"], bytes.size());
+  EXPECT_GT(up.Json()["nodes"].get<int64_t>(), 100);
+  const Reply job = Http(port_, "POST", "/v1/jobs", "alice-token",
+                         ModelSubmission({{"upload", id}, {"batch", 8}}));
+  ASSERT_EQ(job.status, 201) << job.body;
+  EXPECT_EQ(job.Json()["request"]["model"]["upload"], id);
+  EXPECT_GT(job.Json()["demand"]["gpu_memory_mib"].get<int64_t>(), 0);
+  // Another user may use it: the id is the content's hash.
+  const Reply bobs = Http(port_, "POST", "/v1/jobs", "bob-token",
+                          ModelSubmission({{"upload", id}}));
+  EXPECT_EQ(bobs.status, 201) << bobs.body;
+}
+
+TEST_F(HttpServerTest, BadUploadsAre4xxWithClearMessages) {
+  const std::string bytes = ZooBytes("resnet50.onnx");
+  struct Case {
+    std::string body;
+    int status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"", 422, "the body is empty"},
+      {"garbage, not an ONNX model at all", 422, "not an ONNX model"},
+      {bytes.substr(0, bytes.size() / 2), 422, "the uploaded model"},
+      {std::string((size_t{1} << 20) + 1, 'x'), 413, "max_upload_bytes"},
+  };
+  for (const Case& c : cases) {
+    const Reply r = Http(port_, "POST", "/v1/models", "alice-token", c.body);
+    EXPECT_EQ(r.status, c.status) << r.body;
+    EXPECT_THAT(r.Json().value("error", ""), HasSubstr(c.message));
+  }
+  const Reply unknown =
+      Http(port_, "POST", "/v1/jobs", "alice-token",
+           ModelSubmission({{"upload", std::string(64, '0')}}));
+  EXPECT_EQ(unknown.status, 422);
+  EXPECT_THAT(unknown.Json().value("error", ""), HasSubstr("model.upload"));
+  const Reply malformed = Http(port_, "POST", "/v1/jobs", "alice-token",
+                               ModelSubmission({{"upload", "../x"}}));
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_THAT(malformed.Json().value("error", ""), HasSubstr("model.upload"));
+  // Ordinary routes keep their own limit.
+  const Reply big = Http(port_, "POST", "/v1/jobs", "alice-token",
+                         std::string(5000, ' ') + Submission(250, 8192));
+  EXPECT_EQ(big.status, 413);
+  EXPECT_THAT(big.Json().value("error", ""), HasSubstr("max_body_bytes"));
+}
+
+// Paths outside the model roots: 422 at once, one message whether the file
+// exists or not.
+TEST_F(HttpServerTest, ModelPathsOutsideTheRootsAreRefusedAlike) {
+  std::string first;
+  for (const std::string& path :
+       {std::string("/dev/zero"), std::string("/etc/passwd"),
+        std::string("/etc/no-such-file"), dir_.File("missing.onnx")}) {
+    const Reply r = Http(port_, "POST", "/v1/jobs", "alice-token",
+                         ModelSubmission({{"path", path}}));
+    EXPECT_EQ(r.status, 422) << path;
+    if (first.empty()) first = r.body;
+    EXPECT_EQ(r.body, first) << path;
+  }
+  EXPECT_THAT(first, HasSubstr("model.path"));
+  const Reply ok =
+      Http(port_, "POST", "/v1/jobs", "alice-token",
+           ModelSubmission({{"path", std::string(TESSERA_SOURCE_DIR) +
+                                         "/models/zoo/resnet50.onnx"}}));
+  EXPECT_EQ(ok.status, 201) << ok.body;
 }
 
 TEST_F(HttpServerTest, BadSubmissionsAreRejectedAndChangeNothing) {

@@ -118,13 +118,18 @@ TEST(ServeConfig, DefaultsWithoutPoolsAndLimits) {
   EXPECT_EQ(config->service.topology.gpus[1].memory_mib, 40 * 1024);
   EXPECT_FALSE(config->users[0].user.admin);  // role defaults to user
   EXPECT_EQ(config->service.scorer, "tessera");
+  EXPECT_TRUE(config->service.model_roots.empty());  // no job by path
+  EXPECT_EQ(config->service.max_model_bytes, kDefaultMaxModelBytes);
+  EXPECT_EQ(config->service.max_upload_bytes, kDefaultMaxUploadBytes);
 }
 
 TEST(ServeConfig, ReadsTopLevelSettings) {
   Result<ServeConfig> config =
       Parse(Lines({"listen: '[::1]:0'", "db: /tmp/q.db", "log_dir: /tmp/logs",
                    "scorer: fgd", "kill_grace_s: 2.5",
-                   "limits: {max_body_bytes: 4096, max_queued_per_user: 7}"}) +
+                   "limits: {max_body_bytes: 4096, max_queued_per_user: 7,",
+                   "         max_model_bytes: 1GiB, max_upload_bytes: 16MiB}",
+                   "model_roots: [/srv/models, /data/onnx]"}) +
             Valid());
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->listen_host, "::1");
@@ -135,6 +140,10 @@ TEST(ServeConfig, ReadsTopLevelSettings) {
   EXPECT_DOUBLE_EQ(config->service.kill_grace_s, 2.5);
   EXPECT_EQ(config->max_body_bytes, 4096);
   EXPECT_EQ(config->service.max_queued_per_user, 7);
+  EXPECT_EQ(config->service.max_model_bytes, int64_t{1} << 30);
+  EXPECT_EQ(config->service.max_upload_bytes, int64_t{16} << 20);
+  EXPECT_EQ(config->service.model_roots,
+            (std::vector<std::string>{"/srv/models", "/data/onnx"}));
 }
 
 TEST(ServeConfig, ReadsConnectionLimitsTlsAndExtenderAccess) {
@@ -250,6 +259,11 @@ TEST(ServeConfig, TopLevelErrors) {
       {"tls: {cert_file: s.pem}\n" + Valid(),
        "serve.yaml:1: tls: needs both 'cert_file' and 'key_file'"},
       {"tls: {cert: s.pem}\n" + Valid(), "serve.yaml:1: unknown key 'cert'"},
+      {"limits: {max_upload_bytes: 0}\n" + Valid(),
+       "serve.yaml:1: limits.max_upload_bytes:"},
+      {"model_roots: /srv/models\n" + Valid(),
+       "serve.yaml:1: model_roots: expected a list"},
+      {"model_roots: [[a]]\n" + Valid(), "serve.yaml:1: model_roots[0]:"},
       {Lines({"users:",
               "  - {name: a, token_sha256: " + std::string(kHashA) + "}"}),
        "serve.yaml:1: missing the top-level 'nodes:' list"},

@@ -191,6 +191,25 @@ TEST(ParseJobRequest, NeedsExactlyOneOfResourcesAndModel) {
   json no_path = ByModel();
   no_path["model"].erase("path");
   EXPECT_THAT(ErrorOf(no_path), HasSubstr("model.path: required"));
+  json upload = ByModel();
+  upload["model"].erase("path");
+  upload["model"]["upload"] = std::string(64, 'f');
+  auto by_upload = ParseJobRequest(upload);
+  ASSERT_TRUE(by_upload) << by_upload.error().message;
+  EXPECT_EQ(by_upload->model->upload, std::string(64, 'f'));
+  EXPECT_EQ(JobRequestJson(*by_upload)["model"]["upload"],
+            upload["model"]["upload"]);
+  EXPECT_EQ(ParseJobRequest(JobRequestJson(*by_upload))->model->upload,
+            by_upload->model->upload);
+  json path_and_upload = ByModel();
+  path_and_upload["model"]["upload"] = std::string(64, 'f');
+  EXPECT_THAT(ErrorOf(path_and_upload),
+              HasSubstr("model.path, model.upload: give one"));
+  upload["model"]["upload"] = "../../etc/passwd";
+  EXPECT_THAT(ErrorOf(upload), HasSubstr("model.upload: '../../etc/passwd' is "
+                                         "not an upload id"));
+  upload["model"]["upload"] = 7;
+  EXPECT_THAT(ErrorOf(upload), HasSubstr("model.upload: must be a string"));
   json dtype = ByModel();
   dtype["model"]["dtype"] = "int8";
   EXPECT_THAT(ErrorOf(dtype), HasSubstr("model.dtype: must be one of"));

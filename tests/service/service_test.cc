@@ -2,11 +2,14 @@
 // cancels stop, restarts recover; the cluster's invariants hold throughout.
 // A scripted launcher makes exits deterministic; the local launcher runs
 // real processes where the environment and recovery need them.
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -43,6 +46,28 @@ class ServiceTest : public ::testing::Test {
     r.command = {"true"};
     r.resources = Resources{0, milli, mib, 0, 0};
     return r;
+  }
+  static std::string Zoo(const std::string& file) {
+    return std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + file;
+  }
+  // The zoo is the model root.
+  static ServiceOptions ZooRoots() {
+    ServiceOptions o;
+    o.model_roots = {std::string(TESSERA_SOURCE_DIR) + "/models/zoo"};
+    return o;
+  }
+  static JobRequest ModelJob(const std::string& path) {
+    JobRequest r;
+    r.name = "model";
+    r.pool = "a";
+    r.command = {"true"};
+    r.model.emplace();
+    r.model->path = path;
+    return r;
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
   }
   static JobRequest Whole(int gpus) {
     JobRequest r;
@@ -260,7 +285,7 @@ TEST_F(ServiceTest, MetricsAndClusterDescribeTheState) {
 // A model job that fits no single GPU's free capacity is split by the
 // placer over the slivers two GPUs have left and admitted as one gang.
 TEST_F(ServiceTest, ModelJobIsSplitAcrossSliversAsAGang) {
-  auto s = Make();
+  auto s = Make(ZooRoots());
   // Leave 500 milli and 1,000 MiB free on each GPU of pool a.
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(s->Submit(alice_, Fraction(500, 79 * 1024)));
@@ -270,12 +295,8 @@ TEST_F(ServiceTest, ModelJobIsSplitAcrossSliversAsAGang) {
   r.name = "gpt2";
   r.pool = "a";
   r.command = {"true"};
-  r.model =
-      ModelRequest{std::string(TESSERA_SOURCE_DIR) + "/models/zoo/gpt2.onnx",
-                   1,
-                   false,
-                   "",
-                   {}};
+  r.model.emplace();
+  r.model->path = Zoo("gpt2.onnx");
   auto job = s->Submit(alice_, r);
   ASSERT_TRUE(job) << job.error().message;
   EXPECT_GT(job->demand.gpu_memory_mib, 800);  // GPT-2 inference, ~0.9 GiB
@@ -295,14 +316,151 @@ TEST_F(ServiceTest, ModelJobIsSplitAcrossSliversAsAGang) {
 }
 
 TEST_F(ServiceTest, ModelThatDoesNotLoadIsBadInput) {
+  ServiceOptions o;
+  o.model_roots = {dir_.path().string()};
+  auto s = Make(std::move(o));
+  std::ofstream(dir_.File("junk.onnx")) << "junk";
+  for (const char* name : {"missing.onnx", "junk.onnx"}) {
+    auto job = s->Submit(alice_, ModelJob(dir_.File(name)));
+    ASSERT_FALSE(job);
+    EXPECT_THAT(job.error().message, HasSubstr("model.path"));
+  }
+}
+
+// Jobs by path read only regular files under the model roots; anything
+// else is refused at once (a read of /dev/zero or a FIFO never ends), with
+// one message whether the file exists or not.
+TEST_F(ServiceTest, ModelPathsOutsideTheRootsAreRefusedAtOnce) {
+  ServiceOptions o;
+  o.model_roots = {std::string(TESSERA_SOURCE_DIR) + "/models/zoo"};
+  auto s = Make(std::move(o));
+  ASSERT_EQ(mkfifo(dir_.File("fifo").c_str(), 0600), 0);
+  std::string message;
+  for (const std::string& path :
+       {std::string("/dev/zero"), dir_.File("fifo"), std::string("/etc/passwd"),
+        dir_.File("missing.onnx"), Zoo("../clusters"),
+        Zoo("../zoo/../../README.md")}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto job = s->Submit(alice_, ModelJob(path));
+    ASSERT_FALSE(job) << path;
+    EXPECT_LT(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count(),
+        1.0);
+    if (message.empty()) message = job.error().message;
+    EXPECT_EQ(job.error().message, message) << path;
+  }
+  EXPECT_THAT(message, HasSubstr("model.path"));
+  auto list = s->List({});
+  ASSERT_TRUE(list);
+  EXPECT_TRUE(list->empty());
+  // Inside the roots, it is sized.
+  auto ok = s->Submit(alice_, ModelJob(Zoo("resnet50.onnx")));
+  ASSERT_TRUE(ok) << ok.error().message;
+}
+
+TEST_F(ServiceTest, WithoutModelRootsJobsByPathAreRefused) {
   auto s = Make();
-  JobRequest r;
-  r.pool = "a";
-  r.command = {"true"};
-  r.model = ModelRequest{dir_.File("missing.onnx"), 1, false, "", {}};
-  auto job = s->Submit(alice_, r);
+  auto job = s->Submit(alice_, ModelJob(Zoo("resnet50.onnx")));
   ASSERT_FALSE(job);
-  EXPECT_THAT(job.error().message, HasSubstr("model.path"));
+  EXPECT_THAT(job.error().message, HasSubstr("model_roots"));
+  EXPECT_THAT(job.error().message, HasSubstr("upload"));
+}
+
+TEST_F(ServiceTest, ModelRootsMustBeDirectories) {
+  ServiceOptions o;
+  o.model_roots = {dir_.File("nowhere")};
+  o.topology = TwoPools();
+  o.db_path = dir_.File("q.db");
+  o.start_thread = false;
+  auto s = Service::Start(std::move(o), std::make_unique<ScriptedLauncher>());
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, HasSubstr("model_roots"));
+}
+
+// An upload is checked, stored under its SHA-256 (durably: a restart finds
+// it) and named by a job's model.upload.
+TEST_F(ServiceTest, UploadedModelsAreStoredByHashAndSizeJobs) {
+  auto s = Make();
+  const std::string bytes = ReadFile(Zoo("resnet50.onnx"));
+  auto up = s->UploadModel(alice_, bytes);
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_EQ(up->id.size(), 64u);
+  EXPECT_EQ(up->bytes, static_cast<int64_t>(bytes.size()));
+  EXPECT_GT(up->nodes, 100);
+  EXPECT_EQ(ReadFile(dir_.File("logs") + "/models/" + up->id + ".onnx"), bytes);
+  auto again = s->UploadModel(alice_, bytes);  // the same content, one file
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->id, up->id);
+  JobRequest r = ModelJob("");
+  r.model->upload = up->id;
+  auto job = s->Submit(alice_, r);
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_GT(job->demand.gpu_memory_mib, 0);
+  r.model->upload = std::string(64, '0');
+  auto unknown = s->Submit(alice_, r);
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error().message, HasSubstr("model.upload"));
+}
+
+TEST_F(ServiceTest, BadUploadsAreRefusedWithClearMessages) {
+  ServiceOptions o;
+  o.max_upload_bytes = 100000;
+  auto s = Make(std::move(o));
+  const std::string bytes = ReadFile(Zoo("resnet50.onnx"));
+  auto empty = s->UploadModel(alice_, "");
+  ASSERT_FALSE(empty);
+  EXPECT_THAT(empty.error().message, HasSubstr("empty"));
+  auto garbage = s->UploadModel(alice_, "garbage, not a model");
+  ASSERT_FALSE(garbage);
+  EXPECT_THAT(garbage.error().message, HasSubstr("not an ONNX model"));
+  auto truncated = s->UploadModel(alice_, bytes.substr(0, bytes.size() / 2));
+  ASSERT_FALSE(truncated);
+  EXPECT_EQ(truncated.error().code, ErrorCode::kBadInput);
+  EXPECT_THAT(truncated.error().message, HasSubstr("the uploaded model"));
+  auto big = s->UploadModel(alice_, std::string(100001, 'x'));
+  ASSERT_FALSE(big);
+  EXPECT_THAT(big.error().message, HasSubstr("max_upload_bytes"));
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("logs") + "/models", ec) &&
+               !std::filesystem::is_empty(dir_.File("logs") + "/models", ec));
+}
+
+// After a restart the job of an uploaded model is loaded again from the
+// store (to split it, here), through the same checks as a submission.
+TEST_F(ServiceTest, RestartReloadsAnUploadedModelsJob) {
+  JobId a = 0, b = 0, gpt2 = 0;
+  {
+    auto s = Make();
+    a = s->Submit(alice_, Fraction(500, 79 * 1024))->id;
+    b = s->Submit(alice_, Fraction(500, 79 * 1024))->id;
+    s->Tick();
+    auto up = s->UploadModel(alice_, ReadFile(Zoo("gpt2.onnx")));
+    ASSERT_TRUE(up) << up.error().message;
+    JobRequest r = ModelJob("");
+    r.model->upload = up->id;
+    auto job = s->Submit(alice_, r);
+    ASSERT_TRUE(job) << job.error().message;
+    gpt2 = job->id;
+  }
+  ServiceOptions o;
+  o.topology = TwoPools();
+  o.db_path = dir_.File("q.db");
+  o.log_dir = dir_.File("logs");
+  o.start_thread = false;
+  o.clock = [this] { return now_; };
+  auto launcher = std::make_unique<ScriptedLauncher>();
+  launcher->adoptable = {a, b};
+  ScriptedLauncher* l = launcher.get();
+  auto s = Service::Start(std::move(o), std::move(launcher));
+  ASSERT_TRUE(s) << s.error().message;
+  (*s)->Tick();
+  auto after = (*s)->Get(gpt2);
+  ASSERT_TRUE(after && *after);
+  ASSERT_EQ((*after)->state, JobState::kRunning) << (*after)->reason;
+  EXPECT_EQ((*after)->allocation.gpus.size(), 2u);  // split: the model loaded
+  ASSERT_FALSE(l->started.empty());
+  EXPECT_TRUE(l->started.back().env.count("TESSERA_DEVICE_MAP"));
 }
 
 // Reservations for an outside system: they hold capacity in the queue's
