@@ -513,9 +513,13 @@ void AddJob(CLI::App& app, tessera::cli::JobArgs& args) {
 Examples:
   tessera job 42
   tessera job 42 --json | jq .allocation
+  tessera job 42 --events            # who did what to it, and when
 )") + kClientFooter);
   AddClientOptions(cmd, args.client);
   cmd->add_option("id", args.id, "Job id")->required();
+  cmd->add_flag("--events", args.events,
+                "The job's audit trail: every state change, who made it "
+                "(user and token name, or the scheduler) and when");
 }
 
 void AddLogs(CLI::App& app, tessera::cli::LogsArgs& args) {

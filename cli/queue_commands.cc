@@ -385,6 +385,24 @@ int RunJobs(const JobsArgs& args) {
 }
 
 int RunJob(const JobArgs& args) {
+  if (args.events) {
+    return Run([&]() -> Status {
+      Result<json> events = Client(args.client).Events(args.id);
+      TESSERA_RETURN_IF_ERROR(events);
+      if (args.client.json) {
+        PrintJson(*events);
+        return {};
+      }
+      TextTable table({"at", "who", "what", "detail"});
+      for (const json& e : (*events)["events"]) {
+        std::string who = Str(e, "actor");
+        if (!Str(e, "token").empty()) who += " (token " + Str(e, "token") + ")";
+        table.AddRow({Str(e, "at"), who, Str(e, "action"), Str(e, "detail")});
+      }
+      std::cout << table.Render("");
+      return {};
+    });
+  }
   return Run([&]() -> Status {
     Result<json> job = Client(args.client).Job(args.id);
     TESSERA_RETURN_IF_ERROR(job);

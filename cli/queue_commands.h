@@ -50,6 +50,7 @@ struct JobsArgs {
 struct JobArgs {
   ClientArgs client;
   int64_t id = 0;
+  bool events = false;  // `tessera job ID --events`: the audit trail
 };
 
 struct LogsArgs {

@@ -130,6 +130,10 @@ Result<json> QueueClient::Job(int64_t id) const {
   return SendJson("GET", "/v1/jobs/" + std::to_string(id), "");
 }
 
+Result<json> QueueClient::Events(int64_t id) const {
+  return SendJson("GET", "/v1/jobs/" + std::to_string(id) + "/events", "");
+}
+
 Result<LogChunk> QueueClient::Logs(int64_t id, bool stderr_log,
                                    int64_t offset) const {
   Result<Reply> reply =

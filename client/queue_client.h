@@ -53,6 +53,8 @@ class QueueClient {
   Result<nlohmann::json> Jobs(const JobQuery& query) const;
   // GET /v1/jobs/ID.
   Result<nlohmann::json> Job(int64_t id) const;
+  // GET /v1/jobs/{id}/events: {"job": ID, "events": [...]}.
+  Result<nlohmann::json> Events(int64_t id) const;
   // GET /v1/jobs/ID/logs.
   Result<LogChunk> Logs(int64_t id, bool stderr_log, int64_t offset) const;
   // POST /v1/jobs/ID/cancel: the job after the request.

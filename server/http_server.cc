@@ -142,6 +142,7 @@ struct HttpServer::Impl {
   void List(const Request& req, Response& res);
   void GetJob(const Request& req, Response& res);
   void Cancel(const Request& req, Response& res);
+  void Events(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
   void UploadModel(const Request& req, Response& res);
@@ -268,6 +269,27 @@ void HttpServer::Impl::GetJob(const Request& req, Response& res) {
   if (job) SendJson(res, 200, JobJson(*job, service.topology()));
 }
 
+// GET /v1/jobs/{id}/events: who did what to the job, oldest first.
+void HttpServer::Impl::Events(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  Result<std::vector<JobEvent>> events = service.Events(job->id);
+  if (!events) {
+    SendServiceError(res, events.error());
+    return;
+  }
+  json list = json::array();
+  for (const JobEvent& e : *events) {
+    list.push_back({{"at", IsoTime(e.at)},
+                    {"actor", e.actor},
+                    {"token", e.token},
+                    {"action", e.action},
+                    {"detail", e.detail}});
+  }
+  SendJson(res, 200, json{{"job", job->id}, {"events", std::move(list)}});
+}
+
 void HttpServer::Impl::Cancel(const Request& req, Response& res) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
@@ -279,7 +301,8 @@ void HttpServer::Impl::Cancel(const Request& req, Response& res) {
                   "; only an admin may cancel another user's job");
     return;
   }
-  Result<Job> cancelled = service.Cancel(job->id, "cancelled by " + user->name);
+  Result<Job> cancelled =
+      service.Cancel(job->id, "cancelled by " + user->name, &*user);
   if (!cancelled) {
     SendServiceError(res, cancelled.error());
     return;
@@ -348,7 +371,7 @@ void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
     SendError(res, 404, "no node '" + node + "'");
     return;
   }
-  const Status status = service.SetDrained(node, drained);
+  const Status status = service.SetDrained(node, drained, &*user);
   if (!status) {
     SendServiceError(res, status.error());
     return;
@@ -405,6 +428,9 @@ void HttpServer::Impl::Register() {
   router.Get(
       R"(/v1/jobs/([^/]+)/logs)",
       Guarded([this](const Request& req, Response& res) { Logs(req, res); }));
+  router.Get(
+      R"(/v1/jobs/([^/]+)/events)",
+      Guarded([this](const Request& req, Response& res) { Events(req, res); }));
   router.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;
                SendJson(res, 200, service.ClusterJson());

@@ -47,10 +47,14 @@ constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
 constexpr std::string_view kQuotaKeys[] = {
     "max_queued",     "max_running",       "max_gpu_milli",
     "max_gpu_memory", "submissions_per_s", "burst"};
-constexpr std::string_view kLimitKeys[] = {
-    "max_body_bytes", "max_queued_per_user",        "header_timeout_s",
-    "body_timeout_s", "max_connections_per_client", "max_connections",
-    "max_model_bytes", "max_upload_bytes"};
+constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
+                                           "max_queued_per_user",
+                                           "header_timeout_s",
+                                           "body_timeout_s",
+                                           "max_connections_per_client",
+                                           "max_connections",
+                                           "max_model_bytes",
+                                           "max_upload_bytes"};
 constexpr std::string_view kTlsKeys[] = {"cert_file", "key_file",
                                          "client_ca_file"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
@@ -59,7 +63,7 @@ constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
                                           "gpus"};
 constexpr std::string_view kGpuKeys[] = {"kind", "count", "memory"};
 constexpr std::string_view kUserKeys[] = {"name", "role", "team",
-                                          "token_sha256"};
+                                          "token_sha256", "token_name"};
 constexpr std::string_view kK8sKeys[] = {"pool",       "api_server",
                                          "token_file", "ca_file",
                                          "resync_s",   "allow_unauthenticated"};
@@ -765,6 +769,12 @@ Status ConfigParser::ParseUser(const YAML::Node& node, const std::string& label,
     Result<std::string> team = Name(*f, label);
     TESSERA_RETURN_IF_ERROR(team);
     entry.user.team = *team;
+  }
+  if (const Field* f = Find(*fields, "token_name")) {
+    // Which token this is, in the audit trail (a CI bot's, a laptop's).
+    Result<std::string> token_name = Name(*f, label);
+    TESSERA_RETURN_IF_ERROR(token_name);
+    entry.user.token_name = *token_name;
   }
   const Field* token = Find(*fields, "token_sha256");
   if (token == nullptr) {

@@ -377,19 +377,6 @@ class Reader {
   RequestLimits limits_;
 };
 
-// "2026-11-22T23:04:05Z", or null for 0 (not yet).
-json IsoTime(double unix_s) {
-  if (unix_s <= 0) return nullptr;
-  const auto t = static_cast<std::time_t>(std::floor(unix_s));
-  std::tm tm{};
-  if (gmtime_r(&t, &tm) == nullptr) return nullptr;
-  char buf[32];
-  if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
-    return nullptr;
-  }
-  return std::string(buf);
-}
-
 json ExitCodeJson(const std::optional<int>& code) {
   return code ? json(*code) : json(nullptr);
 }
@@ -472,6 +459,18 @@ Status ParseAllocationRecord(const Reader& rd, const json& j, Allocation* a) {
 }
 
 }  // namespace
+
+json IsoTime(double unix_s) {
+  if (unix_s <= 0) return nullptr;
+  const auto t = static_cast<std::time_t>(std::floor(unix_s));
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return nullptr;
+  char buf[32];
+  if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+    return nullptr;
+  }
+  return std::string(buf);
+}
 
 Result<JobRequest> ParseJobRequest(const json& j, const RequestLimits& limits) {
   JobRequest r;

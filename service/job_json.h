@@ -12,6 +12,9 @@
 
 namespace tessera::scheduler {
 
+// "2026-11-22T23:04:05Z" (UTC), or null for 0 (not yet).
+nlohmann::json IsoTime(double unix_s);
+
 // Limits a submission must respect.
 struct RequestLimits {
   int64_t max_command_args = 1024;

@@ -104,7 +104,11 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   TESSERA_RETURN_IF_ERROR(m.AdmitSubmission(user));
   job.request = std::move(request);
   job.submitted_at = m.Now();
-  auto id = m.store->Insert(job);  // committed before the caller hears back
+  std::string what = "pool " + job.request.pool;
+  if (job.request.model) what += ", model job";
+  const JobEvent event = m.Event(0, &user, "submitted", what);
+  // Committed, with its event, before the caller hears back.
+  auto id = m.store->Insert(job, &event);
   if (!id) {
     m.metrics.store_errors++;
     return Unavailable("the job store failed, the job was not submitted: " +
@@ -132,11 +136,20 @@ Result<std::vector<Job>> Service::List(const JobFilter& filter) {
   return jobs;
 }
 
+Result<std::vector<JobEvent>> Service::Events(JobId id) {
+  auto events = impl_->store->Events(id);
+  if (!events) {
+    return Unavailable("the job store failed: " + events.error().message);
+  }
+  return events;
+}
+
 Result<std::optional<Job>> Service::Get(JobId id) {
   return impl_->store->Get(id);
 }
 
-Result<Job> Service::Cancel(JobId id, const std::string& reason) {
+Result<Job> Service::Cancel(JobId id, const std::string& reason,
+                            const User* by) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   auto q = std::find_if(m.queue.begin(), m.queue.end(),
@@ -146,12 +159,17 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason) {
     job.state = JobState::kCancelled;
     job.reason = reason;
     job.finished_at = m.Now();
-    TESSERA_RETURN_IF_ERROR(m.Persist(job));  // else it stays queued
+    const JobEvent event = m.Event(id, by, "cancelled", reason);
+    TESSERA_RETURN_IF_ERROR(m.Persist(job, &event));  // else it stays queued
     m.queue.erase(q);
     m.models.erase(id);
     return job;
   }
   if (auto r = m.running.find(id); r != m.running.end()) {
+    if (!m.cancel_requested.count(id)) {
+      TESSERA_RETURN_IF_ERROR(
+          m.Record(m.Event(id, by, "cancel requested", reason)));
+    }
     r->second.reason = reason;
     if (m.cancel_requested.insert(id).second) {
       // The round thread signals it: no launcher call under the lock.
@@ -163,13 +181,17 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason) {
   }
   if (auto r = m.starting.find(id); r != m.starting.end()) {
     // Stopped once its start is done (or not started at all).
+    if (!m.cancel_requested.count(id)) {
+      TESSERA_RETURN_IF_ERROR(
+          m.Record(m.Event(id, by, "cancel requested", reason)));
+    }
     r->second.reason = reason;
     m.cancel_requested.insert(id);
     return r->second;
   }
   if (auto r = m.reserved.find(id); r != m.reserved.end()) {
     // Only the reservation ends: the outside system owns the process.
-    return m.EndReserved(r, JobState::kCancelled, reason);
+    return m.EndReserved(r, JobState::kCancelled, reason, by);
   }
   auto stored = m.store->Get(id);
   if (!stored) return stored.error();
@@ -177,10 +199,13 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason) {
   return **stored;
 }
 
-Status Service::SetDrained(const std::string& node, bool drained) {
+Status Service::SetDrained(const std::string& node, bool drained,
+                           const User* by) {
   std::lock_guard lock(impl_->mu);
   const int n = impl_->state.topology().FindNode(node);
   if (n < 0) return BadInput("node '" + node + "': no such node");
+  TESSERA_RETURN_IF_ERROR(impl_->Record(
+      impl_->Event(0, by, drained ? "drained" : "undrained", "node " + node)));
   impl_->state.SetDrained(n, drained);
   impl_->dirty = true;
   impl_->wake.notify_all();

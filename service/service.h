@@ -28,6 +28,17 @@ struct User {
   std::string name;
   std::string team;  // "" = none
   bool admin = false;
+  std::string token_name;  // which of the user's tokens ("" = unnamed)
+};
+
+// Who changed what, when: the audit trail of a job (Service::Events).
+struct JobEvent {
+  JobId job = 0;       // 0: not about one job (a node drained)
+  double at = 0;       // Unix seconds
+  std::string actor;   // a user's name, or "scheduler", or an origin ("k8s")
+  std::string token;   // the token's name, when a user acted with one
+  std::string action;  // "submitted", "starting", "cancel requested", ...
+  std::string detail;  // what, for people
 };
 
 // What one user, or one team's users together, may hold at once
@@ -145,11 +156,16 @@ class Service {
   int64_t max_upload_bytes() const;
   Result<std::vector<Job>> List(const JobFilter& filter);
   Result<std::optional<Job>> Get(JobId id);
+  // Job `id`'s audit trail, oldest first.
+  Result<std::vector<JobEvent>> Events(JobId id);
   // Queued: cancelled at once. Running: stopped (SIGTERM, then SIGKILL);
   // the job is `cancelled` when its process exits. Terminal: unchanged.
-  Result<Job> Cancel(JobId id, const std::string& reason);
+  // `by`: who asked, for the audit trail (null: the service itself).
+  Result<Job> Cancel(JobId id, const std::string& reason,
+                     const User* by = nullptr);
   // A drained node admits nothing new; its running jobs continue.
-  Status SetDrained(const std::string& node, bool drained);
+  Status SetDrained(const std::string& node, bool drained,
+                    const User* by = nullptr);
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();

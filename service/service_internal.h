@@ -158,8 +158,9 @@ struct Service::Impl {
 
   // Ends the reservation at `it` (the caller holds `mu`); wakes the queue,
   // which may start what it held back (service_reservations.cc).
+  // `by`: who ended it (null: its origin).
   Result<Job> EndReserved(std::map<JobId, Job>::iterator it, JobState end,
-                          const std::string& reason);
+                          const std::string& reason, const User* by = nullptr);
 
   // Which model files jobs may name (Start fills it from `options`).
   ModelFiles model_files;
@@ -187,9 +188,15 @@ struct Service::Impl {
                                                const Topology& t,
                                                const SizedModel* sized) const;
 
-  // Stores `job`; kUnavailable (and store_errors counted) if the store
-  // fails. The caller changes its memory only once this succeeded.
-  Status Persist(const Job& job);
+  // Stores `job` (and `event`, in the same transaction); kUnavailable (and
+  // store_errors counted) if the store fails. The caller changes its
+  // memory only once this succeeded.
+  Status Persist(const Job& job, const JobEvent* event = nullptr);
+  // An audit event by `by` (null: the scheduler) now.
+  JobEvent Event(JobId job, const User* by, std::string action,
+                 std::string detail) const;
+  // Stores an event that changes no job; counts a store failure.
+  Status Record(const JobEvent& event);
 
   // Ends a running job (its process exited); false if the store failed
   // (the job then stays running and the exit is tried again).

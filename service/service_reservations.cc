@@ -54,8 +54,8 @@ std::string WhyNot(const ClusterState& s, int node, const Resources& d,
 }  // namespace
 
 Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
-                                       JobState end,
-                                       const std::string& reason) {
+                                       JobState end, const std::string& reason,
+                                       const User* by) {
   Job job = it->second;
   job.state = end;
   job.reason = reason;
@@ -63,7 +63,9 @@ Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
   job.finished_at = Now();
   // Stored first: if the store fails, the reservation stays held, in
   // memory as on disk, and the caller hears 503.
-  TESSERA_RETURN_IF_ERROR(Persist(job));
+  JobEvent event = Event(job.id, by, std::string(JobStateName(end)), reason);
+  if (!by) event.actor = job.origin;
+  TESSERA_RETURN_IF_ERROR(Persist(job, &event));
   reserved.erase(it);
   state.Release(job.id);
   dirty = true;
@@ -141,7 +143,10 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
   job.submitted_at = job.started_at = m.Now();
   job.allocation = fit->allocation;
   job.pid = 0;
-  auto id = m.store->Insert(job);  // on disk before the caller hears back
+  JobEvent event = m.Event(0, nullptr, "reserved",
+                           "for " + std::string(subject) + " on " + node);
+  event.actor = job.origin;
+  auto id = m.store->Insert(job, &event);  // on disk before the caller hears
   if (!id) {
     m.metrics.store_errors++;
     return Unavailable("the job store failed, nothing was reserved: " +

@@ -60,9 +60,9 @@ std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
     const Job& job) const {
   if (!job.request.model) return nullptr;
   // The same rules as a submission: the roots or the upload store.
-  auto sized = SizeModel(*job.request.model,
-                         PoolKind(options.topology, job.request.pool),
-                         model_files);
+  auto sized =
+      SizeModel(*job.request.model,
+                PoolKind(options.topology, job.request.pool), model_files);
   if (!sized) return nullptr;
   return std::make_shared<const SizedModel>(std::move(sized).value());
 }
@@ -88,13 +88,49 @@ std::optional<Allocation> Service::Impl::Allocate(const RoundSnapshot& snap,
   return gang->allocation;
 }
 
-Status Service::Impl::Persist(const Job& job) {
-  if (Status s = store->Update(job); !s.ok()) {
+Status Service::Impl::Persist(const Job& job, const JobEvent* event) {
+  if (Status s = store->Update(job, event); !s.ok()) {
     metrics.store_errors++;
     return Unavailable("the job store failed: " + s.error().message);
   }
   return {};
 }
+
+JobEvent Service::Impl::Event(JobId job, const User* by, std::string action,
+                              std::string detail) const {
+  JobEvent e;
+  e.job = job;
+  e.at = Now();
+  e.actor = by ? by->name : "scheduler";
+  e.token = by ? by->token_name : "";
+  e.action = std::move(action);
+  e.detail = std::move(detail);
+  return e;
+}
+
+Status Service::Impl::Record(const JobEvent& event) {
+  if (Status s = store->AddEvent(event); !s.ok()) {
+    metrics.store_errors++;
+    return Unavailable("the job store failed: " + s.error().message);
+  }
+  return {};
+}
+
+namespace {
+
+// "node0: node0/gpu0 500 milli 1024 MiB, ..." for the audit trail.
+std::string Where(const Topology& t, const Allocation& a) {
+  std::string out = a.node >= 0 ? t.nodes[a.node].name : std::string("?");
+  std::string sep = ": ";
+  for (const GpuShare& s : a.gpus) {
+    out += sep + t.gpus[s.gpu].id + " " + std::to_string(s.milli) + " milli " +
+           std::to_string(s.memory_mib) + " MiB";
+    sep = ", ";
+  }
+  return out;
+}
+
+}  // namespace
 
 bool Service::Impl::Finish(const Exited& e) {
   auto it = running.find(e.id);
@@ -129,7 +165,10 @@ bool Service::Impl::Finish(const Exited& e) {
           e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
     }
   }
-  if (!Persist(job).ok()) {
+  const JobEvent event =
+      Event(job.id, nullptr, std::string(JobStateName(job.state)),
+            job.reason.empty() ? std::string("exit code 0") : job.reason);
+  if (!Persist(job, &event).ok()) {
     unrecorded_exits[e.id] = e;  // still running, in memory as on disk
     return false;
   }
@@ -166,7 +205,9 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
   if (auto p = pending_plans.find(job.id); p != pending_plans.end()) {
     begun.plan = p->second;
   }
-  if (!Persist(begun).ok()) {
+  const JobEvent event =
+      Event(begun.id, nullptr, "starting", Where(state.topology(), allocation));
+  if (!Persist(begun, &event).ok()) {
     Requeue(std::move(job));  // queued, in memory as on disk
     return std::nullopt;
   }
@@ -176,7 +217,15 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
 }
 
 bool Service::Impl::RecordStart(const Job& outcome) {
-  if (!Persist(outcome).ok()) {
+  const JobEvent event =
+      outcome.state == JobState::kRunning
+          ? Event(outcome.id, nullptr, "running",
+                  "pid " + std::to_string(outcome.pid))
+      : IsTerminal(outcome.state)
+          ? Event(outcome.id, nullptr, std::string(JobStateName(outcome.state)),
+                  outcome.reason)
+          : Event(outcome.id, nullptr, "not started", outcome.reason);
+  if (!Persist(outcome, &event).ok()) {
     unrecorded_starts[outcome.id] = outcome;
     return false;
   }
@@ -375,6 +424,8 @@ void Service::Impl::RunRound() {
         for (const JobId v : d.preempt) {
           if (running.count(v) && preempt_requested.insert(v).second) {
             stop_requests.push_back(v);
+            (void)Record(Event(v, nullptr, "preemption requested",
+                               "for a higher-priority job of pool " + pd.pool));
           }
         }
         continue;
@@ -452,7 +503,10 @@ void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
     job.pid = r.launched.pid;
     job.pid_start = r.launched.start_time;
     job.reason.clear();
-    if (Persist(job).ok()) {
+    const JobEvent event =
+        Event(job.id, nullptr, "adopted",
+              "running after a restart (pid " + std::to_string(job.pid) + ")");
+    if (Persist(job, &event).ok()) {
       running.emplace(job.id, std::move(job));
       return;
     }
@@ -473,7 +527,8 @@ void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
                (r.detail.empty() ? std::string("not found") : r.detail) + ")";
   job.allocation = {};
   job.finished_at = Now();
-  if (!Persist(job).ok()) {
+  const JobEvent event = Event(job.id, nullptr, "failed", job.reason);
+  if (!Persist(job, &event).ok()) {
     job.state = JobState::kStarting;
     unrecorded_starts[job.id] = job;
     starting.emplace(job.id, std::move(job));
@@ -517,7 +572,9 @@ Status Service::Impl::Recover() {
     job.reason = "lost";
     job.allocation = {};
     job.finished_at = Now();
-    TESSERA_RETURN_IF_ERROR(Persist(job));
+    const JobEvent event = Event(job.id, nullptr, "failed",
+                                 "lost: its process was gone at a restart");
+    TESSERA_RETURN_IF_ERROR(Persist(job, &event));
   }
   return {};
 }

@@ -28,7 +28,7 @@ namespace {
 
 // Bump when the schema changes; a database of another version is refused
 // rather than guessed at.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // How long a write waits for another connection's lock (e.g. the sqlite3
 // shell reading the file) before it fails.
@@ -44,6 +44,19 @@ CREATE TABLE jobs(
   record TEXT NOT NULL);
 CREATE INDEX jobs_by_state ON jobs(state);
 CREATE INDEX jobs_by_user ON jobs(user, state);
+)sql";
+
+// Version 2: the audit trail. A version-1 database gains it on open.
+constexpr const char* kEventsSchema = R"sql(
+CREATE TABLE events(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  job INTEGER NOT NULL,
+  at REAL NOT NULL,
+  actor TEXT NOT NULL,
+  token TEXT NOT NULL,
+  action TEXT NOT NULL,
+  detail TEXT NOT NULL);
+CREATE INDEX events_by_job ON events(job, seq);
 )sql";
 
 // A prepared statement, finalized with its owner.
@@ -102,7 +115,7 @@ struct Store::Impl {
   std::mutex mu;          // guards db and every statement below
   sqlite3* db = nullptr;  // one connection, used under mu
   Statement begin, commit, rollback, insert, set_record, update, get, all,
-      active, count_queued, list;
+      active, count_queued, list, add_event, events;
 
   // close_v2 defers the close until the statements (members, destroyed
   // after this body) are finalized.
@@ -157,6 +170,12 @@ struct Store::Impl {
          "SELECT id, record FROM jobs WHERE (?1 = '' OR state = ?1) AND "
          "(?2 = '' OR user = ?2) AND (?3 = '' OR pool = ?3) "
          "ORDER BY id DESC LIMIT ?4"},
+        {&add_event,
+         "INSERT INTO events(job, at, actor, token, action, detail) "
+         "VALUES(?, ?, ?, ?, ?, ?)"},
+        {&events,
+         "SELECT job, at, actor, token, action, detail FROM events "
+         "WHERE job = ? ORDER BY seq"},
         {&count_queued,
          "SELECT COUNT(*) FROM jobs WHERE user = ? AND state IN (" +
              queued_states + ")"},
@@ -195,6 +214,8 @@ struct Store::Impl {
     const int64_t has_meta = sqlite3_column_int64(*t, 1);
     if (n == 0) {
       TESSERA_RETURN_IF_ERROR(Exec(kSchema, "cannot create the schema"));
+      TESSERA_RETURN_IF_ERROR(
+          Exec(kEventsSchema, "cannot create the events table"));
       const std::string version =
           "INSERT INTO meta(key, value) VALUES('schema_version', '" +
           std::to_string(kSchemaVersion) + "')";
@@ -211,6 +232,13 @@ struct Store::Impl {
     Use v(version);
     const std::string found =
         sqlite3_step(*v) == SQLITE_ROW ? ColumnText(*v, 0) : "none";
+    sqlite3_reset(*v);
+    if (found == "1") {  // tessera before the audit trail: add it
+      TESSERA_RETURN_IF_ERROR(
+          Exec(kEventsSchema, "cannot add the events table"));
+      return Exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+                  "cannot write the schema version");
+    }
     if (found != std::to_string(kSchemaVersion)) {
       return BadInput(path + ": job database schema version " + found +
                       ", this tessera reads version " +
@@ -243,6 +271,18 @@ struct Store::Impl {
       return Internal(path + ": job " + std::to_string(job.id) +
                       " is not in the store");
     }
+    return {};
+  }
+
+  Status WriteEvent(const JobEvent& e) {
+    Use u(add_event);
+    sqlite3_bind_int64(*u, 1, e.job);
+    sqlite3_bind_double(*u, 2, e.at);
+    BindText(*u, 3, e.actor);
+    BindText(*u, 4, e.token);
+    BindText(*u, 5, e.action);
+    BindText(*u, 6, e.detail);
+    if (sqlite3_step(*u) != SQLITE_DONE) return SqlError("cannot add an event");
     return {};
   }
 
@@ -303,7 +343,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
-Result<JobId> Store::Insert(const Job& job) {
+Result<JobId> Store::Insert(const Job& job, const JobEvent* event) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   JobId id = 0;
@@ -320,19 +360,55 @@ Result<JobId> Store::Insert(const Job& job) {
     // transaction, once the id is known.
     Job stored = job;
     stored.id = id;
-    Use u(m.set_record);
-    BindText(*u, 1, JobRecordJson(stored).dump());
-    sqlite3_bind_int64(*u, 2, id);
-    if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
+    {
+      Use u(m.set_record);
+      BindText(*u, 1, JobRecordJson(stored).dump());
+      sqlite3_bind_int64(*u, 2, id);
+      if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
+    }
+    if (event) {
+      JobEvent e = *event;
+      e.job = id;
+      return m.WriteEvent(e);
+    }
     return {};
   });
   if (!s) return s.error();
   return id;
 }
 
-Status Store::Update(const Job& job) {
+Status Store::Update(const Job& job, const JobEvent* event) {
   std::lock_guard lock(impl_->mu);
-  return impl_->Transaction([&] { return impl_->Write(job); });
+  return impl_->Transaction([&]() -> Status {
+    TESSERA_RETURN_IF_ERROR(impl_->Write(job));
+    return event ? impl_->WriteEvent(*event) : Status{};
+  });
+}
+
+Status Store::AddEvent(const JobEvent& event) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->Transaction([&] { return impl_->WriteEvent(event); });
+}
+
+Result<std::vector<JobEvent>> Store::Events(JobId id) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  Use u(m.events);
+  sqlite3_bind_int64(*u, 1, id);
+  std::vector<JobEvent> out;
+  int rc;
+  while ((rc = sqlite3_step(*u)) == SQLITE_ROW) {
+    JobEvent e;
+    e.job = sqlite3_column_int64(*u, 0);
+    e.at = sqlite3_column_double(*u, 1);
+    e.actor = ColumnText(*u, 2);
+    e.token = ColumnText(*u, 3);
+    e.action = ColumnText(*u, 4);
+    e.detail = ColumnText(*u, 5);
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return m.SqlError("cannot read events");
+  return out;
 }
 
 Status Store::UpdateAll(const std::vector<Job>& jobs) {

@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "scheduler/job.h"
+#include "service/service.h"
 
 namespace tessera::scheduler {
 
@@ -26,10 +27,17 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Assigns the next id, stores `job` with it and returns it.
-  Result<JobId> Insert(const Job& job);
-  // Replaces the stored job with the same id (kInternal if there is none).
-  Status Update(const Job& job);
+  // Assigns the next id, stores `job` with it and returns it; `event`
+  // (its job set to the new id) is stored in the same transaction.
+  Result<JobId> Insert(const Job& job, const JobEvent* event = nullptr);
+  // Replaces the stored job with the same id (kInternal if there is none),
+  // with `event` in the same transaction.
+  Status Update(const Job& job, const JobEvent* event = nullptr);
+  // An event without a change to a job (a cancel asked of a running job,
+  // a node drained).
+  Status AddEvent(const JobEvent& event);
+  // Job `id`'s events, oldest first.
+  Result<std::vector<JobEvent>> Events(JobId id);
   // Several updates in one transaction (a gang start, preemptions).
   Status UpdateAll(const std::vector<Job>& jobs);
   Result<std::optional<Job>> Get(JobId id);

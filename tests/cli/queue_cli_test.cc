@@ -27,6 +27,7 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 using testlib::RunResult;
 
@@ -139,6 +140,19 @@ TEST_F(QueueCli, CancelIsForTheOwnerOrAnAdmin) {
   r = Cli("cancel " + id, kAlice);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(WaitForEnd(std::stoll(id))["state"], "cancelled");
+  // The audit trail says who did what: bob's refused cancel is not in it.
+  r = Cli("job " + id + " --events", kBob);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("submitted"));
+  EXPECT_THAT(r.out, HasSubstr("cancel requested"));
+  EXPECT_THAT(r.out, Not(HasSubstr("bob")));
+  r = Cli("job " + id + " --events --json", kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json events = Json::parse(r.out)["events"];
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events[0]["actor"], "alice");
+  EXPECT_EQ(events[0]["action"], "submitted");
+  EXPECT_EQ(events.back()["action"], "cancelled");
 }
 
 TEST_F(QueueCli, BadRequestsAreRefusedWithTheField) {

@@ -492,7 +492,7 @@ TEST_F(K8sExtenderTest, TheQueueAndThePodsShareTheGpus) {
   job.pool = "a";
   job.command = {"true"};
   job.resources = Resources{0, 600, 1024, 0, 0};
-  const User alice{"alice", "", false};
+  const User alice{"alice", "", false, ""};
   ASSERT_TRUE(service_->Submit(alice, job));
   ASSERT_TRUE(service_->Submit(alice, job));
   ASSERT_TRUE(service_->Submit(alice, job));

@@ -11,10 +11,11 @@ namespace {
 
 std::vector<UserEntry> Users() {
   UserEntry alice;
-  alice.user = User{.name = "alice", .team = "ml", .admin = false};
+  alice.user =
+      User{.name = "alice", .team = "ml", .admin = false, .token_name = ""};
   alice.token_sha256 = Sha256Hex("alice-token");
   UserEntry root;
-  root.user = User{.name = "root", .team = "", .admin = true};
+  root.user = User{.name = "root", .team = "", .admin = true, .token_name = ""};
   root.token_sha256 = Sha256Hex("root-token");
   return {alice, root};
 }

@@ -101,7 +101,7 @@ class HttpLimitsTest : public ::testing::Test {
     config.header_timeout_s = header_timeout_s;
     config.max_connections_per_client = per_client;
     config.max_connections = total;
-    config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")}};
+    config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")}};
     auto service =
         Service::Start(config.service, std::make_unique<IdleLauncher>());
     ASSERT_TRUE(service) << service.error().message;

@@ -126,9 +126,9 @@ class HttpServerTest : public ::testing::Test {
     config.service.max_upload_bytes = int64_t{1} << 20;
     config.service.model_roots = {std::string(TESSERA_SOURCE_DIR) +
                                   "/models/zoo"};
-    config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")},
-                    {User{"bob", "", false}, Sha256Hex("bob-token")},
-                    {User{"root", "", true}, Sha256Hex("root-token")}};
+    config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")},
+                    {User{"bob", "", false, ""}, Sha256Hex("bob-token")},
+                    {User{"root", "", true, ""}, Sha256Hex("root-token")}};
     auto service = Service::Start(
         config.service, std::make_unique<NullLauncher>(dir_.path().string()));
     ASSERT_TRUE(service) << service.error().message;

@@ -162,8 +162,9 @@ class K8sAuthTest : public ::testing::Test {
     config.listen_host = host;
     config.listen_port = 0;
     config.k8s_extender = true;
-    config.users = {{User{"alice", "", false}, Sha256Hex("alice-token")},
-                    {User{"sched", "", false}, Sha256Hex("sched-token"), true}};
+    config.users = {
+        {User{"alice", "", false, ""}, Sha256Hex("alice-token")},
+        {User{"sched", "", false, ""}, Sha256Hex("sched-token"), true}};
     return config;
   }
 

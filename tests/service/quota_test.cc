@@ -55,9 +55,9 @@ class QuotaTest : public ::testing::Test {
   testlib::TempDir dir_;
   double now_ = 1000;
   ScriptedLauncher* launcher_ = nullptr;
-  const User alice_{"alice", "ml", false};
-  const User bob_{"bob", "ml", false};
-  const User carol_{"carol", "", false};
+  const User alice_{"alice", "ml", false, ""};
+  const User bob_{"bob", "ml", false, ""};
+  const User carol_{"carol", "", false, ""};
 };
 
 TEST_F(QuotaTest, RunningJobsOverAUsersQuotaWaitWithTheReason) {

@@ -73,7 +73,7 @@ class HardeningTest : public ::testing::Test {
   testlib::TempDir dir_;
   double now_ = 1000;
   ScriptedLauncher* launcher_ = nullptr;
-  const User alice_{"alice", "", false};
+  const User alice_{"alice", "", false, ""};
 };
 
 // The slow engine the issue measured: sbatch taking seconds. While a start

@@ -86,7 +86,7 @@ class ServiceTest : public ::testing::Test {
   testlib::TempDir dir_;
   double now_ = 1000;
   ScriptedLauncher* launcher_ = nullptr;
-  const User alice_{"alice", "", false};
+  const User alice_{"alice", "", false, ""};
 };
 
 TEST_F(ServiceTest, SubmittedJobsStartWhereTheyFitAndExitReleases) {
@@ -158,7 +158,7 @@ TEST_F(ServiceTest, PreemptedJobsAreRequeuedAndRestarted) {
   ASSERT_EQ(StateOf(*s, victim->id), JobState::kRunning);
   JobRequest high = Whole(1);
   high.priority = 5;
-  auto urgent = s->Submit({"bob", "", false}, high);
+  auto urgent = s->Submit({"bob", "", false, ""}, high);
   ASSERT_TRUE(urgent);
   s->Tick();  // stops the victim (the scripted launcher exits it at once)
   s->Tick();  // reaps it, requeues it, starts the urgent job
@@ -196,7 +196,7 @@ TEST_F(ServiceTest, PerUserQueueLimit) {
   auto third = s->Submit(alice_, Fraction(100, 1024, "b"));
   ASSERT_FALSE(third);
   EXPECT_THAT(third.error().message, HasSubstr("queued jobs"));
-  EXPECT_TRUE(s->Submit({"bob", "", false}, Fraction(100, 1024, "b")));
+  EXPECT_TRUE(s->Submit({"bob", "", false, ""}, Fraction(100, 1024, "b")));
 }
 
 TEST_F(ServiceTest, CancelQueuedAndRunning) {
@@ -510,7 +510,7 @@ TEST_F(ServiceTest, ReservationsHoldCapacityWithoutALauncher) {
   EXPECT_EQ(s->CheckInvariants(), "");
 
   // A queued job of the pool waits for the reservation to end.
-  auto queued = s->Submit({"alice", "", false}, Fraction(600, 1024));
+  auto queued = s->Submit({"alice", "", false, ""}, Fraction(600, 1024));
   ASSERT_TRUE(queued);
   s->Tick();
   EXPECT_TRUE(launcher_->started.empty());
@@ -561,7 +561,7 @@ TEST_F(ServiceTest, AReservationNeedsAnOrigin) {
 TEST_F(ServiceTest, ALauncherThatSaysTryLaterKeepsTheJobAnErrorFailsIt) {
   auto s = Make();
   ASSERT_TRUE(s);
-  auto first = s->Submit({"alice", "", false}, Fraction(100, 1024));
+  auto first = s->Submit({"alice", "", false, ""}, Fraction(100, 1024));
   ASSERT_TRUE(first);
   launcher_->fail_next = Unavailable("Slurm unreachable: connection refused");
   s->Tick();
@@ -574,7 +574,7 @@ TEST_F(ServiceTest, ALauncherThatSaysTryLaterKeepsTheJobAnErrorFailsIt) {
   s->Tick();
   ASSERT_EQ(launcher_->started.size(), 1u);
 
-  auto second = s->Submit({"alice", "", false}, Fraction(100, 1024));
+  auto second = s->Submit({"alice", "", false, ""}, Fraction(100, 1024));
   ASSERT_TRUE(second);
   launcher_->fail_next = Internal("a bug in the launcher");
   s->Tick();
