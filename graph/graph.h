@@ -283,6 +283,10 @@ struct LoadOptions {
 // data is never read, so external-data files may be absent. Errors
 // (kBadInput) name the file and the node or tensor at fault.
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options);
+// The same for a model's serialized bytes (an upload, a fuzzer's input);
+// `source` stands for the path in messages and in Model::path.
+Result<Model> LoadModelFromBytes(std::string bytes, const std::string& source,
+                                 const LoadOptions& options);
 
 // Op-type histogram of the main graph ("Conv" -> 53; "domain:Op" outside the
 // standard domain), sorted by count, then name.

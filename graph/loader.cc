@@ -182,14 +182,19 @@ void AddUnknownShapes(const OpGraph& g, bool is_main,
 }  // namespace
 
 Result<Model> LoadModel(const std::string& path, const LoadOptions& options) {
+  if (options.progress) options.progress("reading");
+  auto bytes = ReadFile(path);
+  if (!bytes) return bytes.error();
+  return LoadModelFromBytes(std::move(bytes).value(), path, options);
+}
+
+Result<Model> LoadModelFromBytes(std::string bytes, const std::string& path,
+                                 const LoadOptions& options) {
   const auto stage = [&](std::string_view what) {
     if (options.progress) options.progress(what);
   };
-  stage("reading");
-  auto bytes = ReadFile(path);
-  if (!bytes) return bytes.error();
   stage("parsing");
-  auto parsed = ParseModel(path, *bytes);
+  auto parsed = ParseModel(path, bytes);
   if (!parsed) return parsed.error();
   bytes = std::string();  // release the file's bytes early
   onnx::ModelProto& proto = *parsed;
