@@ -10,7 +10,7 @@ namespace {
 TEST(JsonDepth, CountsNestingOutsideStrings) {
   EXPECT_EQ(JsonDepth("", 10), 0);
   EXPECT_EQ(JsonDepth("42", 10), 0);
-  EXPECT_EQ(JsonDepth(R"({"a": [1, {"b": []}]})", 10), 3);
+  EXPECT_EQ(JsonDepth(R"({"a": [1, {"b": []}]})", 10), 4);
   EXPECT_EQ(JsonDepth(R"({"a": "[[[[{{{{", "b": "\"[[["})", 10), 1);
   EXPECT_EQ(JsonDepth("[][][]", 10), 1);
   EXPECT_EQ(JsonDepth("]]][[", 10), 2);  // need not be valid JSON

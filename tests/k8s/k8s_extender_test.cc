@@ -643,9 +643,10 @@ TEST_F(K8sExtenderTest, DeeplyNestedBodiesAre400NotAStackOverflow) {
     EXPECT_THAT(r.body["Error"].get<std::string>(),
                 HasSubstr("nested deeper than 1000 levels"));
   }
-  // As deep as the limit is still read.
+  // A body exactly as deep as the limit is read: the label's value sits
+  // five levels down (body, Nodes, items, the Node, its metadata).
   const std::string ok =
-      std::string(kMaxJsonDepth - 1, '[') + std::string(kMaxJsonDepth - 1, ']');
+      std::string(kMaxJsonDepth - 5, '[') + std::string(kMaxJsonDepth - 5, ']');
   body = args.dump();
   body.insert(body.find(at) + at.size(), "\"deep\":" + ok + ",");
   EXPECT_EQ(extender_->Filter(body).status, 200);

@@ -100,7 +100,8 @@ TEST(Trace, TextParsesAsTheFileDoes) {
   EXPECT_EQ(pods->rows[0].gpu_milli, 500);
   auto nodes = ParseTraceNodes("sn,cpu_milli\n", "nodes.csv");
   ASSERT_FALSE(nodes);
-  EXPECT_THAT(nodes.error().message, HasSubstr("nodes.csv: no column 'gpu'"));
+  EXPECT_THAT(nodes.error().message,
+              HasSubstr("nodes.csv: no column 'memory_mib'"));
   auto empty = ParseTracePods("", "pods.csv");
   ASSERT_FALSE(empty);
   EXPECT_THAT(empty.error().message, HasSubstr("pods.csv: empty file"));
