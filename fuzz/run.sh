@@ -30,6 +30,8 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 B=build-fuzz
 # -O1 with line tables: the usual fuzzing build, and reports name lines.
+# No precompiled headers: ccache does not reuse clang's objects built with
+# them, so every build would be cold (docs/fuzzing.md, "Running them").
 CC=clang-16 CXX=clang++-16 cmake -S . -B "$B" -G Ninja -DTESSERA_FUZZ=ON \
   -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF \
   -DTESSERA_PCH=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
