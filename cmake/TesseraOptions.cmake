@@ -15,3 +15,13 @@ if(TESSERA_SANITIZE)
     -fsanitize=${_tessera_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(tessera_options INTERFACE -fsanitize=${_tessera_san})
 endif()
+
+# TESSERA_FUZZ: every library with libFuzzer's coverage instrumentation and
+# ASan + UBSan; the fuzz targets add libFuzzer's main (fuzz/CMakeLists.txt).
+if(TESSERA_FUZZ)
+  target_compile_options(tessera_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+    -fno-sanitize-recover=all)
+  target_link_options(tessera_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined)
+endif()

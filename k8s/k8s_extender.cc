@@ -12,6 +12,8 @@
 #include <set>
 #include <utility>
 
+#include "common/json_depth.h"
+
 namespace tessera::scheduler {
 namespace {
 
@@ -32,6 +34,12 @@ K8sReply ServiceFailure(const Error& e) {
 }
 
 std::optional<json> ParseBody(std::string_view body, K8sReply* reply) {
+  // Copying the Nodes it was sent into the answer recurses once per level.
+  if (JsonDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    *reply = Failure(400, "malformed JSON: nested deeper than " +
+                              std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
   try {
     return json::parse(body);
   } catch (const json::parse_error& e) {

@@ -25,6 +25,9 @@ PACKAGES=(
   # A real Slurm (controller, node daemons, client commands) and munge for
   # the Slurm launcher's integration tests (tests/slurm/, on loopback).
   slurm-wlm munge
+  # clang 16 with libFuzzer and its sanitizer runtimes for the fuzz targets
+  # (fuzz/, docs/fuzzing.md); Debian's default clang 14 cannot build tessera.
+  clang-16 libclang-rt-16-dev
 )
 
 targets=()

@@ -2,6 +2,7 @@
 # README command 2 (and CI): set up, build (the same configuration as
 # scripts/quickstart.sh, warnings as errors), run every test, then build and
 # run the tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# fuzz the parsers, run the service's tests under ThreadSanitizer,
 # run the benchmarks' smoke pass, check the formatting, and check that the
 # tests left the source tree as they found it. Exits non-zero on the first
 # failure; prints each phase's start time on stderr.
@@ -40,6 +41,28 @@ step "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900
+
+# The parsers of network and file input under libFuzzer (clang-16, ASan +
+# UBSan): each target over its seed corpus, then 10 s of new inputs; any
+# crash, leak, hang or UB report fails the run (docs/fuzzing.md).
+step "fuzz the parsers (build-fuzz/, clang-16, 10 s per target)"
+bash fuzz/run.sh --time 10
+
+# The service, store, HTTP and launcher tests under ThreadSanitizer (g++,
+# just those four executables). The real-Slurm tests (tests/slurm/) are
+# not among them: their daemons are not ours and they take a minute.
+step "build the service, server, launch and k8s tests under ThreadSanitizer"
+bash scripts/setup.sh --target service_tests --target server_tests \
+  --target launch_tests --target k8s_tests build-tsan \
+  -DTESSERA_SANITIZE=thread -DTESSERA_BUILD_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
+
+step "those tests under ThreadSanitizer"
+for d in service server launch k8s; do
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir "build-tsan/tests/$d" --output-on-failure -j "$jobs" \
+    --timeout 900
+done
 
 step "benchmark smoke run"
 bash bench/run.sh --smoke

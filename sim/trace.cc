@@ -71,6 +71,16 @@ Result<int64_t> Count(const std::string& text, const std::string& column) {
   return v;
 }
 
+// GPUs of one node, or of one pod: past this a count is a damaged cell, and
+// it must fit the int it is stored in (the openb trace has 8 per node).
+constexpr int64_t kMaxTraceGpus = 1024;
+
+Status CheckGpus(int64_t n, const std::string& column) {
+  if (n <= kMaxTraceGpus) return {};
+  return BadInput("column '" + column + "': " + std::to_string(n) +
+                  " GPUs is more than " + std::to_string(kMaxTraceGpus));
+}
+
 // -1 for an empty cell.
 Result<double> Time(const std::string& text, const std::string& column) {
   if (text.empty()) return -1.0;
@@ -79,17 +89,15 @@ Result<double> Time(const std::string& text, const std::string& column) {
   return static_cast<double>(*v);
 }
 
-// Reads `path` row by row; `parse` turns a row's cells into a Row or an
-// error that skips it (or, strict, fails the file).
+// Reads `text` (from `path`) row by row; `parse` turns a row's cells into a
+// Row or an error that skips it (or, strict, fails the file).
 template <typename Row>
-Result<TraceFile<Row>> ReadCsv(
-    const std::string& path, const TraceOptions& options,
+Result<TraceFile<Row>> ParseCsv(
+    std::string_view text, const std::string& path, const TraceOptions& options,
     std::initializer_list<const char*> required,
     const std::function<Result<Row>(const Columns&,
                                     const std::vector<std::string>&)>& parse) {
-  auto text = ReadTextFile(path);
-  if (!text) return text.error();
-  const std::vector<std::string> lines = Pieces(*text, '\n');
+  const std::vector<std::string> lines = Pieces(text, '\n');
   if (lines.empty() || lines[0].empty()) return BadInput(path + ": empty file");
   const Columns columns(path, lines[0]);
   TESSERA_RETURN_IF_ERROR(columns.Require(required));
@@ -110,10 +118,11 @@ Result<TraceFile<Row>> ReadCsv(
 
 }  // namespace
 
-Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
-                                            const TraceOptions& options) {
-  return ReadCsv<TraceNode>(
-      path, options, {"sn", "cpu_milli", "memory_mib", "gpu", "model"},
+Result<TraceFile<TraceNode>> ParseTraceNodes(std::string_view text,
+                                             const std::string& source,
+                                             const TraceOptions& options) {
+  return ParseCsv<TraceNode>(
+      text, source, options, {"sn", "cpu_milli", "memory_mib", "gpu", "model"},
       [](const Columns& c,
          const std::vector<std::string>& cells) -> Result<TraceNode> {
         TraceNode n;
@@ -125,6 +134,7 @@ Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
         for (const auto* r : {&cpu, &mem, &gpus}) {
           if (!*r) return r->error();
         }
+        TESSERA_RETURN_IF_ERROR(CheckGpus(*gpus, "gpu"));
         n.cpu_milli = *cpu;
         n.memory_mib = *mem;
         n.gpus = static_cast<int>(*gpus);
@@ -136,10 +146,11 @@ Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
       });
 }
 
-Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
-                                          const TraceOptions& options) {
-  return ReadCsv<TracePod>(
-      path, options,
+Result<TraceFile<TracePod>> ParseTracePods(std::string_view text,
+                                           const std::string& source,
+                                           const TraceOptions& options) {
+  return ParseCsv<TracePod>(
+      text, source, options,
       {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"},
       [](const Columns& c,
          const std::vector<std::string>& cells) -> Result<TracePod> {
@@ -152,6 +163,7 @@ Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
         for (const auto* r : {&cpu, &mem, &num, &milli}) {
           if (!*r) return r->error();
         }
+        TESSERA_RETURN_IF_ERROR(CheckGpus(*num, "num_gpu"));
         if (*milli > kFullGpuMilli) {
           return BadInput("column 'gpu_milli': " + std::to_string(*milli) +
                           " is more than a whole GPU (1000)");
@@ -177,6 +189,20 @@ Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
         }
         return p;
       });
+}
+
+Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
+                                            const TraceOptions& options) {
+  auto text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseTraceNodes(*text, path, options);
+}
+
+Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
+                                          const TraceOptions& options) {
+  auto text = ReadTextFile(path);
+  if (!text) return text.error();
+  return ParseTracePods(*text, path, options);
 }
 
 Topology TraceTopology(const std::vector<TraceNode>& nodes,

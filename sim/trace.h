@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -57,6 +58,13 @@ struct TraceFile {
 // (strict) the line and column of the first bad row.
 Result<TraceFile<TraceNode>> LoadTraceNodes(const std::string& path,
                                             const TraceOptions& options = {});
+// The same for a file's text; `source` names it in messages.
+Result<TraceFile<TraceNode>> ParseTraceNodes(std::string_view text,
+                                             const std::string& source,
+                                             const TraceOptions& options = {});
+Result<TraceFile<TracePod>> ParseTracePods(std::string_view text,
+                                           const std::string& source,
+                                           const TraceOptions& options = {});
 Result<TraceFile<TracePod>> LoadTracePods(const std::string& path,
                                           const TraceOptions& options = {});
 

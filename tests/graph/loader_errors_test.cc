@@ -69,6 +69,24 @@ TEST(LoadModel, RejectsRandomBytes) {
   }
 }
 
+// The bytes entry point (uploads, the fuzz target) loads what the file
+// would, and names `source` where LoadModel names the path.
+TEST(LoadModelFromBytes, LoadsAsTheFileDoes) {
+  TempDir dir;
+  const OnnxModelBuilder m = testlib::SmallCnn(1);
+  auto from_file = LoadModel(dir.Write("cnn.onnx", m), {});
+  ASSERT_TRUE(from_file) << from_file.error().message;
+  auto from_bytes = LoadModelFromBytes(m.Serialize(), "upload:cnn", {});
+  ASSERT_TRUE(from_bytes) << from_bytes.error().message;
+  EXPECT_EQ(from_bytes->path, "upload:cnn");
+  EXPECT_EQ(from_bytes->graph->num_nodes(), from_file->graph->num_nodes());
+  EXPECT_EQ(from_bytes->weights.elements, from_file->weights.elements);
+  auto bad = LoadModelFromBytes("graph { node { } }\n", "upload:text", {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kBadInput);
+  EXPECT_THAT(bad.error().message, HasSubstr("upload:text: not an ONNX model"));
+}
+
 TEST(LoadModel, RejectsTextFile) {
   TempDir dir;
   const std::string message =

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/json_depth.h"
 #include "k8s/k8s_extender.h"
 #include "scheduler/admission.h"
 #include "server/serve_config.h"
@@ -618,6 +619,37 @@ TEST_F(K8sExtenderTest, MalformedRequestsAre4xxNeverACrash) {
   for (size_t cut = 0; cut < text.size(); cut += 97) {
     EXPECT_EQ(extender_->Filter(text.substr(0, cut)).status, 400);
   }
+}
+
+// A body nested past kMaxJsonDepth is refused before it is parsed: copying
+// the Nodes of a filter into its answer recursed once per level, and 1 MiB
+// of nesting inside a Node overflowed the stack (found with the k8s_json
+// fuzz target's input shape, docs/fuzzing.md).
+TEST_F(K8sExtenderTest, DeeplyNestedBodiesAre400NotAStackOverflow) {
+  Make();
+  const int depth = 500000;
+  json args = Fixture("filter_args_nodes.json");
+  std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  std::string body = args.dump();
+  // A label's value nested `depth` deep inside the first Node.
+  const std::string at = "\"metadata\":{";
+  const size_t pos = body.find(at);
+  ASSERT_NE(pos, std::string::npos);
+  body.insert(pos + at.size(), "\"deep\":" + deep + ",");
+  for (auto handler : {&K8sExtender::Filter, &K8sExtender::Prioritize,
+                       &K8sExtender::Bind, &K8sExtender::Release}) {
+    const K8sReply r = ((*extender_).*handler)(body);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_THAT(r.body["Error"].get<std::string>(),
+                HasSubstr("nested deeper than 1000 levels"));
+  }
+  // A body exactly as deep as the limit is read: the label's value sits
+  // five levels down (body, Nodes, items, the Node, its metadata).
+  const std::string ok =
+      std::string(kMaxJsonDepth - 5, '[') + std::string(kMaxJsonDepth - 5, ']');
+  body = args.dump();
+  body.insert(body.find(at) + at.size(), "\"deep\":" + ok + ",");
+  EXPECT_EQ(extender_->Filter(body).status, 200);
 }
 
 TEST(K8sServeConfig, ReadsTheK8sSettings) {

@@ -89,6 +89,43 @@ TEST(Trace, BadRowsAreSkippedAndReportedUnlessStrict) {
   EXPECT_THAT(strict.error().message, HasSubstr("pods.csv:3"));
 }
 
+// The text entry points (the fuzz target's) read as the files do, with
+// `source` in the messages.
+TEST(Trace, TextParsesAsTheFileDoes) {
+  auto pods = ParseTracePods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\r\na,1000,1024,1,500\r\n",
+      "pods.csv");
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->rows.size(), 1u);
+  EXPECT_EQ(pods->rows[0].gpu_milli, 500);
+  auto nodes = ParseTraceNodes("sn,cpu_milli\n", "nodes.csv");
+  ASSERT_FALSE(nodes);
+  EXPECT_THAT(nodes.error().message,
+              HasSubstr("nodes.csv: no column 'memory_mib'"));
+  auto empty = ParseTracePods("", "pods.csv");
+  ASSERT_FALSE(empty);
+  EXPECT_THAT(empty.error().message, HasSubstr("pods.csv: empty file"));
+}
+
+// A GPU count past any machine's (here one that would wrap to 1 in an int)
+// is a bad row, not a silently different one.
+TEST(Trace, GpuCountsPastAnyNodeAreBadRows) {
+  auto nodes = ParseTraceNodes(
+      "sn,cpu_milli,memory_mib,gpu,model\n"
+      "n1,1000,1024,4294967297,V100M16\nn2,1000,1024,8,V100M16\n",
+      "nodes.csv");
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->rows.size(), 1u);
+  EXPECT_EQ(nodes->rows[0].name, "n2");
+  ASSERT_EQ(nodes->skipped.size(), 1u);
+  EXPECT_THAT(nodes->skipped[0], HasSubstr("nodes.csv:2: column 'gpu'"));
+  auto pods = ParseTracePods(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,4294967297,1000\n",
+      "pods.csv", {.strict = true});
+  ASSERT_FALSE(pods);
+  EXPECT_THAT(pods.error().message, HasSubstr("column 'num_gpu'"));
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
 
