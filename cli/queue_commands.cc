@@ -393,7 +393,7 @@ int RunJob(const JobArgs& args) {
         PrintJson(*events);
         return {};
       }
-      TextTable table({"at", "who", "what", "detail"});
+      TextTable table({"AT", "WHO", "WHAT", "DETAIL"});
       for (const json& e : (*events)["events"]) {
         std::string who = Str(e, "actor");
         if (!Str(e, "token").empty()) who += " (token " + Str(e, "token") + ")";
@@ -476,13 +476,46 @@ int RunCluster(const ClientArgs& args) {
       return {};
     }
     if (cluster->contains("pools")) {
-      TextTable pools({"POOL", "POLICY", "GPUS", "QUEUED", "RUNNING"},
-                      {false, false, true, true, true});
+      TextTable pools(
+          {"POOL", "POLICY", "GPUS", "QUEUED", "STARTING", "RUNNING"},
+          {false, false, true, true, true, true});
       for (const json& p : (*cluster)["pools"]) {
         pools.AddRow({Str(p, "name"), Str(p, "policy"), Str(p, "gpus"),
-                      Str(p, "queued"), Str(p, "running")});
+                      Str(p, "queued"), Str(p, "starting"), Str(p, "running")});
       }
       std::cout << pools.Render("") << "\n";
+    }
+    // Use against quota, per user and team: "held/limit" ("-": no limit).
+    const auto of = [](const json& e, const char* used, const char* limit,
+                       bool mib) {
+      const json& q = e["quota"][limit];
+      const int64_t n = Int(e, used);
+      const std::string u = mib ? GiB(n) : std::to_string(n);
+      if (q.is_null()) return u;
+      return u + "/" + (mib ? GiB(q.get<int64_t>()) : q.dump());
+    };
+    for (const char* kind : {"users", "teams"}) {
+      if (!cluster->contains(kind) || (*cluster)[kind].empty()) continue;
+      TextTable t({kind[0] == 'u' ? "USER" : "TEAM", "QUEUED", "RUNNING",
+                   "GPU MILLI", "GPU MEMORY", "SUBMIT/S"},
+                  {false, true, true, true, true, true});
+      for (const json& e : (*cluster)[kind]) {
+        const json& rate = e["quota"]["submissions_per_s"];
+        t.AddRow({Str(e, "name"), of(e, "queued", "max_queued", false),
+                  of(e, "running", "max_running", false),
+                  of(e, "gpu_milli", "max_gpu_milli", false),
+                  of(e, "gpu_memory_mib", "max_gpu_memory_mib", true),
+                  rate.is_null() ? "-" : rate.dump()});
+      }
+      std::cout << t.Render("") << "\n";
+    }
+    if (cluster->contains("quota_waits") &&
+        !(*cluster)["quota_waits"].empty()) {
+      TextTable w({"WAITING JOB", "HELD BACK BY"}, {true, false});
+      for (const json& e : (*cluster)["quota_waits"]) {
+        w.AddRow({Str(e, "job"), Str(e, "reason")});
+      }
+      std::cout << w.Render("") << "\n";
     }
     TextTable gpus({"GPU", "POOL", "KIND", "MEMORY", "MILLI", "JOBS"},
                    {false, false, false, true, true, false});

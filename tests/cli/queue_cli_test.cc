@@ -56,7 +56,9 @@ class QueueCli : public ::testing::Test {
         << "  - {name: bob, role: user, token_sha256: "
         << testlib::Sha256Hex(kBob) << "}\n"
         << "  - {name: root, role: admin, token_sha256: "
-        << testlib::Sha256Hex(kRoot) << "}\n";
+        << testlib::Sha256Hex(kRoot) << "}\n"
+        << "quotas:\n  users:\n    bob: {max_running: 5, max_gpu_milli: "
+           "2000, submissions_per_s: 50}\n";
   }
   void TearDown() override { StopServer(SIGTERM); }
 
@@ -125,6 +127,32 @@ TEST_F(QueueCli, JobsRunWithTheirGpusInTheEnvironment) {
   EXPECT_EQ(m->status, 200);
   EXPECT_THAT(m->body, HasSubstr("tessera_queue_wait_seconds_count"));
   EXPECT_THAT(m->body, HasSubstr("tessera_gpu_milli_free"));
+}
+
+TEST_F(QueueCli, ClusterShowsUseAgainstQuotas) {
+  StartServer();
+  RunResult r =
+      Cli("submit --gpu-milli 300 --gpu-memory 1GiB -- sleep 30", kBob);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int i = 0; i < 100; ++i) {
+    r = Cli("cluster", kAlice);
+    if (r.out.find("1/5") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("USER"));
+  EXPECT_THAT(r.out, HasSubstr("1/5"));       // bob's running jobs
+  EXPECT_THAT(r.out, HasSubstr("300/2000"));  // and GPU milli
+  r = Cli("cluster --json", kAlice);
+  const Json cluster = Json::parse(r.out);
+  bool found = false;
+  for (const Json& u : cluster["users"]) {
+    if (u["name"] == "bob") {
+      found = true;
+      EXPECT_EQ(u["quota"]["max_running"], 5);
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST_F(QueueCli, CancelIsForTheOwnerOrAnAdmin) {
