@@ -10,7 +10,6 @@
 namespace tessera::scheduler {
 
 bool Quotas::empty() const {
-  const Quota none;
   const auto unset = [](const Quota& q) {
     return !q.max_queued && !q.max_running && !q.max_gpu_milli &&
            !q.max_gpu_memory_mib && !q.submissions_per_s;
