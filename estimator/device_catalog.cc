@@ -14,6 +14,20 @@ std::string_view DeviceKindName(DeviceKind kind) {
   return kind == DeviceKind::kCpu ? "cpu" : "gpu";
 }
 
+std::string_view KernelKindName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kGemm:
+      return "gemm";
+    case KernelKind::kConv:
+      return "conv";
+    case KernelKind::kSpatialConv:
+      return "spatial_conv";
+    case KernelKind::kDepthwiseConv:
+      return "depthwise_conv";
+  }
+  return "gemm";
+}
+
 double PeakFlops(const DeviceSpec& device, graph::DataType dtype,
                  bool tensor_cores) {
   using graph::DataType;

@@ -7,6 +7,7 @@
 // extended or overridden from YAML (MergeYaml). Also the unit parsers that
 // every YAML file of tessera shares ("80GiB", "25GB/s", "5us").
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -22,6 +23,44 @@ namespace tessera::estimator {
 enum class DeviceKind : uint8_t { kGpu, kCpu };
 // "gpu" or "cpu".
 std::string_view DeviceKindName(DeviceKind kind);
+
+// How close the kernels of one kind come to a device's peak, by size: a
+// kernel of W flops reaches peak x max x W / (W + half_flops) (small kernels
+// do not fill the GPU). max 0: not measured, the runtime's default applies.
+struct KernelEfficiency {
+  double max = 0.0;
+  double half_flops = 0.0;
+};
+
+// Kinds of compute-bound kernels the surface distinguishes.
+enum class KernelKind : uint8_t {
+  kGemm,          // Gemm, MatMul, linear layers, batched matmuls
+  kConv,          // 1x1 and grouped convolutions (implicit GEMM)
+  kSpatialConv,   // dense k x k convolutions (cuDNN may use Winograd/FFT)
+  kDepthwiseConv  // one channel per group
+};
+inline constexpr size_t kNumKernelKinds = 4;
+// "gemm", "conv", "spatial_conv", "depthwise_conv".
+std::string_view KernelKindName(KernelKind kind);
+
+// A device's measured efficiency: per kernel kind, on CUDA cores (fp32)
+// and on tensor cores (tf32, fp16, bf16); per memory-bound class, the
+// fraction of memory bandwidth it streams at; and the GPU time every kernel
+// takes beyond the roofline (launch latency, tail). Fitted or measured by
+// `tessera calibrate`; `measured` false: the runtime's defaults apply.
+struct EfficiencySurface {
+  bool measured = false;
+  std::array<KernelEfficiency, kNumKernelKinds> cuda_cores{};
+  std::array<KernelEfficiency, kNumKernelKinds> tensor_cores{};
+  double elementwise_bandwidth = 0.0;  // fractions of memory_bandwidth
+  double normalization_bandwidth = 0.0;
+  double reduction_bandwidth = 0.0;
+  double data_movement_bandwidth = 0.0;
+  double kernel_s = 0.0;
+  // CPU time one eager framework operator takes to dispatch (PyTorch), as
+  // measured on the host of this GPU; 0: the runtime's default.
+  double eager_op_s = 0.0;
+};
 
 // One device model. Throughputs are dense peaks (no structured sparsity) in
 // operations per second; bandwidths are bytes per second in ONE direction.
@@ -43,6 +82,7 @@ struct DeviceSpec {
   double nvlink_bandwidth = 0;
   double pcie_bandwidth = 0;     // host link, per direction
   double launch_overhead_s = 0;  // fixed cost of one kernel / operator
+  EfficiencySurface efficiency;  // docs/estimator.md, "Runtimes"
   std::string sources;           // the datasheets the figures come from
 };
 
