@@ -82,8 +82,8 @@ struct DeviceSpec {
   double nvlink_bandwidth = 0;
   double pcie_bandwidth = 0;     // host link, per direction
   double launch_overhead_s = 0;  // fixed cost of one kernel / operator
-  EfficiencySurface efficiency;  // docs/estimator.md, "Runtimes"
   std::string sources;           // the datasheets the figures come from
+  EfficiencySurface efficiency{};  // docs/estimator.md, "Runtimes"
 };
 
 // FP64 has no field of its own: ONNX models almost never compute in fp64.
