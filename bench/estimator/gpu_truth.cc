@@ -1,0 +1,96 @@
+#include "bench/estimator/gpu_truth.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::bench {
+
+Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
+  std::ifstream in(path);
+  if (!in) return BadInput(path + ": cannot read");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return BadInput(path + ": not JSON");
+  std::vector<TruthRun> runs;
+  for (const char* key : {"runs", "sweep"}) {
+    if (std::string(key) == "sweep" && !sweep) continue;
+    if (!j.contains(key)) continue;
+    for (const auto& r : j[key]) {
+      if (!r.contains("median_ms")) continue;
+      TruthRun t;
+      t.model = r.value("model", "");
+      t.batch = r.value("batch", 1);
+      t.train = r.value("train", false);
+      t.precision = r.value("precision", "fp32");
+      t.ms = r.value("median_ms", 0.0);
+      t.allocated = r.value("allocated_peak_bytes", int64_t{0});
+      t.reserved = r.value("reserved_peak_bytes", int64_t{0});
+      runs.push_back(t);
+    }
+  }
+  return runs;
+}
+
+Result<const graph::Model*> TruthModels::Get(const std::string& model,
+                                             int batch) {
+  const auto key = std::make_pair(model, batch);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second.get();
+  graph::LoadOptions options;
+  options.batch = batch;
+  auto m = graph::LoadModel(dir_ + "/" + model + ".onnx", options);
+  if (!m) return m.error();
+  auto owned = std::make_unique<graph::Model>(std::move(m).value());
+  costs_[key] = estimator::CostAll(*owned->graph);
+  const graph::Model* raw = owned.get();
+  cache_[key] = std::move(owned);
+  return raw;
+}
+
+Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
+                           const estimator::DeviceSpec& device,
+                           const estimator::RuntimeCosts& costs) {
+  auto model = models.Get(run.model, run.batch);
+  if (!model) return model.error();
+  estimator::RuntimeOptions o;
+  o.runtime = estimator::Runtime::kPyTorch;
+  o.training = run.train;
+  o.costs = costs;
+  o.tf32 = run.precision == "tf32";
+  if (run.precision == "bf16") o.amp = estimator::Amp::kBf16;
+  auto e = estimator::EstimateRuntime(
+      **model, models.costs_[{run.model, run.batch}], device, o);
+  if (!e) return e.error();
+  Prediction p;
+  p.run = run;
+  p.ms = e->step_s * 1e3;
+  p.allocated = e->live_peak_bytes;
+  p.reserved = e->reserved_peak_bytes;
+  p.busy = e->gpu_busy_fraction();
+  p.saved = e->saved_activations;
+  p.weights = e->weights;
+  p.workspace = e->workspace;
+  return p;
+}
+
+Errors MeanErrors(const std::vector<Prediction>& p) {
+  Errors e;
+  for (const Prediction& x : p) {
+    e.time += std::abs(x.ms - x.run.ms) / x.run.ms;
+    e.memory += std::abs(static_cast<double>(x.allocated - x.run.allocated)) /
+                static_cast<double>(x.run.allocated);
+    e.reserved += std::abs(static_cast<double>(x.reserved - x.run.reserved)) /
+                  static_cast<double>(x.run.reserved);
+    ++e.n;
+  }
+  if (e.n > 0) {
+    e.time /= e.n;
+    e.memory /= e.n;
+    e.reserved /= e.n;
+  }
+  return e;
+}
+
+}  // namespace tessera::bench

@@ -1,0 +1,737 @@
+#include "estimator/runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "estimator/caching_allocator.h"
+#include "estimator/runtime_internal.h"
+
+namespace tessera::estimator {
+namespace {
+
+using graph::TensorId;
+using internal::Exec;
+using internal::Lowered;
+using internal::ROp;
+using internal::Work;
+
+const KernelEfficiency& KernelFor(const EfficiencySurface& s, Work w,
+                                  bool tensor_cores) {
+  const auto& table = tensor_cores ? s.tensor_cores : s.cuda_cores;
+  switch (w) {
+    case Work::kConv:
+      return table[static_cast<size_t>(KernelKind::kConv)];
+    case Work::kSpatialConv:
+      return table[static_cast<size_t>(KernelKind::kSpatialConv)];
+    case Work::kDepthwise:
+      return s.cuda_cores[static_cast<size_t>(KernelKind::kDepthwiseConv)];
+    default:
+      return table[static_cast<size_t>(KernelKind::kGemm)];
+  }
+}
+
+double Bandwidth(const EfficiencySurface& s, Work w) {
+  switch (w) {
+    case Work::kNormalization:
+      return s.normalization_bandwidth;
+    case Work::kReduction:
+      return s.reduction_bandwidth;
+    case Work::kDataMovement:
+      return s.data_movement_bandwidth;
+    default:
+      return s.elementwise_bandwidth;
+  }
+}
+
+bool ComputeBound(Work w) {
+  return w == Work::kGemm || w == Work::kConv || w == Work::kSpatialConv ||
+         w == Work::kDepthwise || w == Work::kAttention;
+}
+
+class Estimator {
+ public:
+  Estimator(const graph::Model& model, const Lowered& low,
+            const DeviceSpec& device, const RuntimeOptions& o)
+      : model_(model),
+        low_(low),
+        device_(device),
+        o_(o),
+        c_(o.costs),
+        s_(SurfaceFor(device)),
+        kernel_s_(s_.measured && s_.kernel_s > 0 ? s_.kernel_s : c_.kernel_s) {
+    if (s_.eager_op_s > 0 && o.runtime == Runtime::kPyTorch) {
+      const double scale = s_.eager_op_s / std::max(c_.op_s, 1e-9);
+      c_.op_s *= scale;
+      c_.view_s *= scale;
+      c_.cast_s *= scale;
+      c_.record_s *= scale;
+      c_.backward_op_s *= scale;
+    }
+  }
+
+  RuntimeEstimate Run() {
+    RuntimeEstimate e;
+    e.node_seconds.assign(model_.graph->num_nodes(), 0.0);
+    Time(e);
+    Memory(e);
+    return e;
+  }
+
+ private:
+  // --- time ------------------------------------------------------------------
+  double MemorySeconds(double bytes, Work w) const {
+    const double bw =
+        device_.memory_bandwidth * std::max(Bandwidth(s_, w), 0.05);
+    return bw > 0 ? bytes / bw : 0.0;
+  }
+
+  double Peak(const ROp& op) const {
+    if (!op.tensor_cores) return device_.fp32_flops;
+    if (op.low_precision) {
+      return o_.amp == Amp::kFp16 ? device_.fp16_flops : device_.bf16_flops;
+    }
+    return device_.tf32_flops;
+  }
+
+  // GPU seconds of the op's main kernel(s), forward.
+  double ForwardSeconds(const ROp& op) const {
+    if (op.exec != Exec::kKernel) return 0.0;
+    double t = 0.0;
+    if (ComputeBound(op.work)) {
+      const KernelEfficiency& k = KernelFor(s_, op.work, op.tensor_cores);
+      const double w = std::max(op.flops, 1.0);
+      const double eff = std::max(k.max * w / (w + k.half_flops), 1e-4);
+      const double peak = Peak(op);
+      const double compute = peak > 0 ? w / (peak * eff) : 0.0;
+      t = std::max(compute, MemorySeconds(op.bytes, Work::kElementwise));
+    } else {
+      t = MemorySeconds(op.bytes, op.work);
+    }
+    return t + kernel_s_;
+  }
+
+  double BackwardFactor(const ROp& op) const {
+    switch (op.work) {
+      case Work::kGemm:
+      case Work::kAttention:
+        return c_.backward_gemm;
+      case Work::kConv:
+        return c_.backward_conv;
+      case Work::kSpatialConv:
+        return c_.backward_spatial_conv;
+      case Work::kDepthwise:
+        return c_.backward_depthwise;
+      default:
+        return c_.backward_memory;
+    }
+  }
+
+  bool HasGrad(const ROp& op) const {
+    for (const TensorId t : op.outputs) {
+      if (low_.tensors[t].grad) return true;
+    }
+    return false;
+  }
+  bool InputsNeedGrad(const ROp& op) const {
+    for (const TensorId t : op.inputs) {
+      if (low_.tensors[t].grad) return true;
+    }
+    return false;
+  }
+
+  struct Clock {
+    double host = 0, gpu = 0, busy = 0;
+    int kernels = 0;
+    void Dispatch(double s) { host += s; }
+    void Kernel(double s) {
+      gpu = std::max(gpu, host) + s;
+      busy += s;
+      ++kernels;
+    }
+  };
+
+  void Time(RuntimeEstimate& e) {
+    Clock k;
+    k.Dispatch(c_.step_fixed_s);
+    // Forward.
+    for (const ROp& op : low_.ops) {
+      if (op.exec == Exec::kHost) continue;
+      ++e.dispatched_ops;
+      const bool grad = o_.training && HasGrad(op);
+      k.Dispatch((op.exec == Exec::kView ? c_.view_s : c_.op_s) +
+                 (grad ? c_.record_s : 0.0));
+      if (op.exec == Exec::kView) continue;
+      for (size_t i = 0; i < op.input_copy.size(); ++i) {
+        if (op.input_copy[i] == 0) continue;
+        k.Dispatch(c_.cast_s);
+        const double s =
+            kernel_s_ +
+            MemorySeconds(3.0 * static_cast<double>(op.input_copy[i]),
+                          Work::kDataMovement);
+        k.Kernel(s);
+        e.node_seconds[op.nodes.front()] += s;
+      }
+      for (const int64_t w : op.weight_cast) {
+        if (w == 0) continue;
+        k.Dispatch(c_.cast_s);
+        k.Kernel(kernel_s_ + MemorySeconds(3.0 * static_cast<double>(w),
+                                           Work::kElementwise));
+      }
+      const double s = ForwardSeconds(op);
+      k.Kernel(s);
+      e.node_seconds[op.nodes.front()] += s;
+    }
+    e.forward_s = k.busy;
+    if (o_.training) {
+      // The loss (mean) and its backward seed.
+      k.Dispatch(2 * c_.op_s);
+      k.Kernel(kernel_s_);
+      k.Kernel(kernel_s_);
+      const double before = k.busy;
+      std::unordered_map<TensorId, int> contributions;
+      for (auto it = low_.ops.rbegin(); it != low_.ops.rend(); ++it) {
+        const ROp& op = *it;
+        if (op.exec == Exec::kHost || !HasGrad(op)) continue;
+        k.Dispatch(op.exec == Exec::kView ? c_.backward_op_s / 2
+                                          : c_.backward_op_s);
+        if (op.exec == Exec::kView) continue;
+        double s = ForwardSeconds(op) - kernel_s_;
+        double factor = BackwardFactor(op);
+        int kernels = ComputeBound(op.work) ? 2 : 1;
+        if (ComputeBound(op.work) && !InputsNeedGrad(op)) {
+          factor /= 2;  // only the weights' gradient
+          kernels = 1;
+        }
+        s *= factor;
+        for (int i = 0; i < kernels; ++i) k.Kernel(s / kernels + kernel_s_);
+        e.node_seconds[op.nodes.front()] += s + kernels * kernel_s_;
+        if (op.has_bias) {
+          k.Kernel(kernel_s_ + MemorySeconds(op.bytes / 3, Work::kReduction));
+        }
+        // Gradients of inputs read by several ops are summed.
+        for (const TensorId t : op.inputs) {
+          if (!low_.tensors[t].grad) continue;
+          if (contributions[t]++ > 0) {
+            k.Kernel(kernel_s_ + MemorySeconds(3.0 * static_cast<double>(
+                                                         low_.tensors[t].bytes),
+                                               Work::kElementwise));
+          }
+        }
+      }
+      e.backward_s = k.busy - before;
+      // Optimizer.
+      const double opt_before = k.busy;
+      k.Dispatch(c_.optimizer_fixed_s +
+                 c_.optimizer_op_s * static_cast<double>(low_.param_tensors));
+      const double traffic = OptimizerTraffic();
+      if (traffic > 0) {
+        k.Kernel(MemorySeconds(traffic * static_cast<double>(low_.param_bytes),
+                               Work::kElementwise) +
+                 c_.optimizer_tensor_gpu_s *
+                     static_cast<double>(low_.param_tensors));
+      }
+      e.optimizer_s = k.busy - opt_before;
+    }
+    e.step_s = std::max(k.gpu, k.host);
+    e.host_s = k.host;
+    e.gpu_busy_s = k.busy;
+    e.kernels = k.kernels;
+  }
+
+  double OptimizerTraffic() const {
+    switch (o_.optimizer) {
+      case Optimizer::kNone:
+        return 0.0;
+      case Optimizer::kSgd:
+        return 3.0;
+      case Optimizer::kSgdMomentum:
+        return 5.0;
+      case Optimizer::kAdam:
+        return c_.adam_traffic;
+    }
+    return 0.0;
+  }
+
+  int OptimizerStates() const {
+    switch (o_.optimizer) {
+      case Optimizer::kSgdMomentum:
+        return 1;
+      case Optimizer::kAdam:
+        return 2;
+      default:
+        return 0;
+    }
+  }
+
+  // --- memory ----------------------------------------------------------------
+  struct Mem {
+    CachingAllocator alloc;
+    std::vector<int64_t> buffer_of;  // tensor -> buffer id (-1 none)
+    std::unordered_map<int64_t, int64_t> handle;  // buffer -> allocator
+    std::unordered_map<int64_t, int> uses, holds;
+    std::unordered_map<int64_t, bool> pinned;
+    int64_t next_buffer = 1;
+    explicit Mem(const AllocatorRules& r) : alloc(r) {}
+    int64_t New(int64_t bytes) {
+      const int64_t b = next_buffer++;
+      handle[b] = alloc.Allocate(std::max<int64_t>(bytes, 1));
+      return b;
+    }
+    void Drop(int64_t b) {
+      auto it = handle.find(b);
+      if (it == handle.end()) return;
+      alloc.Free(it->second);
+      handle.erase(it);
+    }
+    void MaybeFree(int64_t b) {
+      if (b <= 0 || pinned[b] || uses[b] > 0 || holds[b] > 0) return;
+      Drop(b);
+    }
+  };
+
+  void Memory(RuntimeEstimate& e) {
+    AllocatorRules rules{c_.round_bytes, c_.small_limit, c_.small_segment,
+                         c_.mid_limit,   c_.mid_segment, c_.large_round};
+    Mem m(rules);
+    const graph::OpGraph& g = *model_.graph;
+    m.buffer_of.assign(g.num_tensors(), -1);
+    // Resident: weights (tied ones once) and the inputs.
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      const internal::RTensor& r = low_.tensors[t];
+      if (!r.weight || !r.on_device || r.bytes <= 0) continue;
+      bool used = false;
+      for (const ROp& op : low_.ops) {
+        if (op.exec == Exec::kHost) continue;
+        for (const TensorId w : op.weights) used |= w == t;
+        if (used) break;
+      }
+      if (!used) continue;
+      if (!r.param && g.tensor(t).elements >= (1 << 20) &&
+          g.tensor(t).dtype == graph::DataType::kFloat32) {
+        // a tied copy of an embedding: the framework holds one tensor
+        bool buffer_like = false;
+        for (const graph::NodeId c : g.consumers(t)) {
+          const auto op_type = g.node(c).op_type;
+          buffer_like |= op_type == "BatchNormalization" || op_type == "Where";
+        }
+        if (!buffer_like) continue;
+      }
+      const int64_t b = m.New(r.bytes);
+      m.pinned[b] = true;
+      m.buffer_of[t] = b;
+    }
+    e.weights = m.alloc.allocated();
+    for (const TensorId t : g.inputs()) {
+      const int64_t b = m.New(low_.tensors[t].bytes);
+      m.pinned[b] = true;
+      m.buffer_of[t] = b;
+    }
+    std::vector<int64_t> ws_handles;
+    bool fwd_api[3] = {false, false, false}, bwd_api[3] = {false, false, false};
+    auto workspace = [&](bool* apis, int api) {
+      if (api <= 0 || apis[api] || c_.blas_workspace_bytes <= 0) return;
+      apis[api] = true;
+      ws_handles.push_back(m.alloc.Allocate(c_.blas_workspace_bytes));
+      e.workspace += c_.blas_workspace_bytes;
+    };
+    std::vector<int64_t> grads;  // parameter gradients (allocator handles)
+    std::vector<int64_t> state;
+    const int steps = 2;
+    for (int step = 0; step < steps; ++step) {
+      if (step == steps - 1) m.alloc.ResetPeaks();
+      for (const int64_t h : grads) m.alloc.Free(h);  // zero_grad(None)
+      grads.clear();
+      int64_t resident = m.alloc.allocated();
+      std::vector<std::vector<int64_t>> held(low_.ops.size());
+      Forward(m, held, fwd_api, workspace);
+      if (step == steps - 1) {
+        e.saved_activations =
+            std::max<int64_t>(0, m.alloc.allocated() - resident);
+      }
+      if (!o_.training) {
+        ReleaseOutputs(m);
+        continue;
+      }
+      Backward(m, held, bwd_api, workspace, grads);
+      // Optimizer: state on the first step, one temporary per parameter.
+      if (state.empty() && OptimizerStates() > 0) {
+        for (TensorId t = 0; t < g.num_tensors(); ++t) {
+          if (!low_.tensors[t].param || low_.tensors[t].bytes <= 0) continue;
+          for (int s = 0; s < OptimizerStates(); ++s)
+            state.push_back(m.alloc.Allocate(g.tensor(t).bytes));
+        }
+      }
+      if (o_.optimizer == Optimizer::kAdam) {
+        std::vector<int64_t> temps;
+        for (TensorId t = 0; t < g.num_tensors(); ++t) {
+          if (!low_.tensors[t].param || low_.tensors[t].bytes <= 0) continue;
+          temps.push_back(m.alloc.Allocate(g.tensor(t).bytes));
+        }
+        for (const int64_t h : temps) m.alloc.Free(h);
+      }
+    }
+    e.gradients = o_.training ? low_.param_bytes : 0;
+    e.optimizer_state = OptimizerStates() * low_.param_bytes;
+    e.live_peak_bytes = m.alloc.peak_allocated();
+    e.reserved_peak_bytes = m.alloc.peak_reserved();
+  }
+
+  void ReleaseOutputs(Mem& m) {
+    for (const TensorId t : model_.graph->outputs()) {
+      const int64_t b = m.buffer_of[t];
+      if (b <= 0) continue;
+      bool input = false;
+      for (const TensorId i : model_.graph->inputs()) input |= i == t;
+      if (input) continue;
+      m.pinned[b] = false;
+      m.MaybeFree(b);
+    }
+  }
+
+  template <typename Workspace>
+  void Forward(Mem& m, std::vector<std::vector<int64_t>>& held, bool* apis,
+               Workspace&& workspace) {
+    const graph::OpGraph& g = *model_.graph;
+    // Forward uses of every buffer, per op.
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      if (!low_.tensors[t].weight)
+        m.buffer_of[t] = IsInput(t) ? m.buffer_of[t] : -1;
+    }
+    std::unordered_map<TensorId, int> uses_of_tensor;
+    for (const ROp& op : low_.ops) {
+      if (op.exec == Exec::kHost) continue;
+      for (const TensorId t : op.inputs) ++uses_of_tensor[t];
+    }
+    for (size_t i = 0; i < low_.ops.size(); ++i) {
+      const ROp& op = low_.ops[i];
+      if (op.exec == Exec::kHost) continue;
+      const bool grad = o_.training && HasGrad(op);
+      // Outputs: views and in-place ops alias input 0.
+      const bool alias = (op.exec == Exec::kView || op.in_place) &&
+                         !op.inputs.empty() && m.buffer_of[op.inputs[0]] > 0;
+      std::vector<int64_t> transient;
+      for (size_t j = 0; j < op.input_copy.size(); ++j) {
+        if (op.input_copy[j] == 0) continue;
+        const int64_t b = m.New(op.input_copy[j]);
+        const bool saved =
+            grad && std::find(op.saves_inputs.begin(), op.saves_inputs.end(),
+                              j) != op.saves_inputs.end();
+        if (saved) {
+          held[i].push_back(b);
+        } else {
+          transient.push_back(b);
+        }
+      }
+      for (const int64_t w : op.weight_cast) {
+        if (w == 0) continue;
+        const int64_t b = m.New(w);
+        if (grad && op.saves_weight_casts) {
+          held[i].push_back(b);
+        } else {
+          transient.push_back(b);
+        }
+      }
+      workspace(apis, op.blas_api);
+      int64_t ws = 0;
+      if (op.work == Work::kSpatialConv && c_.conv_workspace_fraction > 0 &&
+          op.exec == Exec::kKernel) {
+        int64_t biggest = 0;
+        for (const TensorId t : op.inputs)
+          biggest = std::max(biggest, low_.tensors[t].bytes);
+        for (const TensorId t : op.outputs)
+          biggest = std::max(biggest, low_.tensors[t].bytes);
+        ws = static_cast<int64_t>(c_.conv_workspace_fraction *
+                                  static_cast<double>(biggest));
+      }
+      const int64_t ws_buffer = ws > 0 ? m.New(ws) : 0;
+      for (size_t j = 0; j < op.outputs.size(); ++j) {
+        const TensorId o = op.outputs[j];
+        if (alias && j == 0) {
+          m.buffer_of[o] = m.buffer_of[op.inputs[0]];
+        } else {
+          m.buffer_of[o] = m.New(low_.tensors[o].bytes);
+        }
+        m.uses[m.buffer_of[o]] += uses_of_tensor[o];
+        for (const TensorId go : g.outputs()) {
+          if (go == o) m.pinned[m.buffer_of[o]] = true;
+        }
+      }
+      if (ws_buffer > 0) m.Drop(ws_buffer);
+      if (grad) {
+        for (const size_t j : op.saves_inputs) {
+          if (j < op.input_copy.size() && op.input_copy[j] != 0) continue;
+          const int64_t b = m.buffer_of[op.inputs[j]];
+          if (b > 0) {
+            ++m.holds[b];
+            held[i].push_back(-b);
+          }
+        }
+        for (const size_t j : op.saves_outputs) {
+          const int64_t b = m.buffer_of[op.outputs[j]];
+          if (b > 0) {
+            ++m.holds[b];
+            held[i].push_back(-b);
+          }
+        }
+        if (op.saved_extra_bytes > 0)
+          held[i].push_back(m.New(op.saved_extra_bytes));
+      }
+      for (const int64_t b : transient) m.Drop(b);
+      for (const TensorId t : op.inputs) {
+        const int64_t b = m.buffer_of[t];
+        if (b <= 0) continue;
+        --m.uses[b];
+        m.MaybeFree(b);
+      }
+      // Outputs nobody reads (and no save holds) go at once.
+      for (const TensorId o : op.outputs) m.MaybeFree(m.buffer_of[o]);
+    }
+  }
+
+  bool IsInput(TensorId t) const {
+    for (const TensorId i : model_.graph->inputs()) {
+      if (i == t) return true;
+    }
+    return false;
+  }
+
+  template <typename Workspace>
+  void Backward(Mem& m, std::vector<std::vector<int64_t>>& held, bool* apis,
+                Workspace&& workspace, std::vector<int64_t>& grads) {
+    const graph::OpGraph& g = *model_.graph;
+    // The loss: mean of the (fp32) outputs; its gradient seeds backward.
+    std::unordered_map<TensorId, int64_t> grad_of;  // tensor -> buffer
+    for (const TensorId t : g.outputs()) {
+      grad_of[t] = m.New(low_.tensors[t].bytes);
+      const int64_t b = m.buffer_of[t];
+      if (b > 0) {
+        m.pinned[b] = false;
+        m.MaybeFree(b);
+      }
+    }
+    std::unordered_map<TensorId, bool> param_grad;
+    for (size_t ri = low_.ops.size(); ri-- > 0;) {
+      const ROp& op = low_.ops[ri];
+      if (op.exec == Exec::kHost || !HasGrad(op)) continue;
+      if (op.exec == Exec::kView) {
+        // The gradient of a view is a view of the gradient.
+        if (!op.outputs.empty() && !op.inputs.empty() &&
+            low_.tensors[op.inputs[0]].grad) {
+          auto out = grad_of.find(op.outputs[0]);
+          if (out != grad_of.end()) {
+            auto in = grad_of.find(op.inputs[0]);
+            if (in == grad_of.end()) {
+              grad_of[op.inputs[0]] = out->second;
+            } else {
+              m.Drop(out->second);
+            }
+            grad_of.erase(op.outputs[0]);
+          }
+        }
+      } else {
+        if (ComputeBound(op.work)) workspace(apis, 2);
+        for (const TensorId t : op.inputs) {
+          if (!low_.tensors[t].grad) continue;
+          const int64_t b = m.New(low_.tensors[t].bytes);
+          if (grad_of.count(t)) {
+            m.Drop(b);  // summed into the first contribution
+          } else {
+            grad_of[t] = b;
+          }
+        }
+        for (const TensorId w : op.weights) {
+          if (!low_.tensors[w].param || param_grad[w]) continue;
+          param_grad[w] = true;
+          grads.push_back(m.alloc.Allocate(g.tensor(w).bytes));
+        }
+      }
+      for (const TensorId o : op.outputs) {
+        auto it = grad_of.find(o);
+        if (it == grad_of.end()) continue;
+        m.Drop(it->second);
+        grad_of.erase(it);
+      }
+      for (const int64_t h : held[ri]) {
+        if (h < 0) {
+          --m.holds[-h];
+          m.MaybeFree(-h);
+        } else {
+          m.Drop(h);
+        }
+      }
+      held[ri].clear();
+    }
+    for (auto& [t, b] : grad_of) m.Drop(b);
+    // Whatever forward kept that backward did not reach.
+    for (auto& list : held) {
+      for (const int64_t h : list) {
+        if (h < 0) {
+          --m.holds[-h];
+          m.MaybeFree(-h);
+        } else {
+          m.Drop(h);
+        }
+      }
+    }
+  }
+
+  const graph::Model& model_;
+  const Lowered& low_;
+  const DeviceSpec& device_;
+  const RuntimeOptions& o_;
+  RuntimeCosts c_;
+  EfficiencySurface s_;
+  double kernel_s_;
+};
+
+}  // namespace
+
+Result<Runtime> ParseRuntime(std::string_view text) {
+  if (text == "none" || text == "roofline") return Runtime::kRoofline;
+  if (text == "pytorch") return Runtime::kPyTorch;
+  if (text == "onnxruntime" || text == "ort") return Runtime::kOnnxRuntime;
+  return BadInput("--runtime '" + std::string(text) +
+                  "': expected pytorch, onnxruntime or none");
+}
+
+std::string_view RuntimeName(Runtime r) {
+  switch (r) {
+    case Runtime::kRoofline:
+      return "none";
+    case Runtime::kPyTorch:
+      return "pytorch";
+    case Runtime::kOnnxRuntime:
+      return "onnxruntime";
+  }
+  return "none";
+}
+
+Result<Amp> ParseAmp(std::string_view text) {
+  if (text == "none" || text == "fp32") return Amp::kNone;
+  if (text == "bf16") return Amp::kBf16;
+  if (text == "fp16") return Amp::kFp16;
+  return BadInput("--amp '" + std::string(text) +
+                  "': expected bf16, fp16 or none");
+}
+
+std::string_view AmpName(Amp a) {
+  switch (a) {
+    case Amp::kNone:
+      return "none";
+    case Amp::kBf16:
+      return "bf16";
+    case Amp::kFp16:
+      return "fp16";
+  }
+  return "none";
+}
+
+Result<Attention> ParseAttention(std::string_view text) {
+  if (text == "auto") return Attention::kAuto;
+  if (text == "fused" || text == "sdpa") return Attention::kFused;
+  if (text == "unfused" || text == "math") return Attention::kUnfused;
+  return BadInput("--attention '" + std::string(text) +
+                  "': expected auto, fused or unfused");
+}
+
+std::string_view AttentionName(Attention a) {
+  switch (a) {
+    case Attention::kAuto:
+      return "auto";
+    case Attention::kFused:
+      return "fused";
+    case Attention::kUnfused:
+      return "unfused";
+  }
+  return "auto";
+}
+
+RuntimeCosts DefaultCosts(Runtime runtime) {
+  RuntimeCosts c;
+  switch (runtime) {
+    case Runtime::kRoofline:
+      return c;
+    case Runtime::kPyTorch:
+      // Fitted on data/gpu-truth (docs/estimator.md, "Runtimes").
+      c.op_s = 25e-6;
+      c.view_s = 6e-6;
+      c.cast_s = 8e-6;
+      c.record_s = 6e-6;
+      c.backward_op_s = 12e-6;
+      c.optimizer_op_s = 2e-6;
+      c.optimizer_fixed_s = 100e-6;
+      c.step_fixed_s = 50e-6;
+      c.kernel_s = 2e-6;
+      c.optimizer_tensor_gpu_s = 5e-6;
+      c.adam_traffic = 16.0;
+      c.blas_workspace_bytes = int64_t{32} << 20;
+      c.conv_workspace_fraction = 0.5;
+      return c;
+    case Runtime::kOnnxRuntime:
+      c.op_s = 6e-6;
+      c.view_s = 2e-6;
+      c.cast_s = 4e-6;
+      c.step_fixed_s = 30e-6;
+      c.kernel_s = 2e-6;
+      c.blas_workspace_bytes = int64_t{32} << 20;
+      return c;
+  }
+  return c;
+}
+
+EfficiencySurface SurfaceFor(const DeviceSpec& device) {
+  if (device.efficiency.measured) {
+    EfficiencySurface s = device.efficiency;
+    // Entries the measurement left out take the defaults.
+    const EfficiencySurface d = SurfaceFor(DeviceSpec{});
+    for (size_t i = 0; i < kNumKernelKinds; ++i) {
+      if (s.cuda_cores[i].max <= 0) s.cuda_cores[i] = d.cuda_cores[i];
+      if (s.tensor_cores[i].max <= 0) s.tensor_cores[i] = d.tensor_cores[i];
+    }
+    if (s.elementwise_bandwidth <= 0)
+      s.elementwise_bandwidth = d.elementwise_bandwidth;
+    if (s.normalization_bandwidth <= 0)
+      s.normalization_bandwidth = d.normalization_bandwidth;
+    if (s.reduction_bandwidth <= 0)
+      s.reduction_bandwidth = d.reduction_bandwidth;
+    if (s.data_movement_bandwidth <= 0)
+      s.data_movement_bandwidth = d.data_movement_bandwidth;
+    return s;
+  }
+  EfficiencySurface s;
+  auto set = [](auto& table, KernelKind k, double max, double half) {
+    table[static_cast<size_t>(k)] = KernelEfficiency{max, half};
+  };
+  set(s.cuda_cores, KernelKind::kGemm, 0.75, 2e9);
+  set(s.cuda_cores, KernelKind::kConv, 0.6, 2e9);
+  set(s.cuda_cores, KernelKind::kSpatialConv, 0.8, 2e9);
+  set(s.cuda_cores, KernelKind::kDepthwiseConv, 0.1, 1e8);
+  set(s.tensor_cores, KernelKind::kGemm, 0.6, 2e10);
+  set(s.tensor_cores, KernelKind::kConv, 0.45, 2e10);
+  set(s.tensor_cores, KernelKind::kSpatialConv, 0.45, 2e10);
+  set(s.tensor_cores, KernelKind::kDepthwiseConv, 0.1, 1e8);
+  s.elementwise_bandwidth = 0.8;
+  s.normalization_bandwidth = 0.7;
+  s.reduction_bandwidth = 0.6;
+  s.data_movement_bandwidth = 0.6;
+  return s;
+}
+
+Result<RuntimeEstimate> EstimateRuntime(const graph::Model& model,
+                                        std::span<const OpCost> costs,
+                                        const DeviceSpec& device,
+                                        const RuntimeOptions& options) {
+  if (options.runtime == Runtime::kRoofline) {
+    return BadInput("runtime 'none' has no runtime model: use ProfileModel");
+  }
+  if (options.runtime == Runtime::kOnnxRuntime && options.training) {
+    return BadInput(
+        "--runtime onnxruntime runs inference only: training needs "
+        "--runtime pytorch");
+  }
+  const Lowered low = internal::Lower(model, costs, options);
+  return Estimator(model, low, device, options).Run();
+}
+
+}  // namespace tessera::estimator

@@ -1,0 +1,151 @@
+#ifndef TESSERA_ESTIMATOR_RUNTIME_H_
+#define TESSERA_ESTIMATOR_RUNTIME_H_
+
+// What a job costs depends on what runs it. A runtime model lowers the ONNX
+// graph to the operators a framework really dispatches (PyTorch eager runs
+// nn.GELU as one kernel where the export has five nodes, a Linear as one
+// addmm, reshapes of transposed tensors as copies), then
+// - times a step as the framework's host thread and the GPU's stream
+//   overlap: every operator costs host time to dispatch and GPU time to run,
+//   and the GPU waits for the host when kernels are short (batch 1);
+// - follows memory as the framework does: outputs allocated when an operator
+//   runs and freed after their last use, in training the tensors autograd
+//   really saves for backward (per operator type), gradients and optimizer
+//   state, library workspaces, all through a simulation of the caching
+//   allocator, which gives both the live peak and what the allocator holds
+//   from the GPU (the reserved peak another job cannot use).
+// docs/estimator.md ("Runtimes") states every rule and the fitted constants.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "estimator/device_catalog.h"
+#include "estimator/memory_model.h"
+#include "estimator/op_cost.h"
+#include "graph/graph.h"
+
+namespace tessera::estimator {
+
+enum class Runtime : uint8_t {
+  kRoofline,     // "none": the plain per-operator roofline (no framework)
+  kPyTorch,      // "pytorch": eager mode, caching allocator, autograd
+  kOnnxRuntime,  // "onnxruntime": the CUDA execution provider, inference
+};
+// "none", "pytorch", "onnxruntime".
+Result<Runtime> ParseRuntime(std::string_view text);
+std::string_view RuntimeName(Runtime r);
+
+// Mixed precision. kBf16/kFp16: autocast semantics (matrix products and
+// convolutions in the low precision, softmax/layer norm/reductions in fp32,
+// everything else in its inputs' type; weights and optimizer in fp32).
+enum class Amp : uint8_t { kNone, kBf16, kFp16 };
+// "none", "bf16", "fp16".
+Result<Amp> ParseAmp(std::string_view text);
+std::string_view AmpName(Amp a);
+
+// How attention (MatMul -> scale -> [mask] -> Softmax -> MatMul) runs.
+// kAuto: fused (scaled_dot_product_attention, no score matrix kept) when the
+// pattern has no mask, as nn.MultiheadAttention runs it; unfused when a mask
+// is applied by hand (Hugging Face's eager attention, hand-written blocks).
+enum class Attention : uint8_t { kAuto, kFused, kUnfused };
+Result<Attention> ParseAttention(std::string_view text);
+std::string_view AttentionName(Attention a);
+
+// The framework's costs on the host and its allocator's rules. Defaults are
+// PyTorch 2.x eager, fitted on data/gpu-truth (docs/estimator.md).
+struct RuntimeCosts {
+  double op_s = 0;               // host time to dispatch one module-level op
+  double view_s = 0;             // a view (reshape, transpose, split)
+  double cast_s = 0;             // an autocast-inserted cast
+  double record_s = 0;           // training: autograd recording per op
+  double backward_op_s = 0;      // the autograd engine, per backward node
+  double optimizer_op_s = 0;     // the optimizer, per weight tensor
+  double optimizer_fixed_s = 0;  // the optimizer step's fixed cost
+  double step_fixed_s = 0;       // per step (Python loop, loss, zero_grad)
+  // The optimizer's GPU work: its traffic as a multiple of the parameters'
+  // bytes (Adam's foreach kernels read and write weights, gradients, both
+  // moments and temporaries) plus a time per parameter tensor.
+  double adam_traffic = 16.0;
+  double optimizer_tensor_gpu_s = 0;
+  // GPU time per kernel beyond the roofline (launch latency, tail effect);
+  // the device's efficiency surface overrides it when measured.
+  double kernel_s = 0;
+  // Backward time as a multiple of the forward time, per kernel kind
+  // (gemm, conv, spatial_conv, depthwise_conv) and for memory-bound ops.
+  double backward_gemm = 2.0;
+  double backward_conv = 2.0;
+  double backward_spatial_conv = 2.0;
+  double backward_depthwise = 2.0;
+  double backward_memory = 1.5;
+  // Library workspaces: cuBLAS keeps one per handle and API (32 MiB on
+  // Hopper); convolutions take a transient workspace of this fraction of
+  // their larger operand (spatial ones only).
+  int64_t blas_workspace_bytes = 0;
+  double conv_workspace_fraction = 0;
+  // The caching allocator: requests round up to `round_bytes`; requests up
+  // to `small_limit` come from `small_segment` segments, larger ones below
+  // `mid_limit` from `mid_segment` ones, the rest from segments rounded up
+  // to `large_round`.
+  int64_t round_bytes = 512;
+  int64_t small_limit = int64_t{1} << 20;
+  int64_t small_segment = int64_t{2} << 20;
+  int64_t mid_limit = int64_t{10} << 20;
+  int64_t mid_segment = int64_t{20} << 20;
+  int64_t large_round = int64_t{2} << 20;
+};
+
+// The documented constants of `runtime` (kRoofline: all zero).
+RuntimeCosts DefaultCosts(Runtime runtime);
+
+// The efficiency surface a runtime uses on `device`: the device's own when
+// measured, else defaults (docs/estimator.md).
+EfficiencySurface SurfaceFor(const DeviceSpec& device);
+
+struct RuntimeOptions {
+  Runtime runtime = Runtime::kPyTorch;
+  Amp amp = Amp::kNone;
+  bool tf32 = false;  // fp32 products on TF32 tensor cores
+  bool training = false;
+  Optimizer optimizer = Optimizer::kAdam;
+  Attention attention = Attention::kAuto;
+  RuntimeCosts costs = DefaultCosts(Runtime::kPyTorch);
+};
+
+// What one step costs under a runtime.
+struct RuntimeEstimate {
+  double step_s = 0;      // wall time per step
+  double gpu_busy_s = 0;  // GPU kernel time per step
+  double host_s = 0;      // host dispatch time per step
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;  // GPU time
+  int dispatched_ops = 0;  // framework operators per step
+  int kernels = 0;         // GPU kernels per step
+  // Memory (bytes): the live peak of tensors (what the framework's
+  // max_memory_allocated reports) and what the allocator holds from the GPU
+  // at its peak (max_memory_reserved).
+  int64_t live_peak_bytes = 0;
+  int64_t reserved_peak_bytes = 0;
+  int64_t weights = 0, gradients = 0, optimizer_state = 0;
+  int64_t saved_activations = 0;  // training: kept for backward at the peak
+  int64_t workspace = 0;          // library workspaces held
+  // GPU seconds of each ONNX node per step (forward plus backward), indexed
+  // by NodeId; a fused operator's time goes to its first node.
+  std::vector<double> node_seconds;
+  double gpu_busy_fraction() const {
+    return step_s > 0 ? gpu_busy_s / step_s : 0.0;
+  }
+};
+
+// Estimates one step of `model` under `options.runtime` on `device`.
+// `costs` are CostAll(*model.graph). kBadInput for kRoofline (use
+// ProfileModel) and for training under kOnnxRuntime.
+Result<RuntimeEstimate> EstimateRuntime(const graph::Model& model,
+                                        std::span<const OpCost> costs,
+                                        const DeviceSpec& device,
+                                        const RuntimeOptions& options);
+
+}  // namespace tessera::estimator
+
+#endif  // TESSERA_ESTIMATOR_RUNTIME_H_
