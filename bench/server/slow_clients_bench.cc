@@ -35,20 +35,10 @@
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/serve_config.h"
+#include "tests/testlib/idle_launcher.h"
 
 namespace tessera::scheduler {
 namespace {
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
 
 constexpr const char* kToken = "bench-token";
 
@@ -210,8 +200,8 @@ int main(int argc, char** argv) {
   config->service.log_dir = (dir / "logs").string();
   int status = 0;
   {
-    auto service =
-        Service::Start(config->service, std::make_unique<IdleLauncher>());
+    auto service = Service::Start(
+        config->service, std::make_unique<tessera::testlib::IdleLauncher>());
     if (!service) {
       std::fprintf(stderr, "%s\n", service.error().message.c_str());
       return 1;

@@ -22,6 +22,7 @@
 
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -29,17 +30,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
 
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -102,8 +92,8 @@ class HttpLimitsTest : public ::testing::Test {
     config.max_connections_per_client = per_client;
     config.max_connections = total;
     config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")}};
-    auto service =
-        Service::Start(config.service, std::make_unique<IdleLauncher>());
+    auto service = Service::Start(config.service,
+                                  std::make_unique<testlib::IdleLauncher>());
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     auto server = HttpServer::Start(*service_, config);

@@ -1,5 +1,5 @@
 // HttpServer: authentication, roles, input checks and status codes over a
-// real Service on a loopback port. A scripted launcher keeps jobs from
+// real Service on a loopback port. An idle launcher keeps jobs from
 // running; the scheduling thread is off, so states change only on Tick().
 // The client is a minimal HTTP/1.1 over a socket, so that this file needs
 // none of cpp-httplib's build flags.
@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "server/auth.h"
+#include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -28,29 +29,6 @@ using nlohmann::json;
 
 constexpr int64_t kGiBInMiB = 1024;
 using ::testing::HasSubstr;
-
-// Starts nothing; a job's logs are files the test writes.
-class NullLauncher : public Launcher {
- public:
-  explicit NullLauncher(std::string dir) : dir_(std::move(dir)) {}
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId id, double /*grace_s*/) override {
-    exits_.push_back({id, {}, "signal 15"});
-  }
-  std::vector<Exited> Poll() override { return std::exchange(exits_, {}); }
-  bool Adopt(JobId /*id*/, int64_t /*pid*/, int64_t /*start*/) override {
-    return false;
-  }
-  std::string LogPath(JobId id, bool err) const override {
-    return dir_ + "/" + std::to_string(id) + (err ? ".err" : ".out");
-  }
-
- private:
-  std::string dir_;
-  std::vector<Exited> exits_;
-};
 
 struct Reply {
   int status = 0;
@@ -130,7 +108,8 @@ class HttpServerTest : public ::testing::Test {
                     {User{"bob", "", false, ""}, Sha256Hex("bob-token")},
                     {User{"root", "", true, ""}, Sha256Hex("root-token")}};
     auto service = Service::Start(
-        config.service, std::make_unique<NullLauncher>(dir_.path().string()));
+        config.service,
+        std::make_unique<testlib::IdleLauncher>(dir_.path().string()));
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     config_ = config;
