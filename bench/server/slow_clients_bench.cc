@@ -14,11 +14,7 @@
 // them, the K samples are spread over S seconds (default 15: longer than
 // the server's 10 s head timeout, so its cut-offs and the clients' reopens
 // happen while it is measured).
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,31 +32,12 @@
 #include "server/http_server.h"
 #include "server/serve_config.h"
 #include "tests/testlib/idle_launcher.h"
+#include "tests/testlib/loopback_socket.h"
 
 namespace tessera::scheduler {
 namespace {
 
 constexpr const char* kToken = "bench-token";
-
-// A TCP connection to 127.0.0.1:port, or -1.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& text) {
-  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(text.size());
-}
 
 // N connections that never finish their request head; each sends one more
 // header line every `trickle`. One the server closed is reopened.
@@ -72,7 +49,7 @@ class SlowClients {
     thread_ = std::thread([this, trickle] {
       while (!stop_) {
         for (int& fd : fds_) {
-          if (fd < 0 || !SendAll(fd, "X-Slow: 1\r\n")) Open(fd);
+          if (fd < 0 || !testlib::SendAll(fd, "X-Slow: 1\r\n")) Open(fd);
         }
         const auto until = std::chrono::steady_clock::now() + trickle;
         while (!stop_ && std::chrono::steady_clock::now() < until) {
@@ -96,8 +73,9 @@ class SlowClients {
       close(fd);
       ++reopened_;
     }
-    fd = Connect(port_);
-    if (fd >= 0 && !SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n")) {
+    fd = testlib::ConnectLoopback(port_);
+    if (fd >= 0 &&
+        !testlib::SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n")) {
       close(fd);
       fd = -1;
     }

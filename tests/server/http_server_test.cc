@@ -6,8 +6,6 @@
 
 #include "server/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 
 #include "server/auth.h"
 #include "tests/testlib/idle_launcher.h"
+#include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -40,15 +39,8 @@ struct Reply {
 // One request on a fresh connection ("Connection: close"), read to EOF.
 Reply Http(int port, const std::string& method, const std::string& path,
            const std::string& token = "", const std::string& body = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return {};
-  }
+  const int fd = testlib::ConnectLoopback(port);
+  if (fd < 0) return {};
   std::string request = method + " " + path +
                         " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
@@ -57,12 +49,7 @@ Reply Http(int port, const std::string& method, const std::string& path,
                std::to_string(body.size()) + "\r\n";
   }
   request += "\r\n" + body;
-  for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n =
-        send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  testlib::SendAll(fd, request);
   std::string raw;
   char buf[4096];
   for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
