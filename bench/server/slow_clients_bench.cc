@@ -21,23 +21,21 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/common/served_queue.h"
 #include "common/stats.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/serve_config.h"
 #include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/loopback_socket.h"
 
-namespace tessera::scheduler {
+namespace tessera::bench {
 namespace {
-
-constexpr const char* kToken = "bench-token";
 
 // N connections that never finish their request head; each sends one more
 // header line every `trickle`. One the server closed is reopened.
@@ -98,14 +96,8 @@ struct Summary {
 void Measure(int port, int samples, double seconds, int timeout_s,
              Summary& health, Summary& submit) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string body =
-      nlohmann::json{
-          {"name", "bench"},
-          {"command", {"true"}},
-          {"resources", {{"gpu_milli", 500}, {"gpu_memory_mib", 1024}}}}
-          .dump();
-  const httplib::Headers auth = {
-      {"Authorization", std::string("Bearer ") + kToken}};
+  const std::string body = BenchJob(500);
+  const httplib::Headers auth = BenchAuth();
   for (int i = 0; i < samples; ++i) {
     for (bool post : {false, true}) {
       httplib::Client c("127.0.0.1", port);
@@ -139,10 +131,10 @@ void PrintRow(const char* scenario, const char* route, const Summary& s) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::bench
 
 int main(int argc, char** argv) {
-  using namespace tessera::scheduler;
+  using namespace tessera::bench;
   int slow = 200;
   int samples = 100;
   int trickle_ms = 2000;
@@ -160,36 +152,15 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() /
       ("tessera_slow_clients_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  const std::string yaml = std::string(
-      "listen: 127.0.0.1:0\n"
-      "pools:\n  - {name: a, policy: fifo}\n"
-      "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
-      "gpus: [{kind: a100-80gb, count: 1}]}\n"
-      "limits: {max_queued_per_user: 100000000}\n"
-      "users:\n  - {name: bench, role: user, token_sha256: "
-      "0000000000000000000000000000000000000000000000000000000000000000}\n");
-  auto config = ParseServeConfig(yaml, "bench");
-  if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().message.c_str());
-    return 1;
-  }
-  config->users[0].token_sha256 = Sha256Hex(kToken);
-  config->service.db_path = (dir / "tessera.db").string();
-  config->service.log_dir = (dir / "logs").string();
+  ServedQueueOptions options;
+  options.db_path = (dir / "tessera.db").string();
+  options.log_dir = (dir / "logs").string();
   int status = 0;
   {
-    auto service = Service::Start(
-        config->service, std::make_unique<tessera::testlib::IdleLauncher>());
-    if (!service) {
-      std::fprintf(stderr, "%s\n", service.error().message.c_str());
-      return 1;
-    }
-    auto server = HttpServer::Start(**service, *config);
-    if (!server) {
-      std::fprintf(stderr, "%s\n", server.error().message.c_str());
-      return 1;
-    }
-    const int port = (*server)->port();
+    std::optional<ServedQueue> queue = StartServedQueue(
+        options, std::make_unique<tessera::testlib::IdleLauncher>());
+    if (!queue) return 1;
+    const int port = queue->port();
     Summary health, submit, slow_health, slow_submit;
     Measure(port, samples, 0, timeout_s, health, submit);
     int reopened = 0;
@@ -217,7 +188,7 @@ int main(int argc, char** argv) {
                      0
                  ? 0
                  : 1;
-    (*server)->Stop();
+    queue->server->Stop();
   }
   std::filesystem::remove_all(dir);
   return status;
