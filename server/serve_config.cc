@@ -14,9 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <optional>
 #include <span>
-#include <tuple>
 #include <utility>
 
 #include "common/strings.h"
@@ -26,6 +24,7 @@
 #include "launch/launcher_config.h"
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
+#include "server/serve_config_internal.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -43,20 +42,6 @@ constexpr std::string_view kTopKeys[] = {
     "model_headroom", "limits", "pools",    "nodes",  "users",
     "k8s_extender",   "k8s",    "launcher", "tls",    "quotas",
     "model_roots"};
-constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
-constexpr std::string_view kQuotaKeys[] = {
-    "max_queued",     "max_running",       "max_gpu_milli",
-    "max_gpu_memory", "submissions_per_s", "burst"};
-constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
-                                           "max_queued_per_user",
-                                           "header_timeout_s",
-                                           "body_timeout_s",
-                                           "max_connections_per_client",
-                                           "max_connections",
-                                           "max_model_bytes",
-                                           "max_upload_bytes"};
-constexpr std::string_view kTlsKeys[] = {"cert_file", "key_file",
-                                         "client_ca_file"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights"};
 constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
@@ -67,9 +52,6 @@ constexpr std::string_view kUserKeys[] = {"name", "role", "team",
 constexpr std::string_view kK8sKeys[] = {"pool",       "api_server",
                                          "token_file", "ca_file",
                                          "resync_s",   "allow_unauthenticated"};
-
-using Field = YamlReader::Field;
-using Fields = YamlReader::Fields;
 
 bool IsValidName(std::string_view name) {
   return !name.empty() && std::ranges::all_of(name, [](char c) {
@@ -100,53 +82,15 @@ std::string Label(const std::string& list, size_t index) {
   return list + "[" + std::to_string(index) + "]";
 }
 
-// Reads one configuration; errors as described in the header.
-class ConfigParser : public YamlReader {
- public:
-  explicit ConfigParser(std::string_view source)
-      : YamlReader(source, "the configuration"),
-        catalog_(DeviceCatalog::BuiltIn()),
-        policies_(PolicyNames()),
-        scorers_(ScorerNames()) {}
+}  // namespace
 
-  Result<ServeConfig> Parse(const YAML::Node& root) const;
+namespace serve_config_internal {
 
- private:
-  Result<std::string> Name(const Field& f, const std::string& label) const;
-  Result<int64_t> Int(const Field& f, const std::string& label, int64_t lo,
-                      int64_t hi) const;
-  Result<double> Number(const Field& f, const std::string& label) const;
-  Result<bool> Bool(const Field& f, const std::string& label) const;
-  Result<int64_t> Bytes(const Field& f, const std::string& label) const;
-  Result<std::string> OneOf(const Field& f, const std::string& label,
-                            std::span<const std::string_view> known,
-                            const std::string& what) const;
-  Result<const YAML::Node*> List(const Field& f, const std::string& label,
-                                 const std::string& example) const;
-
-  Status ParseTop(const Fields& top, ServeConfig* config) const;
-  Status ParseLimits(const Field& f, ServeConfig* config) const;
-  Status ParseK8s(const Field& f, ServeConfig* config) const;
-  Status ParseTls(const Field& f, ServeConfig* config) const;
-  Status ParsePools(const Fields& top, ServeConfig* config) const;
-  Status ParsePool(const YAML::Node& node, const std::string& label,
-                   ServeConfig* config) const;
-  Status ParseWeights(const Field& f, const std::string& label,
-                      PolicyConfig* policy) const;
-  Status ParseNode(const YAML::Node& node, const std::string& label,
-                   Topology* topology, int64_t* gpus) const;
-  Status ParseGpus(const Field& f, const std::string& label, int node_index,
-                   Topology* topology, int64_t* gpus) const;
-  Status ParseUser(const YAML::Node& node, const std::string& label,
-                   std::vector<UserEntry>* users) const;
-  Status ParseQuotas(const Field& f, ServeConfig* config) const;
-  Status ParseQuota(const Field& f, const std::string& label,
-                    Quota* quota) const;
-
-  DeviceCatalog catalog_;
-  // policy.h's and admission.h's names, checked before anything starts.
-  std::vector<std::string> policies_, scorers_;
-};
+ConfigParser::ConfigParser(std::string_view source)
+    : YamlReader(source, "the configuration"),
+      catalog_(DeviceCatalog::BuiltIn()),
+      policies_(PolicyNames()),
+      scorers_(ScorerNames()) {}
 
 Result<std::string> ConfigParser::Name(const Field& f,
                                        const std::string& label) const {
@@ -294,86 +238,6 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   return config;
 }
 
-// `quotas: {default: QUOTA, users: {NAME: QUOTA}, teams: {NAME: QUOTA}}`
-// (after the users: a name must be a user, or the team of one).
-Status ConfigParser::ParseQuotas(const Field& f, ServeConfig* config) const {
-  Result<Fields> fields = MapFields(f.value, "quotas", kQuotasKeys);
-  TESSERA_RETURN_IF_ERROR(fields);
-  Quotas& quotas = config->service.quotas;
-  if (const Field* d = Find(*fields, "default")) {
-    TESSERA_RETURN_IF_ERROR(
-        ParseQuota(*d, "quotas.default", &quotas.user_default));
-  }
-  for (const char* kind : {"users", "teams"}) {
-    const Field* map = Find(*fields, kind);
-    if (map == nullptr) continue;
-    const std::string label = std::string("quotas.") + kind;
-    if (!map->value.IsMap()) {
-      return Fail(*map, "quotas",
-                  std::string("expected a map of ") +
-                      (kind[0] == 'u' ? "user" : "team") +
-                      " name to quota ({alice: {max_running: 4}}), got " +
-                      TypeName(map->value));
-    }
-    for (const auto& kv : map->value) {
-      const Field entry{kv.first.IsScalar() ? kv.first.Scalar() : "?", kv.first,
-                        kv.second};
-      const bool user = kind[0] == 'u';
-      const bool known =
-          std::ranges::any_of(config->users, [&](const UserEntry& u) {
-            return user ? u.user.name == entry.key : u.user.team == entry.key;
-          });
-      if (!known) {
-        return BadInput(At(kv.first) + label + "." + entry.key + ": " +
-                        (user ? "no such user in 'users:'"
-                              : "no user of 'users:' is in this team"));
-      }
-      auto& target = user ? quotas.users : quotas.teams;
-      if (target.count(entry.key)) {
-        return BadInput(At(kv.first) + label + "." + entry.key +
-                        ": given twice");
-      }
-      TESSERA_RETURN_IF_ERROR(
-          ParseQuota(entry, label + "." + entry.key, &target[entry.key]));
-    }
-  }
-  return {};
-}
-
-Status ConfigParser::ParseQuota(const Field& f, const std::string& label,
-                                Quota* quota) const {
-  Result<Fields> fields = MapFields(f.value, label, kQuotaKeys);
-  TESSERA_RETURN_IF_ERROR(fields);
-  constexpr int64_t kMax = int64_t{1} << 40;
-  const std::pair<const char*, std::optional<int64_t>*> counts[] = {
-      {"max_queued", &quota->max_queued},
-      {"max_running", &quota->max_running},
-      {"max_gpu_milli", &quota->max_gpu_milli},
-      {"burst", &quota->burst}};
-  for (const auto& [key, out] : counts) {
-    if (const Field* v = Find(*fields, key)) {
-      Result<int64_t> n = Int(*v, label, 0, kMax);
-      TESSERA_RETURN_IF_ERROR(n);
-      *out = *n;
-    }
-  }
-  if (const Field* v = Find(*fields, "max_gpu_memory")) {
-    Result<int64_t> bytes = Bytes(*v, label);
-    TESSERA_RETURN_IF_ERROR(bytes);
-    quota->max_gpu_memory_mib = *bytes / kMiB;
-  }
-  if (const Field* v = Find(*fields, "submissions_per_s")) {
-    Result<double> rate = Number(*v, label);
-    TESSERA_RETURN_IF_ERROR(rate);
-    if (!(*rate > 0) || *rate > 1e6) {
-      return Fail(*v, label,
-                  "must be a rate above 0 (submissions per second), e.g. 5");
-    }
-    quota->submissions_per_s = *rate;
-  }
-  return {};
-}
-
 // The scalar settings and `limits`.
 Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
   ServiceOptions& service = config->service;
@@ -474,66 +338,6 @@ Status ConfigParser::ParseK8s(const Field& f, ServeConfig* config) const {
     Result<bool> on = Bool(*open, "k8s");
     TESSERA_RETURN_IF_ERROR(on);
     k8s.allow_unauthenticated = *on;
-  }
-  return {};
-}
-
-Status ConfigParser::ParseLimits(const Field& f, ServeConfig* config) const {
-  Result<Fields> fields = MapFields(f.value, "limits", kLimitKeys);
-  TESSERA_RETURN_IF_ERROR(fields);
-  if (const Field* body = Find(*fields, "max_body_bytes")) {
-    Result<int64_t> bytes = Bytes(*body, "limits");
-    TESSERA_RETURN_IF_ERROR(bytes);
-    config->max_body_bytes = *bytes;
-  }
-  if (const Field* queued = Find(*fields, "max_queued_per_user")) {
-    Result<int64_t> n = Int(*queued, "limits", 1, int64_t{1} << 40);
-    TESSERA_RETURN_IF_ERROR(n);
-    config->service.max_queued_per_user = *n;
-  }
-  for (auto [key, target] :
-       {std::pair{"max_model_bytes", &config->service.max_model_bytes},
-        std::pair{"max_upload_bytes", &config->service.max_upload_bytes}}) {
-    if (const Field* size = Find(*fields, key)) {
-      Result<int64_t> bytes = Bytes(*size, "limits");
-      TESSERA_RETURN_IF_ERROR(bytes);
-      *target = *bytes;
-    }
-  }
-  // The transport's bounds on connections (http/transport.h).
-  for (auto [key, target, max] :
-       {std::tuple{"header_timeout_s", &config->header_timeout_s, 3600},
-        std::tuple{"body_timeout_s", &config->body_timeout_s, 3600},
-        std::tuple{"max_connections_per_client",
-                   &config->max_connections_per_client, 1000000},
-        std::tuple{"max_connections", &config->max_connections, 1000000}}) {
-    if (const Field* field = Find(*fields, key)) {
-      Result<int64_t> n = Int(*field, "limits", 1, max);
-      TESSERA_RETURN_IF_ERROR(n);
-      *target = static_cast<int>(*n);
-    }
-  }
-  return {};
-}
-
-// `tls:` PEM files for HTTPS; client_ca_file verifies client certificates.
-Status ConfigParser::ParseTls(const Field& f, ServeConfig* config) const {
-  Result<Fields> fields = MapFields(f.value, "tls", kTlsKeys);
-  TESSERA_RETURN_IF_ERROR(fields);
-  http::TlsOptions& tls = config->tls;
-  for (auto [key, target] :
-       {std::pair{"cert_file", &tls.cert_file},
-        std::pair{"key_file", &tls.key_file},
-        std::pair{"client_ca_file", &tls.client_ca_file}}) {
-    if (const Field* file = Find(*fields, key)) {
-      Result<std::string> text = Text(*file, "tls");
-      TESSERA_RETURN_IF_ERROR(text);
-      *target = *text;
-    }
-  }
-  if (tls.cert_file.empty() || tls.key_file.empty()) {
-    return BadInput(At(f.value) +
-                    "tls: needs both 'cert_file' and 'key_file' (PEM)");
   }
   return {};
 }
@@ -801,7 +605,7 @@ Status ConfigParser::ParseUser(const YAML::Node& node, const std::string& label,
   return {};
 }
 
-}  // namespace
+}  // namespace serve_config_internal
 
 Result<ListenAddress> ParseListenAddress(std::string_view text) {
   const std::string quoted = "'" + std::string(text) + "'";
@@ -831,7 +635,7 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
 Result<ServeConfig> ParseServeConfig(std::string_view yaml_text,
                                      std::string_view source) {
   return ParseYaml<ServeConfig>(yaml_text, source, [&](const YAML::Node& root) {
-    return ConfigParser(source).Parse(root);
+    return serve_config_internal::ConfigParser(source).Parse(root);
   });
 }
 

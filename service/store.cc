@@ -115,7 +115,7 @@ struct Store::Impl {
   std::mutex mu;          // guards db and every statement below
   sqlite3* db = nullptr;  // one connection, used under mu
   Statement begin, commit, rollback, insert, set_record, update, get, all,
-      active, count_queued, list, add_event, events;
+      active, list, add_event, events;
 
   // close_v2 defers the close until the statements (members, destroyed
   // after this body) are finalized.
@@ -150,8 +150,6 @@ struct Store::Impl {
     const std::string active_states =
         Quoted(JobState::kQueued) + "," + Quoted(JobState::kRunning) + "," +
         Quoted(JobState::kPreempted) + "," + Quoted(JobState::kStarting);
-    const std::string queued_states =
-        Quoted(JobState::kQueued) + "," + Quoted(JobState::kPreempted);
     const std::pair<Statement*, std::string> all_sql[] = {
         {&begin, "BEGIN IMMEDIATE"},
         {&commit, "COMMIT"},
@@ -176,9 +174,6 @@ struct Store::Impl {
         {&events,
          "SELECT job, at, actor, token, action, detail FROM events "
          "WHERE job = ? ORDER BY seq"},
-        {&count_queued,
-         "SELECT COUNT(*) FROM jobs WHERE user = ? AND state IN (" +
-             queued_states + ")"},
     };
     for (const auto& [stmt, sql] : all_sql) {
       TESSERA_RETURN_IF_ERROR(Prepare(*stmt, sql));
@@ -452,15 +447,6 @@ Result<std::vector<Job>> Store::List(const std::string& state,
     sqlite3_bind_int64(s, 4, limit);
   }
   return m.ReadAll(m.list);
-}
-
-Result<int64_t> Store::CountQueued(const std::string& user) {
-  Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
-  Use u(m.count_queued);
-  BindText(*u, 1, user);
-  if (sqlite3_step(*u) != SQLITE_ROW) return m.SqlError("cannot count jobs");
-  return static_cast<int64_t>(sqlite3_column_int64(*u, 0));
 }
 
 }  // namespace tessera::scheduler

@@ -48,8 +48,6 @@ class Store {
   Result<std::vector<Job>> List(const std::string& state,
                                 const std::string& user,
                                 const std::string& pool, int64_t limit);
-  // Queued or preempted jobs of `user` (for the per-user queue limit).
-  Result<int64_t> CountQueued(const std::string& user);
 
  private:
   struct Impl;

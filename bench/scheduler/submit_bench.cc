@@ -15,38 +15,20 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/serve_config.h"
-
-namespace tessera::scheduler {
-namespace {
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
-
-constexpr const char* kToken = "bench-token";
-
-}  // namespace
-}  // namespace tessera::scheduler
+#include "bench/common/served_queue.h"
+#include "tests/testlib/idle_launcher.h"
 
 int main(int argc, char** argv) {
-  using namespace tessera::scheduler;
+  using namespace tessera::bench;
   int clients = 8;
   double seconds = 5;
   std::string db =
@@ -61,49 +43,21 @@ int main(int argc, char** argv) {
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::filesystem::remove(db + suffix);
   }
-  const std::string yaml = std::string(
-      "listen: 127.0.0.1:0\n"
-      "pools:\n  - {name: a, policy: fifo}\n"
-      "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
-      "gpus: [{kind: a100-80gb, count: 1}]}\n"
-      "limits: {max_queued_per_user: 100000000}\n"
-      "users:\n  - {name: bench, role: user, token_sha256: "
-      "0000000000000000000000000000000000000000000000000000000000000000}\n");
-  auto config = ParseServeConfig(yaml, "bench");
-  if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().message.c_str());
-    return 1;
-  }
-  // The token's hash, computed by the server's own code path.
-  config->users[0].token_sha256 = Sha256Hex(kToken);
-  config->service.db_path = db;
-  config->service.log_dir =
+  ServedQueueOptions options;
+  options.db_path = db;
+  options.log_dir =
       (std::filesystem::temp_directory_path() / "tessera_submit_bench_logs")
           .string();
-  auto service =
-      Service::Start(config->service, std::make_unique<IdleLauncher>());
-  if (!service) {
-    std::fprintf(stderr, "%s\n", service.error().message.c_str());
-    return 1;
-  }
-  auto server = HttpServer::Start(**service, *config);
-  if (!server) {
-    std::fprintf(stderr, "%s\n", server.error().message.c_str());
-    return 1;
-  }
-  const int port = (*server)->port();
+  std::optional<ServedQueue> queue = StartServedQueue(
+      options, std::make_unique<tessera::testlib::IdleLauncher>());
+  if (!queue) return 1;
+  const int port = queue->port();
   const std::string blocker = nlohmann::json{
       {"command", {"sleep", "1"}},
       {"resources",
        {{"gpus", 1}}}}.dump();
-  const std::string body =
-      nlohmann::json{
-          {"name", "bench"},
-          {"command", {"true"}},
-          {"resources", {{"gpu_milli", 500}, {"gpu_memory_mib", 1024}}}}
-          .dump();
-  const httplib::Headers auth = {
-      {"Authorization", std::string("Bearer ") + kToken}};
+  const std::string body = BenchJob(500);
+  const httplib::Headers auth = BenchAuth();
   {
     httplib::Client c("127.0.0.1", port);
     c.Post("/v1/jobs", auth, blocker, "application/json");
@@ -156,6 +110,6 @@ int main(int argc, char** argv) {
       clients, elapsed, static_cast<long long>(ok.load()),
       static_cast<long long>(failed.load()),
       static_cast<double>(ok.load()) / elapsed, at(0.5), at(0.99));
-  (*server)->Stop();
+  queue->server->Stop();
   return failed.load() == 0 ? 0 : 1;
 }

@@ -14,63 +14,28 @@
 // them, the K samples are spread over S seconds (default 15: longer than
 // the server's 10 s head timeout, so its cut-offs and the clients' reopens
 // happen while it is measured).
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/common/served_queue.h"
 #include "common/stats.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/serve_config.h"
+#include "tests/testlib/idle_launcher.h"
+#include "tests/testlib/loopback_socket.h"
 
-namespace tessera::scheduler {
+namespace tessera::bench {
 namespace {
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
-
-constexpr const char* kToken = "bench-token";
-
-// A TCP connection to 127.0.0.1:port, or -1.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& text) {
-  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(text.size());
-}
 
 // N connections that never finish their request head; each sends one more
 // header line every `trickle`. One the server closed is reopened.
@@ -82,7 +47,7 @@ class SlowClients {
     thread_ = std::thread([this, trickle] {
       while (!stop_) {
         for (int& fd : fds_) {
-          if (fd < 0 || !SendAll(fd, "X-Slow: 1\r\n")) Open(fd);
+          if (fd < 0 || !testlib::SendAll(fd, "X-Slow: 1\r\n")) Open(fd);
         }
         const auto until = std::chrono::steady_clock::now() + trickle;
         while (!stop_ && std::chrono::steady_clock::now() < until) {
@@ -106,8 +71,9 @@ class SlowClients {
       close(fd);
       ++reopened_;
     }
-    fd = Connect(port_);
-    if (fd >= 0 && !SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n")) {
+    fd = testlib::ConnectLoopback(port_);
+    if (fd >= 0 &&
+        !testlib::SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n")) {
       close(fd);
       fd = -1;
     }
@@ -130,14 +96,8 @@ struct Summary {
 void Measure(int port, int samples, double seconds, int timeout_s,
              Summary& health, Summary& submit) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string body =
-      nlohmann::json{
-          {"name", "bench"},
-          {"command", {"true"}},
-          {"resources", {{"gpu_milli", 500}, {"gpu_memory_mib", 1024}}}}
-          .dump();
-  const httplib::Headers auth = {
-      {"Authorization", std::string("Bearer ") + kToken}};
+  const std::string body = BenchJob(500);
+  const httplib::Headers auth = BenchAuth();
   for (int i = 0; i < samples; ++i) {
     for (bool post : {false, true}) {
       httplib::Client c("127.0.0.1", port);
@@ -171,10 +131,10 @@ void PrintRow(const char* scenario, const char* route, const Summary& s) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::bench
 
 int main(int argc, char** argv) {
-  using namespace tessera::scheduler;
+  using namespace tessera::bench;
   int slow = 200;
   int samples = 100;
   int trickle_ms = 2000;
@@ -192,36 +152,15 @@ int main(int argc, char** argv) {
       std::filesystem::temp_directory_path() /
       ("tessera_slow_clients_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  const std::string yaml = std::string(
-      "listen: 127.0.0.1:0\n"
-      "pools:\n  - {name: a, policy: fifo}\n"
-      "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
-      "gpus: [{kind: a100-80gb, count: 1}]}\n"
-      "limits: {max_queued_per_user: 100000000}\n"
-      "users:\n  - {name: bench, role: user, token_sha256: "
-      "0000000000000000000000000000000000000000000000000000000000000000}\n");
-  auto config = ParseServeConfig(yaml, "bench");
-  if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().message.c_str());
-    return 1;
-  }
-  config->users[0].token_sha256 = Sha256Hex(kToken);
-  config->service.db_path = (dir / "tessera.db").string();
-  config->service.log_dir = (dir / "logs").string();
+  ServedQueueOptions options;
+  options.db_path = (dir / "tessera.db").string();
+  options.log_dir = (dir / "logs").string();
   int status = 0;
   {
-    auto service =
-        Service::Start(config->service, std::make_unique<IdleLauncher>());
-    if (!service) {
-      std::fprintf(stderr, "%s\n", service.error().message.c_str());
-      return 1;
-    }
-    auto server = HttpServer::Start(**service, *config);
-    if (!server) {
-      std::fprintf(stderr, "%s\n", server.error().message.c_str());
-      return 1;
-    }
-    const int port = (*server)->port();
+    std::optional<ServedQueue> queue = StartServedQueue(
+        options, std::make_unique<tessera::testlib::IdleLauncher>());
+    if (!queue) return 1;
+    const int port = queue->port();
     Summary health, submit, slow_health, slow_submit;
     Measure(port, samples, 0, timeout_s, health, submit);
     int reopened = 0;
@@ -249,7 +188,7 @@ int main(int argc, char** argv) {
                      0
                  ? 0
                  : 1;
-    (*server)->Stop();
+    queue->server->Stop();
   }
   std::filesystem::remove_all(dir);
   return status;

@@ -16,16 +16,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/serve_config.h"
+#include "bench/common/served_queue.h"
+#include "launch/launcher.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -49,13 +50,12 @@ class SlowLauncher : public Launcher {
   std::atomic<int> starts_{0};
 };
 
-constexpr const char* kToken = "bench-token";
-
 }  // namespace
 }  // namespace tessera::scheduler
 
 int main(int argc, char** argv) {
   using namespace tessera::scheduler;
+  using namespace tessera::bench;
   double launch_s = 8, seconds = 20;
   int clients = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -67,43 +67,20 @@ int main(int argc, char** argv) {
   const auto tmp = std::filesystem::temp_directory_path() /
                    ("tessera_slow_launch_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(tmp);
-  const std::string yaml =
-      "listen: 127.0.0.1:0\n"
-      "pools:\n  - {name: a, policy: fifo}\n"
-      "nodes:\n  - {name: node0, pool: a, cpu_milli: 640000, memory: 2TiB, "
-      "gpus: [{kind: a100-80gb, count: 8}]}\n"
-      "limits: {max_queued_per_user: 100000000}\n"
-      "users:\n  - {name: bench, role: admin, token_sha256: "
-      "0000000000000000000000000000000000000000000000000000000000000000}\n";
-  auto config = ParseServeConfig(yaml, "bench");
-  if (!config) {
-    std::fprintf(stderr, "%s\n", config.error().message.c_str());
-    return 1;
-  }
-  config->users[0].token_sha256 = Sha256Hex(kToken);
-  config->service.db_path = (tmp / "q.db").string();
-  config->service.log_dir = (tmp / "logs").string();
+  ServedQueueOptions options;
+  options.node =
+      "cpu_milli: 640000, memory: 2TiB, gpus: [{kind: a100-80gb, count: 8}]";
+  options.role = "admin";
+  options.db_path = (tmp / "q.db").string();
+  options.log_dir = (tmp / "logs").string();
   auto launcher_owned = std::make_unique<SlowLauncher>(launch_s);
   SlowLauncher* launcher = launcher_owned.get();
-  auto service = Service::Start(config->service, std::move(launcher_owned));
-  if (!service) {
-    std::fprintf(stderr, "%s\n", service.error().message.c_str());
-    return 1;
-  }
-  auto server = HttpServer::Start(**service, *config);
-  if (!server) {
-    std::fprintf(stderr, "%s\n", server.error().message.c_str());
-    return 1;
-  }
-  const int port = (*server)->port();
-  const httplib::Headers auth = {
-      {"Authorization", std::string("Bearer ") + kToken}};
-  const std::string job =
-      nlohmann::json{
-          {"name", "bench"},
-          {"command", {"true"}},
-          {"resources", {{"gpu_milli", 100}, {"gpu_memory_mib", 1024}}}}
-          .dump();
+  std::optional<ServedQueue> queue =
+      StartServedQueue(options, std::move(launcher_owned));
+  if (!queue) return 1;
+  const int port = queue->port();
+  const httplib::Headers auth = BenchAuth();
+  const std::string job = BenchJob(100);
   // A start is under way before the clients begin.
   {
     httplib::Client c("127.0.0.1", port);
@@ -187,8 +164,8 @@ int main(int argc, char** argv) {
   }
   std::printf("worst p99 %.2f ms (target < 50 ms); %lld failed calls\n",
               worst_p99, static_cast<long long>(failed.load()));
-  (*server)->Stop();
-  service->reset();
+  queue->server->Stop();
+  queue.reset();
   std::filesystem::remove_all(tmp);
   return failed.load() == 0 ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 #include "k8s/k8s_extender.h"
 #include "scheduler/admission.h"
 #include "server/serve_config.h"
+#include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -48,21 +49,6 @@ Topology Cluster() {
   t.gpus.push_back({"t4-node/gpu0", 2, 0, "t4", 16384});
   return t;
 }
-
-// Starts nothing; jobs exit when stopped.
-class NullLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{50000 + spec.id, 1};
-  }
-  void Stop(JobId id, double) override { exits_.push_back({id, {}, "15"}); }
-  std::vector<Exited> Poll() override { return std::exchange(exits_, {}); }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-
- private:
-  std::vector<Exited> exits_;
-};
 
 // The API server: records the requests, answers as told.
 class FakeApi : public K8sApiClient {
@@ -98,7 +84,8 @@ class K8sExtenderTest : public ::testing::Test {
     o.log_dir = dir_.File("logs");
     o.start_thread = false;
     o.clock = [this] { return now_; };
-    auto s = Service::Start(std::move(o), std::make_unique<NullLauncher>());
+    auto s =
+        Service::Start(std::move(o), std::make_unique<testlib::IdleLauncher>());
     ASSERT_TRUE(s) << s.error().message;
     service_ = std::move(s).value();
     std::unique_ptr<FakeApi> fake;

@@ -3,9 +3,7 @@
 // all are capped, a body announced too large is refused before it is sent.
 // Timing is only asserted with generous margins (tests run two per core).
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +20,8 @@
 
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "tests/testlib/idle_launcher.h"
+#include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -29,35 +29,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool Send(int fd, const std::string& text) {
-  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(text.size());
-}
+using testlib::ConnectLoopback;
+using testlib::SendAll;
 
 // Everything the peer sends until it closes or `timeout` passes; `closed`
 // tells which.
@@ -102,8 +75,8 @@ class HttpLimitsTest : public ::testing::Test {
     config.max_connections_per_client = per_client;
     config.max_connections = total;
     config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")}};
-    auto service =
-        Service::Start(config.service, std::make_unique<IdleLauncher>());
+    auto service = Service::Start(config.service,
+                                  std::make_unique<testlib::IdleLauncher>());
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     auto server = HttpServer::Start(*service_, config);
@@ -141,12 +114,12 @@ TEST_F(HttpLimitsTest, AnswersWhile200SlowClientsAreConnected) {
   StartServer(10, 256, 1000);
   std::vector<int> slow;
   for (int i = 0; i < 200; ++i) {
-    const int fd = Connect(port_);
+    const int fd = ConnectLoopback(port_);
     ASSERT_GE(fd, 0);
-    ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nX-Slow: 1\r\n"));
+    ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nX-Slow: 1\r\n"));
     slow.push_back(fd);
   }
-  for (int fd : slow) Send(fd, "X-Slow: 2\r\n");
+  for (int fd : slow) SendAll(fd, "X-Slow: 2\r\n");
   const auto t0 = Clock::now();
   auto health = Get("/healthz");
   ASSERT_TRUE(health);
@@ -160,15 +133,15 @@ TEST_F(HttpLimitsTest, AnswersWhile200SlowClientsAreConnected) {
 
 TEST_F(HttpLimitsTest, ATricklingHeadIsCutOffAfterTheHeaderTimeout) {
   StartServer(1, 256, 1000);
-  const int fd = Connect(port_);
+  const int fd = ConnectLoopback(port_);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\n"));
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\n"));
   // One header line every 100 ms: each arrives well within any per-read
   // timeout, but the head never ends.
   const auto t0 = Clock::now();
   bool closed = false;
   while (!closed && Clock::now() - t0 < std::chrono::seconds(15)) {
-    if (!Send(fd, "X-Trickle: 1\r\n")) {
+    if (!SendAll(fd, "X-Trickle: 1\r\n")) {
       closed = true;
       break;
     }
@@ -186,12 +159,12 @@ TEST_F(HttpLimitsTest, ATricklingHeadIsCutOffAfterTheHeaderTimeout) {
 TEST_F(HttpLimitsTest, ConnectionsPerAddressAreCapped) {
   StartServer(10, 3, 1000);
   std::vector<int> held;
-  for (int i = 0; i < 3; ++i) held.push_back(Connect(port_));
+  for (int i = 0; i < 3; ++i) held.push_back(ConnectLoopback(port_));
   // The fourth is answered 503 and closed without its request being read
   // (or reset, if the request crossed the close).
-  const int extra = Connect(port_);
+  const int extra = ConnectLoopback(port_);
   ASSERT_GE(extra, 0);
-  Send(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  SendAll(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   bool closed = false;
   const std::string answer =
       ReadUntilClosed(extra, std::chrono::seconds(5), &closed);
@@ -218,9 +191,9 @@ TEST_F(HttpLimitsTest, ConnectionsPerAddressAreCapped) {
 
 TEST_F(HttpLimitsTest, ConnectionsInAllAreCapped) {
   StartServer(10, 100, 2);
-  const int a = Connect(port_);
-  const int b = Connect(port_);
-  const int extra = Connect(port_);
+  const int a = ConnectLoopback(port_);
+  const int b = ConnectLoopback(port_);
+  const int extra = ConnectLoopback(port_);
   ASSERT_GE(extra, 0);
   bool closed = false;
   ReadUntilClosed(extra, std::chrono::seconds(5), &closed);
@@ -232,11 +205,12 @@ TEST_F(HttpLimitsTest, ConnectionsInAllAreCapped) {
 
 TEST_F(HttpLimitsTest, ABodyAnnouncedTooLargeIsRefusedBeforeItIsSent) {
   StartServer(10, 256, 1000);
-  const int fd = Connect(port_);
+  const int fd = ConnectLoopback(port_);
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(Send(fd,
-                   "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                   "alice-token\r\nContent-Length: 1000000000\r\n\r\n"));
+  ASSERT_TRUE(
+      SendAll(fd,
+              "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+              "alice-token\r\nContent-Length: 1000000000\r\n\r\n"));
   bool closed = false;
   const std::string answer =
       ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
@@ -248,8 +222,8 @@ TEST_F(HttpLimitsTest, ABodyAnnouncedTooLargeIsRefusedBeforeItIsSent) {
 
 TEST_F(HttpLimitsTest, MalformedHttpIs400AndKeepAliveWorks) {
   StartServer(10, 256, 1000);
-  int fd = Connect(port_);
-  ASSERT_TRUE(Send(fd, "NOT HTTP AT ALL\r\n\r\n"));
+  int fd = ConnectLoopback(port_);
+  ASSERT_TRUE(SendAll(fd, "NOT HTTP AT ALL\r\n\r\n"));
   bool closed = false;
   std::string answer = ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 400"));
@@ -257,14 +231,14 @@ TEST_F(HttpLimitsTest, MalformedHttpIs400AndKeepAliveWorks) {
   close(fd);
 
   // Two requests on one connection, the second answered too.
-  fd = Connect(port_);
-  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  fd = ConnectLoopback(port_);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
   answer = ReadUntilClosed(fd, std::chrono::milliseconds(500), &closed);
   EXPECT_FALSE(closed);
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 200"));
-  ASSERT_TRUE(Send(fd,
-                   "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: "
-                   "close\r\n\r\n"));
+  ASSERT_TRUE(SendAll(fd,
+                      "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: "
+                      "close\r\n\r\n"));
   answer = ReadUntilClosed(fd, std::chrono::seconds(5), &closed);
   EXPECT_TRUE(closed);
   EXPECT_THAT(answer, HasSubstr("HTTP/1.1 404"));
@@ -274,8 +248,8 @@ TEST_F(HttpLimitsTest, MalformedHttpIs400AndKeepAliveWorks) {
 
 TEST_F(HttpLimitsTest, StopClosesIdleConnections) {
   StartServer(10, 256, 1000);
-  const int fd = Connect(port_);
-  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\n"));
+  const int fd = ConnectLoopback(port_);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\n"));
   const auto t0 = Clock::now();
   server_->Stop();
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));

@@ -1,13 +1,11 @@
 // HttpServer: authentication, roles, input checks and status codes over a
-// real Service on a loopback port. A scripted launcher keeps jobs from
+// real Service on a loopback port. An idle launcher keeps jobs from
 // running; the scheduling thread is off, so states change only on Tick().
 // The client is a minimal HTTP/1.1 over a socket, so that this file needs
 // none of cpp-httplib's build flags.
 
 #include "server/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +17,8 @@
 #include <utility>
 
 #include "server/auth.h"
+#include "tests/testlib/idle_launcher.h"
+#include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -28,29 +28,6 @@ using nlohmann::json;
 
 constexpr int64_t kGiBInMiB = 1024;
 using ::testing::HasSubstr;
-
-// Starts nothing; a job's logs are files the test writes.
-class NullLauncher : public Launcher {
- public:
-  explicit NullLauncher(std::string dir) : dir_(std::move(dir)) {}
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId id, double /*grace_s*/) override {
-    exits_.push_back({id, {}, "signal 15"});
-  }
-  std::vector<Exited> Poll() override { return std::exchange(exits_, {}); }
-  bool Adopt(JobId /*id*/, int64_t /*pid*/, int64_t /*start*/) override {
-    return false;
-  }
-  std::string LogPath(JobId id, bool err) const override {
-    return dir_ + "/" + std::to_string(id) + (err ? ".err" : ".out");
-  }
-
- private:
-  std::string dir_;
-  std::vector<Exited> exits_;
-};
 
 struct Reply {
   int status = 0;
@@ -62,15 +39,8 @@ struct Reply {
 // One request on a fresh connection ("Connection: close"), read to EOF.
 Reply Http(int port, const std::string& method, const std::string& path,
            const std::string& token = "", const std::string& body = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return {};
-  }
+  const int fd = testlib::ConnectLoopback(port);
+  if (fd < 0) return {};
   std::string request = method + " " + path +
                         " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
@@ -79,12 +49,7 @@ Reply Http(int port, const std::string& method, const std::string& path,
                std::to_string(body.size()) + "\r\n";
   }
   request += "\r\n" + body;
-  for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n =
-        send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  testlib::SendAll(fd, request);
   std::string raw;
   char buf[4096];
   for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
@@ -130,7 +95,8 @@ class HttpServerTest : public ::testing::Test {
                     {User{"bob", "", false, ""}, Sha256Hex("bob-token")},
                     {User{"root", "", true, ""}, Sha256Hex("root-token")}};
     auto service = Service::Start(
-        config.service, std::make_unique<NullLauncher>(dir_.path().string()));
+        config.service,
+        std::make_unique<testlib::IdleLauncher>(dir_.path().string()));
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     config_ = config;

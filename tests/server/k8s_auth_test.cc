@@ -20,6 +20,7 @@
 
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -27,17 +28,6 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-class IdleLauncher : public Launcher {
- public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    return Launched{100000 + spec.id, 1};
-  }
-  void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
-  bool Adopt(JobId, int64_t, int64_t) override { return false; }
-  std::string LogPath(JobId, bool) const override { return "/dev/null"; }
-};
 
 struct KeyDeleter {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
@@ -171,8 +161,8 @@ class K8sAuthTest : public ::testing::Test {
   void Start(const ServeConfig& config) {
     server_.reset();
     service_.reset();
-    auto service =
-        Service::Start(config.service, std::make_unique<IdleLauncher>());
+    auto service = Service::Start(config.service,
+                                  std::make_unique<testlib::IdleLauncher>());
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     auto server = HttpServer::Start(*service_, config);
@@ -312,7 +302,7 @@ TEST_F(K8sAuthTest, TlsFilesThatDoNotLoadAreBadInput) {
   ServeConfig config = TlsConfig("127.0.0.1");
   config.tls.cert_file = dir_.File("missing.pem");
   auto service =
-      Service::Start(config.service, std::make_unique<IdleLauncher>());
+      Service::Start(config.service, std::make_unique<testlib::IdleLauncher>());
   ASSERT_TRUE(service);
   auto server = HttpServer::Start(**service, config);
   ASSERT_FALSE(server);

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "service/service.h"
-#include "tests/service/scripted_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
 namespace {

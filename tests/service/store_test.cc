@@ -133,27 +133,6 @@ TEST(Store, LoadsAllOrTheActiveJobsInIdOrder) {
   EXPECT_EQ((*active)[2].state, JobState::kPreempted);
 }
 
-TEST(Store, CountsQueuedAndPreemptedJobsPerUser) {
-  auto store = OpenOrDie(":memory:");
-  ASSERT_TRUE(store);
-  for (JobState s : {JobState::kQueued, JobState::kQueued, JobState::kPreempted,
-                     JobState::kRunning, JobState::kFailed}) {
-    ASSERT_TRUE(store->Insert(MakeJob("alice", s)));
-  }
-  ASSERT_TRUE(store->Insert(MakeJob("bob", JobState::kQueued)));
-  EXPECT_EQ(*store->CountQueued("alice"), 3);
-  EXPECT_EQ(*store->CountQueued("bob"), 1);
-  EXPECT_EQ(*store->CountQueued("carol"), 0);
-
-  // The indexed state column follows updates.
-  auto jobs = store->LoadAll();
-  ASSERT_TRUE(jobs);
-  Job first = jobs->front();
-  first.state = JobState::kRunning;
-  ASSERT_TRUE(store->Update(first));
-  EXPECT_EQ(*store->CountQueued("alice"), 2);
-}
-
 TEST(Store, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
   testlib::TempDir dir;
   const std::string path = dir.File("jobs.db");
@@ -209,7 +188,8 @@ TEST(Store, ConcurrentInsertsGetDistinctIds) {
     EXPECT_EQ(ids[t].size(), size_t{kEach});
     EXPECT_TRUE(std::is_sorted(ids[t].begin(), ids[t].end()));
     all.insert(ids[t].begin(), ids[t].end());
-    EXPECT_EQ(*store->CountQueued("u" + std::to_string(t)), kEach);
+    EXPECT_EQ(store->List("", "u" + std::to_string(t), "", 1000)->size(),
+              size_t{kEach});
   }
   EXPECT_EQ(all.size(), size_t{kThreads * kEach});
   EXPECT_EQ(store->LoadAll()->size(), size_t{kThreads * kEach});

@@ -1,5 +1,5 @@
-#ifndef TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
-#define TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
+#ifndef TESSERA_TESTS_TESTLIB_SCRIPTED_LAUNCHER_H_
+#define TESSERA_TESTS_TESTLIB_SCRIPTED_LAUNCHER_H_
 
 // A launcher for the service's tests that starts nothing: it records what
 // it was asked, exits jobs when told, can fail or hold a start, and answers
@@ -92,4 +92,4 @@ inline Topology TwoPools() {
 
 }  // namespace tessera::scheduler
 
-#endif  // TESSERA_TESTS_SERVICE_SCRIPTED_LAUNCHER_H_
+#endif  // TESSERA_TESTS_TESTLIB_SCRIPTED_LAUNCHER_H_
