@@ -50,6 +50,8 @@ void AddInspect(CLI::App& app, tessera::cli::InspectArgs& args) {
 constexpr const char* kProfileExamples = R"(
 Examples:
   tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
+  tessera profile models/zoo/bert_base.onnx --device h100-sxm --runtime pytorch --batch 32 --train
+  tessera profile models/zoo/vit_b_16.onnx --device h100-sxm --runtime pytorch --amp bf16 --batch 32
   tessera profile models/zoo/gpt2.onnx --device h100-sxm --batch 8 --train --dtype bf16 --top 20
   tessera profile models/zoo/bert_base.onnx --device t4 --json     # every operator
   tessera profile models/zoo/vit_b_16.onnx --device l4 --csv > ops.csv
@@ -60,6 +62,13 @@ Calibration (--calibration): fits the per-class efficiencies and the
 per-operator overhead to measured times of this model's operators (ONNX
 Runtime's profile, tests/ort/run_profile.mjs, or a name,ms CSV), holding
 every 4th matched operator out to report an honest error.
+
+Runtimes (--runtime pytorch|onnxruntime): the graph as the framework runs
+it (fusions, copies, autocast, in-place), step time from host dispatch and
+GPU kernels overlapping, memory through a caching-allocator simulation:
+the live peak (totals.peak_memory_bytes) and the allocator's reserved peak
+(totals.reserved_peak_bytes), which the queue reserves. Fitted on an H100
+(docs/estimator.md, "Runtimes").
 
 Memory: weights + the peak of live activations (inference), or weights +
 gradients + optimizer state + activations kept for backward (--train); the
@@ -108,6 +117,20 @@ void AddProfile(CLI::App& app, tessera::cli::ProfileArgs& args) {
                   "Fit the time model to this model's measured operator "
                   "times first: ONNX Runtime profile JSON or name,ms CSV")
       ->type_name("FILE");
+  cmd->add_option("--runtime", args.runtime,
+                  "What runs the model: pytorch (eager; the queue's "
+                  "default), onnxruntime, or none (operators alone)")
+      ->capture_default_str();
+  cmd->add_option("--amp", args.amp,
+                  "Autocast: bf16 or fp16 products, fp32 weights and "
+                  "optimizer (with --runtime)")
+      ->type_name("bf16|fp16");
+  cmd->add_flag("--tf32", args.tf32,
+                "fp32 products on TF32 tensor cores (with --runtime)");
+  cmd->add_option("--attention", args.attention,
+                  "auto, fused (scaled_dot_product_attention) or unfused "
+                  "(with --runtime)")
+      ->capture_default_str();
 }
 
 void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {

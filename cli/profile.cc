@@ -66,6 +66,9 @@ void PrintJson(const Model& m, const Profile& p, const ProfileArgs& args) {
         {"flops", p.flops},
         {"weight_bytes", mem.weights},
         {"peak_memory_bytes", mem.total()},
+        {"reserved_peak_bytes",
+         p.runtime ? p.runtime->reserved_peak_bytes : mem.total()},
+        {"reserve_bytes", p.reserve_bytes()},
         {"time_ms", p.seconds * 1e3},
         {"fits", p.fits}}},
       {"memory",
@@ -79,6 +82,24 @@ void PrintJson(const Model& m, const Profile& p, const ProfileArgs& args) {
         {"headroom", p.headroom_bytes}}},
       {"inexact_ops", p.inexact_ops},
       {"ops", ops}};
+  if (p.runtime) {
+    const auto& r = *p.runtime;
+    j["runtime"] = {{"name", args.runtime},
+                    {"amp", args.amp.empty() ? "none" : args.amp},
+                    {"tf32", args.tf32},
+                    {"step_ms", r.step_s * 1e3},
+                    {"gpu_busy_ms", r.gpu_busy_s * 1e3},
+                    {"host_ms", r.host_s * 1e3},
+                    {"gpu_busy_fraction", r.gpu_busy_fraction()},
+                    {"forward_gpu_ms", r.forward_s * 1e3},
+                    {"backward_gpu_ms", r.backward_s * 1e3},
+                    {"optimizer_gpu_ms", r.optimizer_s * 1e3},
+                    {"dispatched_ops", r.dispatched_ops},
+                    {"kernels", r.kernels},
+                    {"live_peak_bytes", r.live_peak_bytes},
+                    {"reserved_peak_bytes", r.reserved_peak_bytes},
+                    {"saved_activations_bytes", r.saved_activations}};
+  }
   std::cout << j.dump(2, ' ', false,
                       nlohmann::ordered_json::error_handler_t::replace)
             << "\n";
@@ -172,14 +193,25 @@ void PrintTotals(const Model& m, const Profile& p,
   if (mem.peak_at != graph::kNoNode) {
     t.AddRow({"peak at", graph::DescribeNode(*m.graph, mem.peak_at)});
   }
+  if (p.runtime) {
+    const auto& r = *p.runtime;
+    t.AddRow({"allocator", "live peak " + HumanBytes(r.live_peak_bytes) +
+                               ", reserved peak " +
+                               HumanBytes(r.reserved_peak_bytes) + " (" +
+                               args.runtime + "'s caching allocator)"});
+    t.AddRow({"GPU busy", FormatMs(r.gpu_busy_s) + " ms of the step (" +
+                              Percent(r.gpu_busy_s, r.step_s) + "); host " +
+                              FormatMs(r.host_s) + " ms, " +
+                              std::to_string(r.dispatched_ops) + " ops, " +
+                              std::to_string(r.kernels) + " kernels"});
+  }
   t.AddRow({"headroom", HumanBytes(p.headroom_bytes) +
                             " (CUDA context + allocator fragmentation)"});
-  t.AddRow({"device",
-            d.display_name + ", " + HumanBytes(d.memory_bytes) + ": " +
-                (p.fits ? "fits" : "DOES NOT FIT") + " (" +
-                Percent(static_cast<double>(mem.total() + p.headroom_bytes),
-                        static_cast<double>(d.memory_bytes)) +
-                " used)"});
+  t.AddRow({"device", d.display_name + ", " + HumanBytes(d.memory_bytes) +
+                          ": " + (p.fits ? "fits" : "DOES NOT FIT") + " (" +
+                          Percent(static_cast<double>(p.reserve_bytes()),
+                                  static_cast<double>(d.memory_bytes)) +
+                          " used)"});
   t.AddRow(
       {"time/step",
        FormatMs(p.seconds) + " ms" +
@@ -253,6 +285,34 @@ int RunProfile(const ProfileArgs& args) {
     }
     options.fragmentation = *args.headroom;
   }
+  auto runtime = estimator::ParseRuntime(args.runtime);
+  if (!runtime) return ReportError(runtime.error());
+  options.runtime.runtime = *runtime;
+  if (!args.amp.empty()) {
+    auto amp = estimator::ParseAmp(args.amp);
+    if (!amp) return ReportError(amp.error());
+    options.runtime.amp = *amp;
+  }
+  auto attention = estimator::ParseAttention(args.attention);
+  if (!attention) return ReportError(attention.error());
+  options.runtime.attention = *attention;
+  options.runtime.tf32 = args.tf32;
+  options.runtime.costs = estimator::DefaultCosts(*runtime);
+  if (*runtime == estimator::Runtime::kRoofline &&
+      (!args.amp.empty() || args.tf32)) {
+    return ReportError(BadInput(
+        "--amp and --tf32 describe how a runtime computes: add --runtime "
+        "pytorch (or onnxruntime)"));
+  }
+  if (!args.amp.empty() && !args.dtype.empty()) {
+    return ReportError(BadInput(
+        "--amp keeps weights in fp32 and --dtype re-types them: give one"));
+  }
+  if (*runtime != estimator::Runtime::kRoofline && !args.calibration.empty()) {
+    return ReportError(BadInput(
+        "--calibration fits the operator roofline (--runtime none); the "
+        "runtimes use the device's efficiency surface (tessera calibrate)"));
+  }
   auto model = LoadModelForCommand(args.model, args.inputs, args.batch, load,
                                    "profiling");
   if (!model) return ReportError(model.error());
@@ -273,6 +333,9 @@ int RunProfile(const ProfileArgs& args) {
               << (*device)->display_name << "), batch " << BatchOf(*model, args)
               << ", " << (args.train ? "training" : "inference") << ", "
               << (args.dtype.empty() ? "dtypes as exported" : args.dtype)
+              << (args.runtime == "none" ? std::string()
+                                         : ", runtime " + args.runtime)
+              << (args.amp.empty() ? std::string() : ", amp " + args.amp)
               << "\n\n";
     PrintOps(*model, *profile, args.top);
     PrintClasses(*profile);

@@ -23,6 +23,10 @@ struct ProfileArgs {
   // Measured operator times of this model (ORT profile JSON or name,ms CSV)
   // to fit the time model to before profiling.
   std::string calibration;
+  std::string runtime = "none";  // none, pytorch, onnxruntime
+  std::string amp;               // "", bf16, fp16
+  bool tf32 = false;
+  std::string attention = "auto";
 };
 
 // `tessera profile`: per-operator cost, memory and time on one device.

@@ -1,5 +1,7 @@
 #include "estimator/profile.h"
 
+#include <algorithm>
+
 namespace tessera::estimator {
 namespace {
 
@@ -85,9 +87,46 @@ Result<Profile> ProfileModel(const graph::Model& model,
         OptimizerSeconds(p.memory, device, options.time_model);
     p.seconds += p.optimizer_seconds;
   }
+  if (options.runtime.runtime != Runtime::kRoofline) {
+    RuntimeOptions ro = options.runtime;
+    ro.training = options.training;
+    ro.optimizer = options.optimizer;
+    auto e = EstimateRuntime(model, costs, device, ro);
+    if (!e) return e.error();
+    for (OpProfile& op : p.ops) op.seconds = e->node_seconds[op.node];
+    p.classes = {};
+    for (const OpProfile& op : p.ops) {
+      ClassTotals& t = p.classes[static_cast<size_t>(op.cost.op_class)];
+      ++t.ops;
+      t.macs += op.cost.macs;
+      t.flops += op.cost.flops *
+                 (options.training ? 1 + BackwardFactor(op.cost.op_class) : 1);
+      t.bytes += op.cost.bytes_read + op.cost.bytes_written;
+      t.seconds += op.seconds;
+    }
+    p.seconds = e->step_s;
+    p.optimizer_seconds = e->optimizer_s;
+    // The live peak, in the memory breakdown's terms.
+    p.memory.weights = e->weights;
+    p.memory.gradients = e->gradients;
+    p.memory.optimizer_state = e->optimizer_state;
+    p.memory.workspace = e->workspace;
+    p.memory.activations =
+        std::max<int64_t>(0, e->live_peak_bytes - e->weights - e->gradients -
+                                 e->optimizer_state - e->workspace);
+    p.memory.peak_at = graph::kNoNode;
+    p.runtime = std::move(e).value();
+  }
   p.headroom_bytes = HeadroomBytes(p.memory.total(), options.fragmentation);
-  p.fits = p.memory.total() + p.headroom_bytes <= device.memory_bytes;
+  p.fits = p.reserve_bytes() <= device.memory_bytes;
   return p;
+}
+
+int64_t Profile::reserve_bytes() const {
+  const int64_t need =
+      runtime ? std::max(runtime->reserved_peak_bytes, memory.total())
+              : memory.total();
+  return need + headroom_bytes;
 }
 
 }  // namespace tessera::estimator

@@ -6,11 +6,13 @@
 // profile` prints and what the placer's decisions rest on.
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "estimator/device_catalog.h"
 #include "estimator/memory_model.h"
 #include "estimator/op_cost.h"
+#include "estimator/runtime.h"
 #include "estimator/time_model.h"
 
 namespace tessera::estimator {
@@ -20,6 +22,11 @@ struct ProfileOptions {
   Optimizer optimizer = Optimizer::kAdam;
   double fragmentation = kDefaultFragmentation;
   TimeModel time_model = TimeModel::Defaults();
+  // kRoofline (the default): operators timed alone, memory as the graph
+  // says. Otherwise the runtime model (estimator/runtime.h) times the step
+  // and follows memory; `runtime` carries its settings (training and
+  // optimizer are taken from the fields above).
+  RuntimeOptions runtime{.runtime = Runtime::kRoofline};
 };
 
 struct OpProfile {
@@ -44,6 +51,12 @@ struct Profile {
   int64_t headroom_bytes = 0;
   bool fits = false;
   int inexact_ops = 0;  // operators costed with a fallback or an unknown
+  // Under a runtime model: its estimate (memory.total() is then its live
+  // peak; headroom is added to the reserved peak); nullopt for kRoofline.
+  std::optional<RuntimeEstimate> runtime;
+  // What a queue must reserve on one GPU for this job: the runtime's
+  // reserved peak, or the model's need, plus headroom.
+  int64_t reserve_bytes() const;
 };
 
 // Backward costs this many times the forward FLOPs for matrix and

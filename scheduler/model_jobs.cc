@@ -185,10 +185,14 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
   if (!spec) return Internal("GPU kind '" + kind + "' is not in the catalog");
   estimator::ProfileOptions profile_options;
   profile_options.training = request.train;
+  // Jobs run as PyTorch eager jobs do (docs/estimator.md, "Runtimes"): the
+  // queue reserves what the caching allocator holds at its peak.
+  profile_options.runtime.runtime = estimator::Runtime::kPyTorch;
   auto profile = estimator::ProfileModel(model, *spec, profile_options);
   if (!profile) return profile.error().WithContext("model");
   SizedModel sized;
-  sized.peak_bytes = profile->memory.total();
+  sized.peak_bytes =
+      std::max(profile->runtime->reserved_peak_bytes, profile->memory.total());
   sized.training = request.train;
   sized.model = std::make_shared<const graph::Model>(std::move(model));
   return sized;

@@ -32,7 +32,9 @@ inline constexpr int kMinSliverMilli = 100;
 // have to hold.
 struct SizedModel {
   std::shared_ptr<const graph::Model> model;
-  int64_t peak_bytes = 0;  // the estimator's need on one GPU
+  // What one GPU must hold: the PyTorch runtime model's reserved peak
+  // (docs/estimator.md, "Runtimes").
+  int64_t peak_bytes = 0;
   bool training = false;
 };
 
