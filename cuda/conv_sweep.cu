@@ -164,8 +164,12 @@ Result<KernelSample> TimeConvolution(cudnnHandle_t handle, cudaStream_t stream,
     return Internal("no cuDNN algorithm runs it with " +
                     std::string(bf16 ? "tensor-op" : "FMA") + " math");
   }
-  TESSERA_CUDNN_TRY(
-      cudnnSetConvolutionMathType(conv_desc.get(), best->mathType));
+  // bf16: the math type the fastest algorithm wants; fp32 stays FMA-only
+  // (on Ampere and later the default math type would allow TF32).
+  if (bf16) {
+    TESSERA_CUDNN_TRY(
+        cudnnSetConvolutionMathType(conv_desc.get(), best->mathType));
+  }
   DeviceBuffer workspace;
   if (best->memory > 0) {
     TESSERA_RETURN_IF_ERROR(workspace.Allocate(best->memory));
