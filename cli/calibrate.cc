@@ -32,6 +32,40 @@ nlohmann::ordered_json FitJson(const cuda::TransferFit& fit) {
           {"max_relative_error", fit.max_relative_error}};
 }
 
+nlohmann::ordered_json EfficiencyJson(const cuda::EfficiencyCalibration& e) {
+  if (!e.ran) return nullptr;
+  nlohmann::ordered_json sweeps = nlohmann::ordered_json::array();
+  for (const cuda::KernelSweep& s : e.sweeps) {
+    nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+    for (const cuda::KernelSample& k : s.samples) {
+      samples.push_back(
+          {{"shape", k.shape}, {"flops", k.flops}, {"seconds", k.seconds}});
+    }
+    nlohmann::ordered_json fit = nullptr;
+    if (s.fit.points > 0) {
+      fit = {{"max", s.fit.max},
+             {"half_flops", s.fit.half_flops},
+             {"points", s.fit.points},
+             {"rms_error", s.fit.rms_error},
+             {"max_abs_error", s.fit.max_abs_error}};
+    }
+    sweeps.push_back({{"kind", s.kind},
+                      {"tensor_cores", s.tensor_cores},
+                      {"dtype", s.dtype},
+                      {"peak_flops", s.peak_flops},
+                      {"fit", fit},
+                      {"dropped", s.dropped},
+                      {"samples", samples}});
+  }
+  return {{"kernel_s", e.kernel_s},
+          {"elementwise", e.elementwise.points > 0
+                              ? FitJson(e.elementwise)
+                              : nlohmann::ordered_json(nullptr)},
+          {"elementwise_bandwidth", e.elementwise_bandwidth},
+          {"eager_op_s", e.eager_op_s},
+          {"sweeps", sweeps}};
+}
+
 nlohmann::ordered_json ResultJson(const cuda::CalibrationResult& r,
                                   const std::string& name,
                                   const std::string& yaml) {
@@ -57,6 +91,7 @@ nlohmann::ordered_json ResultJson(const cuda::CalibrationResult& r,
                                        : nlohmann::ordered_json(nullptr)},
       {"p2p_peer", r.p2p_peer},
       {"launch_overhead_s", r.launch_overhead_s},
+      {"efficiency", EfficiencyJson(r.efficiency)},
       {"notes", r.notes},
       {"yaml", yaml}};
   return out;
@@ -87,6 +122,7 @@ int RunCalibrate(const CalibrateArgs& args) {
   cuda::CalibrateOptions options;
   options.gpu = args.gpu;
   options.quick = args.quick;
+  options.efficiency = !args.skip_efficiency;
   const bool tty = isatty(fileno(stderr)) != 0;
   options.progress = [tty](const std::string& what) {
     if (tty) std::cerr << "calibrate: " << what << "\n";

@@ -15,6 +15,7 @@ struct CalibrateArgs {
   std::string output;  // -o FILE; "" or "-" = stdout
   bool json = false;   // the raw measurements as JSON on stdout
   bool quick = false;  // smaller problems, fewer repetitions
+  bool skip_efficiency = false;  // no efficiency sweep
 };
 
 // Measures the GPU and writes a device YAML for `--devices`. Exit codes: 0,

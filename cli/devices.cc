@@ -1,7 +1,10 @@
 // `tessera devices`: the catalog, with the datasheets its figures come from.
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "cli/output.h"
 #include "cli/profile.h"
@@ -21,6 +24,72 @@ std::string GigaPerSecond(double bytes_per_second) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.0f", bytes_per_second / 1e9);
   return buf;
+}
+
+// The measured efficiency surface (device YAML `efficiency:`); kinds that
+// were not measured (max 0) are left out.
+nlohmann::ordered_json EfficiencyJson(const estimator::EfficiencySurface& e) {
+  const auto cores = [](const std::array<estimator::KernelEfficiency,
+                                         estimator::kNumKernelKinds>& curves) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (size_t k = 0; k < curves.size(); ++k) {
+      if (curves[k].max <= 0) continue;
+      out[std::string(
+          estimator::KernelKindName(static_cast<estimator::KernelKind>(k)))] = {
+          {"max", curves[k].max}, {"half_flops", curves[k].half_flops}};
+    }
+    return out;
+  };
+  return {{"kernel_s", e.kernel_s},
+          {"eager_op_s", e.eager_op_s},
+          {"bandwidth",
+           {{"elementwise", e.elementwise_bandwidth},
+            {"normalization", e.normalization_bandwidth},
+            {"reduction", e.reduction_bandwidth},
+            {"data_movement", e.data_movement_bandwidth}}},
+          {"cuda_cores", cores(e.cuda_cores)},
+          {"tensor_cores", cores(e.tensor_cores)}};
+}
+
+// One line of the text output's "measured efficiency" section.
+std::string EfficiencyText(const estimator::EfficiencySurface& e) {
+  std::string out;
+  char buf[96];
+  const auto add = [&](const std::string& part) {
+    out += (out.empty() ? "" : "; ") + part;
+  };
+  if (e.kernel_s > 0) {
+    std::snprintf(buf, sizeof(buf), "kernel %.2f us", e.kernel_s * 1e6);
+    add(buf);
+  }
+  if (e.eager_op_s > 0) {
+    std::snprintf(buf, sizeof(buf), "eager op %.1f us", e.eager_op_s * 1e6);
+    add(buf);
+  }
+  const std::pair<const char*, double> bandwidths[] = {
+      {"elementwise", e.elementwise_bandwidth},
+      {"normalization", e.normalization_bandwidth},
+      {"reduction", e.reduction_bandwidth},
+      {"data movement", e.data_movement_bandwidth}};
+  for (const auto& [name, fraction] : bandwidths) {
+    if (fraction <= 0) continue;
+    std::snprintf(buf, sizeof(buf), "%s %.2f of bandwidth", name, fraction);
+    add(buf);
+  }
+  for (const bool tensor : {false, true}) {
+    const auto& curves = tensor ? e.tensor_cores : e.cuda_cores;
+    for (size_t k = 0; k < curves.size(); ++k) {
+      if (curves[k].max <= 0) continue;
+      std::snprintf(buf, sizeof(buf), "%s %s %.2f (half at %.3g GFLOP)",
+                    std::string(estimator::KernelKindName(
+                                    static_cast<estimator::KernelKind>(k)))
+                        .c_str(),
+                    tensor ? "tensor cores" : "CUDA cores", curves[k].max,
+                    curves[k].half_flops / 1e9);
+      add(buf);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -47,6 +116,9 @@ int RunDevices(const DevicesArgs& args) {
            {"pcie_bandwidth", d.pcie_bandwidth},
            {"launch_overhead_s", d.launch_overhead_s},
            {"sources", d.sources}});
+      if (d.efficiency.measured) {
+        out.back()["efficiency"] = EfficiencyJson(d.efficiency);
+      }
     }
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -67,6 +139,13 @@ int RunDevices(const DevicesArgs& args) {
             << table.Render() << "\nsources\n";
   for (const auto& d : catalog.devices()) {
     std::cout << "  " << d.name << ": " << d.sources << "\n";
+  }
+  bool any_measured = false;
+  for (const auto& d : catalog.devices()) {
+    if (!d.efficiency.measured) continue;
+    if (!any_measured) std::cout << "\nmeasured efficiency\n";
+    any_measured = true;
+    std::cout << "  " << d.name << ": " << EfficiencyText(d.efficiency) << "\n";
   }
   return 0;
 }

@@ -609,8 +609,14 @@ Examples:
 
 Measures cuBLAS GEMM throughput (fp32, tf32, fp16, bf16, int8), device
 memory bandwidth, pinned host<->device and peer-to-peer transfers (fitted as
-latency + bytes / bandwidth) and kernel launch overhead. Takes seconds on
-a datacenter GPU, longer on small ones (--quick: smaller problems).
+latency + bytes / bandwidth) and kernel launch overhead. Then the efficiency
+sweep (skip it with --skip-efficiency): GEMM shapes in fp32 and bf16 and,
+when built with cuDNN, convolution shapes, fitted as max x W / (W + half)
+of the peaks above; the GPU time of an empty kernel; an elementwise
+kernel's share of the memory bandwidth; and, when python3 can import torch,
+PyTorch's eager dispatch time per operator. Written as the entry's
+`efficiency:` block. Takes tens of seconds on a datacenter GPU, longer on
+small ones (--quick: smaller problems, fewer shapes).
 Exit codes: 0 success, 2 no CUDA device / bad --gpu, --name or --base,
 1 a benchmark failed.)";
 
@@ -635,6 +641,9 @@ void AddCalibrate(CLI::App& app, tessera::cli::CalibrateArgs& args) {
                 "Print the measurements (and the YAML) as JSON on stdout");
   cmd->add_flag("--quick", args.quick,
                 "Smaller problems, fewer repetitions (seconds, not a minute)");
+  cmd->add_flag("--skip-efficiency", args.skip_efficiency,
+                "Leave out the efficiency sweep (GEMM and convolution shapes, "
+                "kernel time, elementwise bandwidth, PyTorch eager dispatch)");
 }
 #endif
 

@@ -4,7 +4,8 @@
 // Micro-benchmarks of one GPU for `tessera calibrate`: cuBLAS GEMM
 // throughput per dtype, device memory bandwidth, pinned host <-> device and
 // peer-to-peer transfers (latency + bytes / bandwidth) and kernel launch
-// overhead. Every CUDA / cuBLAS error becomes an Error, never an abort.
+// overhead; then, optionally, the efficiency sweep (cuda/kernel_sweep.h).
+// Every CUDA / cuBLAS error becomes an Error, never an abort.
 
 #include <functional>
 #include <string>
@@ -19,6 +20,10 @@ struct CalibrateOptions {
   // Smaller problems and fewer repetitions: faster, figures a few percent
   // lower.
   bool quick = false;
+  // The efficiency sweep (GEMM and convolution shapes, kernel time,
+  // elementwise bandwidth, PyTorch's eager dispatch): optional, a failure
+  // in it is a note.
+  bool efficiency = true;
   // Called with a short description before each benchmark (may be empty).
   std::function<void(const std::string&)> progress;
 };

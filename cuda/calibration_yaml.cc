@@ -44,6 +44,36 @@ std::string FitText(const TransferFit& fit) {
          Format("%.1f", fit.max_relative_error * 100) + "%)";
 }
 
+// "    efficiency:\n..." for what the sweep measured, or "".
+std::string EfficiencyYaml(const EfficiencyCalibration& e) {
+  std::string y;
+  if (e.kernel_s >= 1e-9) y += "      kernel_time: " + Micro(e.kernel_s) + "\n";
+  if (e.eager_op_s >= 1e-9) {
+    y += "      eager_op: " + Micro(e.eager_op_s) + "\n";
+  }
+  if (e.elementwise_bandwidth >= 0.0005) {
+    y += "      bandwidth: {elementwise: " +
+         Format("%.3f", std::min(e.elementwise_bandwidth, 1.0)) + "}\n";
+  }
+  for (const bool tensor : {false, true}) {
+    std::string curves;
+    for (const KernelSweep& sweep : e.sweeps) {
+      if (sweep.tensor_cores != tensor || sweep.fit.points == 0 ||
+          sweep.fit.max < 0.00005) {
+        continue;
+      }
+      curves +=
+          "        " + sweep.kind + ": {max: " + Format("%.4f", sweep.fit.max) +
+          ", half_gflop: " + Format("%.6g", sweep.fit.half_flops / 1e9) + "}\n";
+    }
+    if (!curves.empty()) {
+      y += std::string("      ") + (tensor ? "tensor_cores" : "cuda_cores") +
+           ":\n" + curves;
+    }
+  }
+  return y.empty() ? "" : "    efficiency:\n" + y;
+}
+
 }  // namespace
 
 std::string CalibrationYaml(const CalibrationResult& r, const std::string& name,
@@ -72,6 +102,29 @@ std::string CalibrationYaml(const CalibrationResult& r, const std::string& name,
   if (r.p2p_peer >= 0 && r.peer_to_peer.points > 0) {
     y += Comment("Peer to peer to gpu " + std::to_string(r.p2p_peer) + ": " +
                  FitText(r.peer_to_peer));
+  }
+  if (r.efficiency.kernel_s > 0) {
+    y += Comment("Kernel time: an empty kernel in a CUDA graph of many, " +
+                 Micro(r.efficiency.kernel_s) + " each.");
+  }
+  if (r.efficiency.elementwise.points > 0) {
+    y += Comment("Elementwise kernel (fp32 y = a x + b): " +
+                 FitText(r.efficiency.elementwise) + ".");
+  }
+  for (const KernelSweep& sweep : r.efficiency.sweeps) {
+    if (sweep.fit.points == 0) continue;
+    y += Comment(
+        "Efficiency " + sweep.kind + " " + sweep.dtype + " (" +
+        (sweep.tensor_cores ? "tensor_cores" : "cuda_cores") + "): max x W / " +
+        "(W + half) of " + Format("%.3f", sweep.peak_flops / 1e12) +
+        " TFLOP/s, fitted to " + std::to_string(sweep.fit.points) +
+        " shapes (time less kernel_time), rms error " +
+        Format("%.3f", sweep.fit.rms_error) + ", max " +
+        Format("%.3f", sweep.fit.max_abs_error) +
+        (sweep.dropped > 0
+             ? ", " + std::to_string(sweep.dropped) + " too short to count"
+             : std::string()) +
+        ".");
   }
   for (const std::string& note : r.notes) y += Comment("Note: " + note);
 
@@ -115,6 +168,7 @@ std::string CalibrationYaml(const CalibrationResult& r, const std::string& name,
   if (r.launch_overhead_s > 0) {
     y += "    launch_overhead: " + Micro(r.launch_overhead_s) + "\n";
   }
+  y += EfficiencyYaml(r.efficiency);
   y +=
       "    sources: " +
       Quoted("measured by tessera calibrate on " + r.gpu_name + ", " + r.date) +

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/kernel_sweep.h"
 #include "cuda/transfer_fit.h"
 
 namespace tessera::cuda {
@@ -43,6 +44,9 @@ struct CalibrationResult {
 
   double launch_overhead_s = 0;  // empty kernel, averaged over many launches
 
+  // The efficiency sweep (optional; `ran` false when skipped).
+  EfficiencyCalibration efficiency;
+
   std::vector<std::string> notes;  // what was skipped and why
 };
 
@@ -52,6 +56,10 @@ struct CalibrationResult {
 // to fp32 for a new device); the fits and notes are written as comments.
 // pcie_bandwidth is the slower of host->device and device->host;
 // nvlink_bandwidth is the peer-to-peer bandwidth when it was measured.
+// The efficiency sweep's results, where there are any, become the entry's
+// `efficiency:` block: kernel_time, eager_op, bandwidth.elementwise and a
+// {max, half_gflop} curve per fitted sweep (cuda_cores for fp32,
+// tensor_cores for bf16), with each fit's error as a comment.
 std::string CalibrationYaml(const CalibrationResult& result,
                             const std::string& name, const std::string& base);
 

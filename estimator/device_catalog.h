@@ -80,9 +80,9 @@ struct DeviceSpec {
   double memory_bandwidth = 0;  // device memory, bytes/s
   // All NVLinks of one GPU together, per direction; 0 when it has none.
   double nvlink_bandwidth = 0;
-  double pcie_bandwidth = 0;     // host link, per direction
-  double launch_overhead_s = 0;  // fixed cost of one kernel / operator
-  std::string sources;           // the datasheets the figures come from
+  double pcie_bandwidth = 0;       // host link, per direction
+  double launch_overhead_s = 0;    // fixed cost of one kernel / operator
+  std::string sources;             // the datasheets the figures come from
   EfficiencySurface efficiency{};  // docs/estimator.md, "Runtimes"
 };
 
@@ -145,6 +145,21 @@ class DeviceCatalog {
   //       pcie_bandwidth: 32GB/s       # per direction
   //       launch_overhead: 5us    # ns, us, µs, ms, s
   //       sources: "where the figures come from"
+  //       efficiency:             # optional: EfficiencySurface, any key
+  //         kernel_time: 2.5us    # GPU time of an empty kernel (> 0)
+  //         eager_op: 20us        # PyTorch dispatch per operator (> 0)
+  //         bandwidth: {elementwise: 0.8, normalization: 0.7,
+  //                     reduction: 0.6, data_movement: 0.6}   # (0, 1]
+  //         cuda_cores:           # fp32 without tensor cores
+  //           gemm: {max: 0.8, half_gflop: 2.0}
+  //           conv: ...           # also spatial_conv, depthwise_conv
+  //         tensor_cores:         # tf32 / fp16 / bf16
+  //           gemm: {max: 0.6, half_gflop: 20}
+  //
+  // In `efficiency`, `max` is in (0, kMaxKernelEfficiency] (above 1:
+  // Winograd convolutions beat the nominal flops), `half_gflop` >= 0 in
+  // 10^9 flops; a kind given only `half_gflop` must already have a `max`.
+  // Any value given sets `measured`; keys not given keep their value.
   //
   // An entry naming an existing device without `base` overrides only the
   // fields it gives. A new device without `base` must give memory,

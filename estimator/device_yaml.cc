@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "estimator/device_catalog.h"
+#include "estimator/device_yaml_internal.h"
 
 namespace tessera::estimator {
 namespace {
@@ -29,7 +30,7 @@ constexpr std::string_view kFields[] = {
     "fp16_tflops",    "bf16_tflops",
     "int8_tops",      "nvlink_bandwidth",
     "pcie_bandwidth", "launch_overhead",
-    "sources",
+    "sources",        "efficiency",
 };
 constexpr std::string_view kRequiredForNew[] = {
     "memory", "memory_bandwidth", "fp32_tflops", "pcie_bandwidth"};
@@ -171,7 +172,8 @@ Result<Fields> CollectFields(const std::string& path, const std::string& label,
       return BadInput(At(path, kv.first) + label + ": field '" + key +
                       "' is given twice");
     }
-    if (!kv.second.IsScalar()) {
+    // `efficiency` is a map, checked by ApplyEfficiencyYaml.
+    if (key != "efficiency" && !kv.second.IsScalar()) {
       return BadInput(
           At(path, kv.first) + label + ": field '" + key + "' " +
           (kv.second.IsNull() ? "has no value" : "must be a single value"));
@@ -273,6 +275,12 @@ Status ApplyEntry(const std::string& path, size_t index,
   std::vector<std::string> changed;
   for (const auto& [key, value] : *fields) {
     if (key == "name" || key == "base") continue;
+    if (key == "efficiency") {
+      TESSERA_RETURN_IF_ERROR(
+          ApplyEfficiencyYaml(path, label, value, &spec->efficiency));
+      changed.push_back(key);
+      continue;
+    }
     Status s = ApplyField(key, value.Scalar(), &*spec);
     if (!s) {
       return BadInput(At(path, value) + label + ": field '" + key +

@@ -115,6 +115,47 @@ TEST_F(ProfileCli, DevicesListsTheCatalogWithSources) {
   EXPECT_EQ(Run("devices --devices '" + bad + "'").exit_code, 2);
 }
 
+TEST_F(ProfileCli, DevicesShowsAMeasuredEfficiencySurface) {
+  const std::string yaml =
+      dir_.Write("measured.yaml",
+                 "devices:\n"
+                 "  - name: h100-measured\n"
+                 "    base: h100-sxm\n"
+                 "    efficiency:\n"
+                 "      kernel_time: 2.5us\n"
+                 "      eager_op: 20us\n"
+                 "      bandwidth: {elementwise: 0.85}\n"
+                 "      cuda_cores: {gemm: {max: 0.9, half_gflop: 2}}\n"
+                 "      tensor_cores: {gemm: {max: 0.7, half_gflop: 40}}\n");
+  const RunResult j = Run("devices --json --devices '" + yaml + "'");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto devices = nlohmann::json::parse(j.out);
+  bool found = false;
+  for (const auto& d : devices) {
+    if (d["name"] == "h100-sxm") {
+      EXPECT_FALSE(d.contains("efficiency"));
+    }
+    if (d["name"] != "h100-measured") continue;
+    found = true;
+    ASSERT_TRUE(d.contains("efficiency")) << d.dump();
+    const auto& e = d["efficiency"];
+    EXPECT_DOUBLE_EQ(e["kernel_s"].get<double>(), 2.5e-6);
+    EXPECT_DOUBLE_EQ(e["eager_op_s"].get<double>(), 20e-6);
+    EXPECT_DOUBLE_EQ(e["bandwidth"]["elementwise"].get<double>(), 0.85);
+    EXPECT_DOUBLE_EQ(e["cuda_cores"]["gemm"]["max"].get<double>(), 0.9);
+    EXPECT_DOUBLE_EQ(e["tensor_cores"]["gemm"]["half_flops"].get<double>(),
+                     40e9);
+    EXPECT_FALSE(e["cuda_cores"].contains("conv"));  // not measured
+  }
+  EXPECT_TRUE(found) << j.out;
+  const RunResult text = Run("devices --devices '" + yaml + "'");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("measured efficiency\n  h100-measured: "
+                                  "kernel 2.50 us; eager op 20.0 us"));
+  EXPECT_THAT(text.out, HasSubstr("gemm tensor cores 0.70 (half at 40 "
+                                  "GFLOP)"));
+}
+
 // Measured times of a few ResNet-50 operators (made up, in ms): the fit
 // runs, reports its errors on stderr with --json, and a bad line is named.
 TEST_F(ProfileCli, CalibrationFitsMeasuredTimesAndNamesABadLine) {

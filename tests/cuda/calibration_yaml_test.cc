@@ -131,5 +131,112 @@ TEST_F(CalibrationYamlTest, QuotesOddGpuNames) {
   EXPECT_EQ(catalog->Find("odd")->display_name, "GPU \"x\" #1: \\ test");
 }
 
+// A hand-made efficiency sweep: what calibrate writes, MergeYaml reads.
+EfficiencyCalibration SampleEfficiency(const CalibrationResult& r) {
+  EfficiencyCalibration e;
+  e.ran = true;
+  e.kernel_s = 1.8e-6;
+  e.eager_op_s = 18.5e-6;
+  e.elementwise = {2e-6, 2.6e12, 4, 0.01};
+  e.elementwise_bandwidth = 2.6e12 / r.memory_bandwidth;  // > 1: clamped
+  const auto sweep = [](const char* kind, bool tensor, double max,
+                        double half) {
+    KernelSweep s;
+    s.kind = kind;
+    s.tensor_cores = tensor;
+    s.dtype = tensor ? "bf16" : "fp32";
+    s.peak_flops = tensor ? 279.5e12 : 19.1e12;
+    s.fit = {max, half, 12, 0.02, 0.05};
+    return s;
+  };
+  e.sweeps = {sweep("gemm", false, 0.9512, 1.25e9),
+              sweep("gemm", true, 0.8125, 2.5e10),
+              sweep("spatial_conv", false, 1.35, 4e9),
+              sweep("conv", true, 0.55, 6.5e10),
+              sweep("depthwise_conv", false, 0.08, 0)};
+  KernelSweep unfitted = sweep("conv", false, 0, 0);
+  unfitted.fit = {};
+  e.sweeps.push_back(unfitted);
+  return e;
+}
+
+TEST_F(CalibrationYamlTest, EfficiencySweepRoundTripsThroughMergeYaml) {
+  CalibrationResult r = SampleResult();
+  r.efficiency = SampleEfficiency(r);
+  const std::string yaml = CalibrationYaml(r, "a100-measured", "a100-80gb");
+  EXPECT_THAT(yaml,
+              HasSubstr("    efficiency:\n      kernel_time: 1.800us\n"
+                        "      eager_op: 18.500us\n"
+                        "      bandwidth: {elementwise: 1.000}\n"
+                        "      cuda_cores:\n"
+                        "        gemm: {max: 0.9512, half_gflop: 1.25}\n"));
+  EXPECT_THAT(yaml, HasSubstr("# Efficiency gemm bf16 (tensor_cores): max x W "
+                              "/ (W + half) of 279.500 TFLOP/s, fitted to 12 "
+                              "shapes"));
+  const Result<estimator::DeviceCatalog> catalog = Merge(yaml);
+  ASSERT_TRUE(catalog) << catalog.error().message << "\n" << yaml;
+  const estimator::DeviceSpec* d = catalog->Find("a100-measured");
+  ASSERT_NE(d, nullptr);
+  const estimator::EfficiencySurface& e = d->efficiency;
+  const auto at = [](estimator::KernelKind k) {
+    return static_cast<size_t>(k);
+  };
+  using estimator::KernelKind;
+  EXPECT_TRUE(e.measured);
+  EXPECT_NEAR(e.kernel_s, 1.8e-6, 1e-12);
+  EXPECT_NEAR(e.eager_op_s, 18.5e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(e.elementwise_bandwidth, 1.0);
+  EXPECT_EQ(e.reduction_bandwidth, 0);  // not measured
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kGemm)].max, 0.9512);
+  EXPECT_NEAR(e.cuda_cores[at(KernelKind::kGemm)].half_flops, 1.25e9, 1);
+  EXPECT_DOUBLE_EQ(e.tensor_cores[at(KernelKind::kGemm)].max, 0.8125);
+  EXPECT_NEAR(e.tensor_cores[at(KernelKind::kGemm)].half_flops, 2.5e10, 1);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kSpatialConv)].max, 1.35);
+  EXPECT_DOUBLE_EQ(e.tensor_cores[at(KernelKind::kConv)].max, 0.55);
+  EXPECT_NEAR(e.tensor_cores[at(KernelKind::kConv)].half_flops, 6.5e10, 1);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kDepthwiseConv)].max, 0.08);
+  EXPECT_EQ(e.cuda_cores[at(KernelKind::kDepthwiseConv)].half_flops, 0);
+  EXPECT_EQ(e.cuda_cores[at(KernelKind::kConv)].max, 0);  // not fitted
+  // The peaks the efficiencies are relative to are the entry's own.
+  EXPECT_NEAR(d->fp32_flops, 19.1e12, 1e9);
+  EXPECT_NEAR(d->bf16_flops, 279.5e12, 1e9);
+}
+
+TEST_F(CalibrationYamlTest, FittedSweepRoundTrips) {
+  CalibrationResult r = SampleResult();
+  r.efficiency.ran = true;
+  r.efficiency.kernel_s = 2e-6;
+  KernelSweep sweep;
+  sweep.kind = "gemm";
+  sweep.dtype = "fp32";
+  sweep.peak_flops = r.fp32_flops;
+  for (double n = 256; n <= 8192; n *= 2) {
+    const double w = 2 * n * n * n;
+    sweep.samples.push_back(
+        {"n", w, 2e-6 + w / (r.fp32_flops * 0.9 * w / (w + 2e9))});
+  }
+  ASSERT_TRUE(FitKernelSweep(r.efficiency.kernel_s, &sweep).ok());
+  r.efficiency.sweeps.push_back(sweep);
+  const Result<estimator::DeviceCatalog> catalog =
+      Merge(CalibrationYaml(r, "fitted", ""));
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  const estimator::EfficiencySurface& e = catalog->Find("fitted")->efficiency;
+  EXPECT_NEAR(e.cuda_cores[0].max, 0.9, 1e-4);
+  EXPECT_NEAR(e.cuda_cores[0].half_flops / 2e9, 1, 1e-4);
+  EXPECT_NEAR(e.kernel_s, 2e-6, 1e-12);
+}
+
+TEST_F(CalibrationYamlTest, SkippedOrEmptySweepWritesNoEfficiency) {
+  CalibrationResult r = SampleResult();
+  EXPECT_THAT(CalibrationYaml(r, "x", ""),
+              ::testing::Not(HasSubstr("efficiency")));
+  r.efficiency.ran = true;  // ran, measured nothing
+  const std::string yaml = CalibrationYaml(r, "x", "");
+  EXPECT_THAT(yaml, ::testing::Not(HasSubstr("efficiency:")));
+  const Result<estimator::DeviceCatalog> catalog = Merge(yaml);
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  EXPECT_FALSE(catalog->Find("x")->efficiency.measured);
+}
+
 }  // namespace
 }  // namespace tessera::cuda

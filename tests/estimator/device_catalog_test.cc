@@ -631,6 +631,174 @@ TEST_F(DeviceCatalogYaml, GarbageNeverCrashes) {
   }
 }
 
+// ---- MergeYaml: the efficiency surface -------------------------------------
+
+TEST_F(DeviceCatalogYaml, BuiltInDevicesHaveNoMeasuredEfficiency) {
+  for (const DeviceSpec& d : catalog_.devices()) {
+    EXPECT_FALSE(d.efficiency.measured) << d.name;
+  }
+}
+
+TEST_F(DeviceCatalogYaml, ReadsAFullEfficiencySurface) {
+  ASSERT_TRUE(Merge("devices:\n"
+                    "  - name: h100-measured\n"
+                    "    base: h100-sxm\n"
+                    "    efficiency:\n"
+                    "      kernel_time: 2.5us\n"
+                    "      eager_op: 20us\n"
+                    "      bandwidth: {elementwise: 0.8, normalization: 0.7,\n"
+                    "                  reduction: 0.6, data_movement: 0.55}\n"
+                    "      cuda_cores:\n"
+                    "        gemm: {max: 0.8, half_gflop: 2.0}\n"
+                    "        conv: {max: 0.7, half_gflop: 3}\n"
+                    "        spatial_conv: {max: 1.3, half_gflop: 4}\n"
+                    "        depthwise_conv: {max: 0.1, half_gflop: 0}\n"
+                    "      tensor_cores:\n"
+                    "        gemm: {max: 0.6, half_gflop: 20}\n"
+                    "        spatial_conv:\n"
+                    "          max: 2\n"
+                    "          half_gflop: 1e2\n")
+                  .ok());
+  const DeviceSpec* d = catalog_.Find("h100-measured");
+  ASSERT_NE(d, nullptr);
+  const EfficiencySurface& e = d->efficiency;
+  EXPECT_TRUE(e.measured);
+  ExpectNear(e.kernel_s, 2.5e-6);
+  ExpectNear(e.eager_op_s, 20e-6);
+  EXPECT_DOUBLE_EQ(e.elementwise_bandwidth, 0.8);
+  EXPECT_DOUBLE_EQ(e.normalization_bandwidth, 0.7);
+  EXPECT_DOUBLE_EQ(e.reduction_bandwidth, 0.6);
+  EXPECT_DOUBLE_EQ(e.data_movement_bandwidth, 0.55);
+  const auto at = [](KernelKind k) { return static_cast<size_t>(k); };
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kGemm)].max, 0.8);
+  ExpectNear(e.cuda_cores[at(KernelKind::kGemm)].half_flops, 2 * kG);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kConv)].max, 0.7);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kSpatialConv)].max, 1.3);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[at(KernelKind::kDepthwiseConv)].max, 0.1);
+  EXPECT_EQ(e.cuda_cores[at(KernelKind::kDepthwiseConv)].half_flops, 0);
+  EXPECT_DOUBLE_EQ(e.tensor_cores[at(KernelKind::kGemm)].max, 0.6);
+  ExpectNear(e.tensor_cores[at(KernelKind::kGemm)].half_flops, 20 * kG);
+  EXPECT_DOUBLE_EQ(e.tensor_cores[at(KernelKind::kSpatialConv)].max, 2.0);
+  ExpectNear(e.tensor_cores[at(KernelKind::kSpatialConv)].half_flops, 100 * kG);
+  EXPECT_EQ(e.tensor_cores[at(KernelKind::kConv)].max, 0);  // not given
+  EXPECT_THAT(d->sources, HasSubstr("efficiency from " + path_));
+  // The base keeps its (unmeasured) surface.
+  EXPECT_FALSE(catalog_.Find("h100-sxm")->efficiency.measured);
+}
+
+TEST_F(DeviceCatalogYaml, EfficiencyKeysNotGivenKeepTheirValue) {
+  ASSERT_TRUE(Merge("devices:\n"
+                    "  - name: mine\n"
+                    "    base: a100-80gb\n"
+                    "    efficiency:\n"
+                    "      kernel_time: 3us\n"
+                    "      cuda_cores: {gemm: {max: 0.8, half_gflop: 2}}\n"
+                    "  - name: mine-too\n"
+                    "    base: mine\n"
+                    "    efficiency:\n"
+                    "      eager_op: 15us\n"
+                    "      cuda_cores: {gemm: {max: 0.9}}\n"
+                    "  - name: t4\n"
+                    "    efficiency: {bandwidth: {reduction: 0.5}}\n")
+                  .ok());
+  const EfficiencySurface& e = catalog_.Find("mine-too")->efficiency;
+  EXPECT_TRUE(e.measured);
+  ExpectNear(e.kernel_s, 3e-6);  // from its base
+  ExpectNear(e.eager_op_s, 15e-6);
+  EXPECT_DOUBLE_EQ(e.cuda_cores[0].max, 0.9);
+  ExpectNear(e.cuda_cores[0].half_flops, 2 * kG);  // kept
+  const EfficiencySurface& t4 = catalog_.Find("t4")->efficiency;
+  EXPECT_TRUE(t4.measured);
+  EXPECT_DOUBLE_EQ(t4.reduction_bandwidth, 0.5);
+  EXPECT_EQ(t4.elementwise_bandwidth, 0);
+  EXPECT_EQ(t4.kernel_s, 0);
+}
+
+TEST_F(DeviceCatalogYaml, EmptyEfficiencyMapMeasuresNothing) {
+  ASSERT_TRUE(Merge("devices:\n  - {name: t4, efficiency: {}}\n").ok());
+  EXPECT_FALSE(catalog_.Find("t4")->efficiency.measured);
+}
+
+TEST_F(DeviceCatalogYaml, UnknownEfficiencyKeyIsNamedWithFileLineAndField) {
+  EXPECT_THAT(MergeError("devices:\n"
+                         "  - name: t4\n"
+                         "    efficiency:\n"
+                         "      kernel_time: 2us\n"
+                         "      launch: 5us\n"),
+              StartsWith(path_ + ":5: device 't4': field 'efficiency': "
+                                 "unknown key 'launch' (known: "
+                                 "'kernel_time', 'eager_op', 'bandwidth'"));
+  EXPECT_THAT(
+      MergeError("devices:\n"
+                 "  - name: t4\n"
+                 "    efficiency:\n"
+                 "      bandwidth: {elementwise: 0.8, copy: 0.5}\n"),
+      StartsWith(path_ + ":4: device 't4': field 'efficiency.bandwidth': "
+                         "unknown key 'copy'"));
+  EXPECT_THAT(MergeError("devices:\n"
+                         "  - name: t4\n"
+                         "    efficiency:\n"
+                         "      tensor_cores:\n"
+                         "        matmul: {max: 0.5}\n"),
+              StartsWith(path_ + ":5: device 't4': field "
+                                 "'efficiency.tensor_cores': unknown key "
+                                 "'matmul' (known: 'gemm', 'conv', "
+                                 "'spatial_conv', 'depthwise_conv')"));
+  EXPECT_THAT(MergeError("devices:\n"
+                         "  - name: t4\n"
+                         "    efficiency:\n"
+                         "      cuda_cores:\n"
+                         "        gemm: {max: 0.5, half_flops: 2}\n"),
+              StartsWith(path_ + ":5: device 't4': field "
+                                 "'efficiency.cuda_cores.gemm': unknown key "
+                                 "'half_flops' (known: 'max', 'half_gflop')"));
+}
+
+TEST_F(DeviceCatalogYaml, BadEfficiencyValuesAreRejected) {
+  const auto error = [&](const std::string& efficiency) {
+    return MergeError("devices:\n  - name: t4\n    efficiency:\n      " +
+                      efficiency + "\n");
+  };
+  EXPECT_THAT(error("cuda_cores: {gemm: {max: 2.5}}"),
+              StartsWith(path_ + ":4: device 't4': field "
+                                 "'efficiency.cuda_cores.gemm.max': '2.5' "
+                                 "must be in (0, 2]"));
+  EXPECT_THAT(error("cuda_cores: {gemm: {max: 0}}"),
+              HasSubstr("'efficiency.cuda_cores.gemm.max': '0' must be in "
+                        "(0, 2]"));
+  EXPECT_THAT(error("tensor_cores: {conv: {max: 0.5, half_gflop: -1}}"),
+              HasSubstr("'efficiency.tensor_cores.conv.half_gflop': '-1' "
+                        "must be in [0, "));
+  EXPECT_THAT(error("tensor_cores: {conv: {max: high}}"),
+              HasSubstr("'efficiency.tensor_cores.conv.max': 'high' must be "
+                        "a plain number"));
+  EXPECT_THAT(error("tensor_cores: {conv: {half_gflop: 3}}"),
+              HasSubstr("field 'efficiency.tensor_cores.conv': 'half_gflop' "
+                        "without 'max'"));
+  EXPECT_THAT(error("bandwidth: {elementwise: 1.2}"),
+              HasSubstr("'efficiency.bandwidth.elementwise': '1.2' must be "
+                        "in (0, 1]"));
+  EXPECT_THAT(error("kernel_time: 0us"),
+              HasSubstr("field 'efficiency.kernel_time': must be positive"));
+  EXPECT_THAT(error("eager_op: 20"),
+              HasSubstr("field 'efficiency.eager_op': '20' has no unit"));
+  EXPECT_THAT(error("kernel_time: [1us]"),
+              HasSubstr("field 'efficiency.kernel_time': must be a single "
+                        "value"));
+  EXPECT_THAT(error("cuda_cores: {gemm: 0.8}"),
+              HasSubstr("field 'efficiency.cuda_cores.gemm': must be a map "
+                        "of 'max', 'half_gflop'"));
+  EXPECT_THAT(error("cuda_cores: {gemm: {max: 0.8}, gemm: {max: 0.7}}"),
+              HasSubstr("key 'gemm' is given twice"));
+  EXPECT_THAT(MergeError("devices:\n  - name: t4\n    efficiency: 0.8\n"),
+              StartsWith(path_ + ":3: device 't4': field 'efficiency': must "
+                                 "be a map of 'kernel_time'"));
+  EXPECT_THAT(MergeError("devices:\n  - name: t4\n    efficiency:\n"),
+              HasSubstr("field 'efficiency': has no value"));
+  // A bad value anywhere leaves the catalog unchanged.
+  EXPECT_FALSE(catalog_.Find("t4")->efficiency.measured);
+}
+
 }  // namespace
 }  // namespace tessera::estimator
 
