@@ -140,6 +140,22 @@ class Estimator {
     return false;
   }
 
+  static double* ByKind(RuntimeEstimate& e, const ROp& op, bool backward) {
+    switch (op.work) {
+      case Work::kGemm:
+      case Work::kAttention:
+        return backward ? &e.gemm_backward_s : &e.gemm_forward_s;
+      case Work::kConv:
+      case Work::kSpatialConv:
+      case Work::kDepthwise:
+        return backward ? &e.conv_backward_s : &e.conv_forward_s;
+      case Work::kNormalization:
+        return backward ? &e.norm_backward_s : &e.norm_forward_s;
+      default:
+        return nullptr;
+    }
+  }
+
   struct Clock {
     double host = 0, gpu = 0, busy = 0;
     int kernels = 0;
@@ -181,6 +197,7 @@ class Estimator {
       const double s = ForwardSeconds(op);
       k.Kernel(s);
       e.node_seconds[op.nodes.front()] += s;
+      if (double* by = ByKind(e, op, false)) *by += s;
     }
     e.forward_s = k.busy;
     if (o_.training) {
@@ -206,6 +223,7 @@ class Estimator {
         s *= factor;
         for (int i = 0; i < kernels; ++i) k.Kernel(s / kernels + kernel_s_);
         e.node_seconds[op.nodes.front()] += s + kernels * kernel_s_;
+        if (double* by = ByKind(e, op, true)) *by += s + kernels * kernel_s_;
         if (op.has_bias) {
           k.Kernel(kernel_s_ + MemorySeconds(op.bytes / 3, Work::kReduction));
         }
@@ -403,6 +421,7 @@ class Estimator {
       if (op.exec == Exec::kHost) continue;
       for (const TensorId t : op.inputs) ++uses_of_tensor[t];
     }
+    std::vector<int64_t> cached;
     for (size_t i = 0; i < low_.ops.size(); ++i) {
       const ROp& op = low_.ops[i];
       if (op.exec == Exec::kHost) continue;
@@ -429,21 +448,12 @@ class Estimator {
         if (grad && op.saves_weight_casts) {
           held[i].push_back(b);
         } else {
-          transient.push_back(b);
+          // autocast caches a parameter's cast until the region ends
+          cached.push_back(b);
         }
       }
       workspace(apis, op.blas_api);
-      int64_t ws = 0;
-      if (op.work == Work::kSpatialConv && c_.conv_workspace_fraction > 0 &&
-          op.exec == Exec::kKernel) {
-        int64_t biggest = 0;
-        for (const TensorId t : op.inputs)
-          biggest = std::max(biggest, low_.tensors[t].bytes);
-        for (const TensorId t : op.outputs)
-          biggest = std::max(biggest, low_.tensors[t].bytes);
-        ws = static_cast<int64_t>(c_.conv_workspace_fraction *
-                                  static_cast<double>(biggest));
-      }
+      const int64_t ws = ConvWorkspace(op);
       const int64_t ws_buffer = ws > 0 ? m.New(ws) : 0;
       for (size_t j = 0; j < op.outputs.size(); ++j) {
         const TensorId o = op.outputs[j];
@@ -487,6 +497,22 @@ class Estimator {
       // Outputs nobody reads (and no save holds) go at once.
       for (const TensorId o : op.outputs) m.MaybeFree(m.buffer_of[o]);
     }
+    for (const int64_t b : cached) m.Drop(b);
+  }
+
+  // cuDNN's workspace for a spatial convolution (the algorithm benchmark
+  // mode picks): a fraction of its larger operand.
+  int64_t ConvWorkspace(const ROp& op) const {
+    if (op.work != Work::kSpatialConv || op.exec != Exec::kKernel ||
+        c_.conv_workspace_fraction <= 0)
+      return 0;
+    int64_t biggest = 0;
+    for (const TensorId t : op.inputs)
+      biggest = std::max(biggest, low_.tensors[t].bytes);
+    for (const TensorId t : op.outputs)
+      biggest = std::max(biggest, low_.tensors[t].bytes);
+    return static_cast<int64_t>(c_.conv_workspace_fraction *
+                                static_cast<double>(biggest));
   }
 
   bool IsInput(TensorId t) const {
@@ -531,6 +557,8 @@ class Estimator {
         }
       } else {
         if (ComputeBound(op.work)) workspace(apis, 2);
+        const int64_t ws = ConvWorkspace(op);
+        const int64_t ws_buffer = ws > 0 ? m.New(ws) : 0;
         for (const TensorId t : op.inputs) {
           if (!low_.tensors[t].grad) continue;
           const int64_t b = m.New(low_.tensors[t].bytes);
@@ -545,6 +573,7 @@ class Estimator {
           param_grad[w] = true;
           grads.push_back(m.alloc.Allocate(g.tensor(w).bytes));
         }
+        if (ws_buffer > 0) m.Drop(ws_buffer);
       }
       for (const TensorId o : op.outputs) {
         auto it = grad_of.find(o);

@@ -120,6 +120,12 @@ struct RuntimeEstimate {
   double gpu_busy_s = 0;  // GPU kernel time per step
   double host_s = 0;      // host dispatch time per step
   double forward_s = 0, backward_s = 0, optimizer_s = 0;  // GPU time
+  // GPU time of matrix products (linear layers, batched matmuls, fused
+  // attention), of convolutions and of normalizations, forward and
+  // backward: what the per-operator profiles of data/gpu-truth measure.
+  double gemm_forward_s = 0, gemm_backward_s = 0;
+  double conv_forward_s = 0, conv_backward_s = 0;
+  double norm_forward_s = 0, norm_backward_s = 0;
   int dispatched_ops = 0;  // framework operators per step
   int kernels = 0;         // GPU kernels per step
   // Memory (bytes): the live peak of tensors (what the framework's

@@ -27,6 +27,30 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
       t.ms = r.value("median_ms", 0.0);
       t.allocated = r.value("allocated_peak_bytes", int64_t{0});
       t.reserved = r.value("reserved_peak_bytes", int64_t{0});
+      if (r.contains("profile")) {
+        auto sum = [&](std::initializer_list<const char*> ops) {
+          double us = 0;
+          bool any = false;
+          for (const auto& o : r["profile"]) {
+            const std::string name = o.value("op", "");
+            for (const char* want : ops) {
+              if (name == want) {
+                us += o.value("self_device_us_per_step", 0.0);
+                any = true;
+              }
+            }
+          }
+          return any ? us / 1e3 : -1.0;
+        };
+        t.gemm_ms = sum({"aten::addmm", "aten::mm", "aten::bmm"});
+        t.conv_fwd_ms =
+            sum({"aten::cudnn_convolution", "aten::_conv_depthwise2d"});
+        t.conv_bwd_ms = sum({"aten::convolution_backward"});
+        t.norm_fwd_ms =
+            sum({"aten::cudnn_batch_norm", "aten::native_layer_norm"});
+        t.norm_bwd_ms = sum({"aten::cudnn_batch_norm_backward",
+                             "aten::native_layer_norm_backward"});
+      }
       runs.push_back(t);
     }
   }
@@ -72,6 +96,11 @@ Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
   p.saved = e->saved_activations;
   p.weights = e->weights;
   p.workspace = e->workspace;
+  p.gemm_ms = (e->gemm_forward_s + e->gemm_backward_s) * 1e3;
+  p.conv_fwd_ms = e->conv_forward_s * 1e3;
+  p.conv_bwd_ms = e->conv_backward_s * 1e3;
+  p.norm_fwd_ms = e->norm_forward_s * 1e3;
+  p.norm_bwd_ms = e->norm_backward_s * 1e3;
   return p;
 }
 

@@ -25,6 +25,11 @@ struct TruthRun {
   std::string precision;  // fp32, tf32, bf16
   double ms = 0;
   int64_t allocated = 0, reserved = 0;
+  // From the run's per-operator profile (ms per step; < 0: not measured):
+  // matrix products forward plus backward, convolutions forward and
+  // backward, normalizations forward and backward.
+  double gemm_ms = -1, conv_fwd_ms = -1, conv_bwd_ms = -1;
+  double norm_fwd_ms = -1, norm_bwd_ms = -1;
 };
 
 // Runs of `path` (the "runs" array; the sweep's too when `sweep`).
@@ -36,6 +41,8 @@ struct Prediction {
   int64_t allocated = 0, reserved = 0;
   double busy = 0;
   int64_t saved = 0, weights = 0, workspace = 0;
+  double gemm_ms = 0, conv_fwd_ms = 0, conv_bwd_ms = 0;
+  double norm_fwd_ms = 0, norm_bwd_ms = 0;
 };
 
 // Loads the zoo models the runs name from `zoo_dir` once per batch.

@@ -73,26 +73,52 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
   return k;
 }
 
-double Loss(bench::TruthModels& models,
-            const std::vector<bench::TruthRun>& runs,
+// Mean absolute log error of step time and live memory per run, plus the
+// per-operator-class GPU times of the profiled runs (half weight each), plus
+// a weak pull of every knob towards its starting value (a prior: keeps
+// knobs the data cannot see where physics put them).
+double Loss(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
             const estimator::DeviceSpec& device,
-            const estimator::RuntimeCosts& costs) {
+            const estimator::RuntimeCosts& costs,
+            const std::vector<double>& prior, const std::vector<double>& now) {
   double sum = 0;
+  int n = 0;
   for (const auto& r : runs) {
     auto p = bench::Predict(models, r, device, costs);
     if (!p) return 1e9;
     sum += std::abs(std::log(p->ms / r.ms)) +
            std::abs(std::log(static_cast<double>(p->allocated) /
                              static_cast<double>(r.allocated)));
+    ++n;
+    auto part = [&](double measured, double predicted) {
+      if (measured <= 0.05) return;
+      sum += 0.5 * std::abs(std::log(std::max(predicted, 1e-3) / measured));
+    };
+    part(r.gemm_ms, p->gemm_ms);
+    part(r.conv_fwd_ms, p->conv_fwd_ms);
+    part(r.conv_bwd_ms, p->conv_bwd_ms);
+    part(r.norm_fwd_ms, p->norm_fwd_ms);
+    part(r.norm_bwd_ms, p->norm_bwd_ms);
   }
-  return sum / static_cast<double>(runs.size());
+  double reg = 0;
+  for (size_t i = 0; i < prior.size(); ++i) {
+    if (prior[i] > 0 && now[i] > 0) reg += std::pow(std::log(now[i] / prior[i]), 2);
+  }
+  return sum / n + 0.01 * reg;
 }
 
 // Coordinate descent in log space, steps shrinking from x1.5 to x1.03.
 void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
          estimator::DeviceSpec& device, estimator::RuntimeCosts& costs) {
   auto knobs = Knobs(costs, device.efficiency);
-  double best = Loss(models, runs, device, costs);
+  std::vector<double> prior;
+  for (auto& k : knobs) prior.push_back(*k.value);
+  auto values = [&] {
+    std::vector<double> v;
+    for (auto& k : knobs) v.push_back(*k.value);
+    return v;
+  };
+  double best = Loss(models, runs, device, costs, prior, values());
   for (const double step : {1.5, 1.2, 1.08, 1.03}) {
     for (int round = 0; round < 3; ++round) {
       bool moved = false;
@@ -110,7 +136,7 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
             *k.value = std::min(
                 *k.value, n.find("spatial") != std::string::npos ? 1.5 : 1.0);
           }
-          const double l = Loss(models, runs, device, costs);
+          const double l = Loss(models, runs, device, costs, prior, values());
           if (l < best - 1e-9) {
             best = l;
             moved = true;
