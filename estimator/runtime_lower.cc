@@ -148,8 +148,9 @@ class Lowering {
              std::vector<NodeId>(region.begin(), region.end())) {
           for (const TensorId t : g_.node(r).inputs) {
             const NodeId p = Producer(t);
+            // (a bias add before the activation is the linear layer's)
             if (p == kNoNode || region.count(p) || owner_[p] != kNoNode ||
-                !IsElementwiseArith(g_.node(p).op_type))
+                !IsElementwiseArith(g_.node(p).op_type) || HasWeightOperand(p))
               continue;
             bool only = true;
             for (const TensorId o : g_.node(p).outputs) {
@@ -254,6 +255,7 @@ class Lowering {
       const NodeView cv = g_.node(c);
       if (cv.op_type != "Add" || owner_[c] != kNoNode) continue;
       if (HasWeightOperand(c)) {
+        owner_[n] = n;
         owner_[c] = n;
         bias_[n] = true;
       }
@@ -314,6 +316,7 @@ class Lowering {
       if (In(g_.node(c).op_type, {"AveragePool", "MaxPool", "Conv"}) &&
           owner_[c] == kNoNode) {
         owner_[n] = c;
+        owner_[c] = c;
       }
     }
   }
@@ -332,6 +335,7 @@ class Lowering {
         if (owner_[c] != kNoNode) break;
         if ((step == 0 && op == "BatchNormalization") ||
             In(op, {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish"})) {
+          owner_[n] = n;
           owner_[c] = n;
           last = c;
         } else {

@@ -77,7 +77,8 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
 // per-operator-class GPU times of the profiled runs (half weight each), plus
 // a weak pull of every knob towards its starting value (a prior: keeps
 // knobs the data cannot see where physics put them).
-double Loss(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
+double Loss(bench::TruthModels& models,
+            const std::vector<bench::TruthRun>& runs,
             const estimator::DeviceSpec& device,
             const estimator::RuntimeCosts& costs,
             const std::vector<double>& prior, const std::vector<double>& now) {
@@ -102,7 +103,8 @@ double Loss(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs
   }
   double reg = 0;
   for (size_t i = 0; i < prior.size(); ++i) {
-    if (prior[i] > 0 && now[i] > 0) reg += std::pow(std::log(now[i] / prior[i]), 2);
+    if (prior[i] > 0 && now[i] > 0)
+      reg += std::pow(std::log(now[i] / prior[i]), 2);
   }
   return sum / n + 0.01 * reg;
 }

@@ -1,0 +1,211 @@
+// The runtime models (estimator/runtime.h): the caching allocator's rules,
+// the lowering of the zoo's graphs, properties every estimate must have,
+// and the error against the H100 measurements the constants were fitted on
+// (data/gpu-truth; a regression guard: held-out errors are in
+// docs/estimator.md).
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bench/estimator/gpu_truth.h"
+#include "estimator/caching_allocator.h"
+#include "estimator/device_catalog.h"
+#include "estimator/runtime.h"
+#include "estimator/runtime_internal.h"
+#include "graph/graph.h"
+
+namespace tessera::estimator {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+std::string Zoo(const std::string& name) {
+  return std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + name + ".onnx";
+}
+
+graph::Model Load(const std::string& name, int batch) {
+  graph::LoadOptions o;
+  o.batch = batch;
+  auto m = graph::LoadModel(Zoo(name), o);
+  EXPECT_TRUE(m.has_value()) << (m.has_value() ? "" : m.error().message);
+  return std::move(m).value();
+}
+
+const DeviceSpec& H100() {
+  static const DeviceCatalog catalog = DeviceCatalog::BuiltIn();
+  return *catalog.Find("h100-sxm");
+}
+
+RuntimeEstimate Estimate(const graph::Model& m, bool training, Amp amp,
+                         Attention attention = Attention::kAuto) {
+  RuntimeOptions o;
+  o.training = training;
+  o.amp = amp;
+  o.attention = attention;
+  const auto costs = CostAll(*m.graph);
+  auto e = EstimateRuntime(m, costs, H100(), o);
+  EXPECT_TRUE(e.has_value());
+  return std::move(e).value();
+}
+
+TEST(CachingAllocator, RoundsAndTakesSegmentsByPool) {
+  CachingAllocator a(AllocatorRules{});
+  const int64_t small = a.Allocate(100);  // 512 B from a 2 MiB segment
+  EXPECT_EQ(a.allocated(), 512);
+  EXPECT_EQ(a.reserved(), 2 * kMiB);
+  const int64_t mid = a.Allocate(3 * kMiB);  // a 20 MiB segment
+  EXPECT_EQ(a.reserved(), 22 * kMiB);
+  // Rounded to a 34 MiB segment; the 1 MiB left is too small to split off,
+  // so the block (and the allocated figure, as PyTorch counts it) is 34 MiB.
+  const int64_t big = a.Allocate(33 * kMiB + 1);
+  EXPECT_EQ(a.reserved(), 22 * kMiB + 34 * kMiB);
+  a.Free(small);
+  a.Free(mid);
+  a.Free(big);
+  EXPECT_EQ(a.allocated(), 0);
+  EXPECT_EQ(a.reserved(), 56 * kMiB);  // cached, never given back
+  EXPECT_EQ(a.peak_allocated(), 512 + 3 * kMiB + 34 * kMiB);
+}
+
+TEST(CachingAllocator, ReusesAndMergesFreedBlocks) {
+  CachingAllocator a(AllocatorRules{});
+  const int64_t x = a.Allocate(8 * kMiB);  // 20 MiB segment, split
+  const int64_t y = a.Allocate(8 * kMiB);  // the rest of it
+  EXPECT_EQ(a.reserved(), 20 * kMiB);
+  a.Free(x);
+  a.Free(y);
+  // Merged again: a 16 MiB request fits the same segment.
+  const int64_t z = a.Allocate(16 * kMiB);
+  EXPECT_EQ(a.reserved(), 20 * kMiB);
+  a.ResetPeaks();
+  EXPECT_EQ(a.peak_allocated(), 16 * kMiB);
+  a.Free(z);
+  a.Free(z);  // a second free of one handle changes nothing
+  EXPECT_EQ(a.allocated(), 0);
+}
+
+TEST(RuntimeLowering, DispatchesWhatPyTorchRuns) {
+  const graph::Model bert = Load("bert_base", 8);
+  RuntimeOptions o;
+  const auto costs = CostAll(*bert.graph);
+  const internal::Lowered low = internal::Lower(bert, costs, o);
+  int gelus = 0, copies = 0, linears_with_bias = 0, host = 0;
+  for (const internal::ROp& op : low.ops) {
+    if (op.exec == internal::Exec::kHost) ++host;
+    if (op.nodes.size() >= 4 && op.work == internal::Work::kElementwise)
+      ++gelus;
+    if (op.has_bias && op.work == internal::Work::kGemm) ++linears_with_bias;
+    for (const int64_t c : op.input_copy) copies += c > 0 ? 1 : 0;
+    if (op.exec == internal::Exec::kKernel && op.nodes.size() == 1 &&
+        bert.graph->node(op.nodes[0]).op_type == "Reshape")
+      ++copies;
+  }
+  EXPECT_EQ(gelus, 12);              // the erf decomposition, once per layer
+  EXPECT_EQ(linears_with_bias, 73);  // 72 in the layers, the pooler
+  EXPECT_EQ(copies, 48);             // q, k, v and the context, per layer
+  EXPECT_GT(host, 100);  // Shape, Gather, Unsqueeze, Concat of shapes
+}
+
+TEST(RuntimeLowering, FusesUnmaskedAttentionOnly) {
+  RuntimeOptions o;
+  auto fused = [&](const std::string& name) {
+    const graph::Model m = Load(name, 1);
+    const auto costs = CostAll(*m.graph);
+    int n = 0;
+    for (const auto& op : internal::Lower(m, costs, o).ops)
+      n += op.work == internal::Work::kAttention ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(fused("vit_b_16"), 12);  // nn.MultiheadAttention
+  EXPECT_EQ(fused("gpt2"), 0);       // masked by hand
+  EXPECT_EQ(fused("bert_base"), 0);
+}
+
+TEST(RuntimeEstimate, HoldsItsInvariants) {
+  for (const char* name : {"resnet50", "vit_b_16", "gpt2"}) {
+    SCOPED_TRACE(name);
+    const int batch = std::string(name) == "gpt2" ? 2 : 8;
+    const graph::Model m1 = Load(name, 1);
+    const graph::Model mb = Load(name, batch);
+    const auto inf1 = Estimate(m1, false, Amp::kNone);
+    const auto inf = Estimate(mb, false, Amp::kNone);
+    const auto train = Estimate(mb, true, Amp::kNone);
+    EXPECT_GE(inf.step_s, inf1.step_s);
+    EXPECT_GT(train.step_s, inf.step_s);
+    EXPECT_GT(train.live_peak_bytes, inf.live_peak_bytes);
+    for (const auto* e : {&inf1, &inf, &train}) {
+      EXPECT_GE(e->reserved_peak_bytes, e->live_peak_bytes);
+      EXPECT_GE(e->live_peak_bytes, e->weights);
+      EXPECT_GT(e->gpu_busy_fraction(), 0.0);
+      EXPECT_LE(e->gpu_busy_fraction(), 1.0 + 1e-9);
+      EXPECT_GE(e->step_s, e->host_s - 1e-12);
+    }
+    EXPECT_EQ(train.optimizer_state, 2 * train.gradients);  // Adam
+  }
+}
+
+TEST(RuntimeEstimate, AttentionAndPrecisionChangeMemoryTheRightWay) {
+  // GPT-2's score matrices (batch x 12 x 1024 x 1024) dominate what its
+  // unfused attention keeps; fused attention keeps none of them.
+  const graph::Model gpt2 = Load("gpt2", 2);
+  const auto fused = Estimate(gpt2, true, Amp::kNone, Attention::kFused);
+  const auto unfused = Estimate(gpt2, true, Amp::kNone, Attention::kUnfused);
+  const int64_t scores = int64_t{2} * 12 * 1024 * 1024 * 4 * 12;
+  EXPECT_GT(unfused.saved_activations - fused.saved_activations, scores / 2);
+  EXPECT_LT(fused.live_peak_bytes, unfused.live_peak_bytes);
+  const graph::Model resnet = Load("resnet50", 32);
+  EXPECT_LT(Estimate(resnet, true, Amp::kBf16).saved_activations,
+            Estimate(resnet, true, Amp::kNone).saved_activations);
+}
+
+TEST(RuntimeEstimate, TiedEmbeddingsCountOnce) {
+  // GPT-2's output projection is the input embedding, transposed: the
+  // export stores both, PyTorch holds one tensor.
+  const graph::Model gpt2 = Load("gpt2", 1);
+  const auto e = Estimate(gpt2, true, Amp::kNone);
+  EXPECT_LT(e.gradients, 130'000'000LL * 4);
+  EXPECT_GT(e.gradients, 120'000'000LL * 4);
+}
+
+TEST(RuntimeEstimate, RefusesWhatARuntimeCannotDo) {
+  const graph::Model m = Load("resnet50", 1);
+  const auto costs = CostAll(*m.graph);
+  RuntimeOptions o;
+  o.runtime = Runtime::kOnnxRuntime;
+  o.training = true;
+  auto e = EstimateRuntime(m, costs, H100(), o);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("inference only"), std::string::npos);
+  o.runtime = Runtime::kRoofline;
+  EXPECT_FALSE(EstimateRuntime(m, costs, H100(), o).has_value());
+  EXPECT_FALSE(ParseRuntime("tensorflow").has_value());
+  EXPECT_FALSE(ParseAmp("int4").has_value());
+}
+
+// The measured runs of data/gpu-truth, predicted with the shipped
+// constants: these are the runs they were fitted on, so this guards
+// against regressions (fitting is bench/estimator/gpu_truth_bench --fit).
+TEST(RuntimeTruth, FittedRunsStayWithinTheirErrors) {
+  const std::string dir = std::string(TESSERA_SOURCE_DIR);
+  auto runs =
+      bench::LoadTruth(dir + "/data/gpu-truth/h100_pytorch_eager.json", false);
+  ASSERT_TRUE(runs.has_value());
+  ASSERT_EQ(runs->size(), 36u);
+  bench::TruthModels models(dir + "/models/zoo");
+  std::map<std::string, std::vector<bench::Prediction>> by_precision;
+  for (const auto& r : *runs) {
+    auto p = bench::Predict(models, r, H100(), DefaultCosts(Runtime::kPyTorch));
+    ASSERT_TRUE(p.has_value()) << r.model;
+    by_precision[r.precision].push_back(*p);
+  }
+  const auto fp32 = bench::MeanErrors(by_precision["fp32"]);
+  const auto bf16 = bench::MeanErrors(by_precision["bf16"]);
+  EXPECT_LT(fp32.time, 0.20);
+  EXPECT_LT(fp32.memory, 0.20);
+  EXPECT_LT(bf16.time, 0.25);
+  EXPECT_LT(bf16.memory, 0.20);
+}
+
+}  // namespace
+}  // namespace tessera::estimator
