@@ -686,23 +686,23 @@ RuntimeCosts DefaultCosts(Runtime runtime) {
       // mode) by bench/estimator/gpu_truth_bench --fit; docs/estimator.md,
       // "Runtimes", has the table and the held-out errors.
       c.op_s = 43.7e-6;
-      c.view_s = 4.9e-6;
-      c.cast_s = 7.9e-6;
-      c.record_s = 8.6e-6;
+      c.view_s = 4.0e-6;
+      c.cast_s = 6.8e-6;
+      c.record_s = 11.1e-6;
       c.backward_op_s = 12e-6;
       c.optimizer_op_s = 2e-6;
       c.optimizer_fixed_s = 100e-6;
       c.step_fixed_s = 52e-6;
       c.kernel_s = 1.9e-6;
-      c.backward_gemm = 2.31;
-      c.backward_conv = 3.34;
-      c.backward_spatial_conv = 1.55;
-      c.backward_depthwise = 2.70;
+      c.backward_gemm = 1.93;
+      c.backward_conv = 3.24;
+      c.backward_spatial_conv = 1.44;
+      c.backward_depthwise = 3.89;
       c.backward_memory = 3.04;
-      c.optimizer_tensor_gpu_s = 6.4e-6;
+      c.optimizer_tensor_gpu_s = 6.7e-6;
       c.adam_traffic = 22.2;
       c.blas_workspace_bytes = int64_t{32} << 20;
-      c.conv_workspace_fraction = 2.36;
+      c.conv_workspace_fraction = 2.55;
       return c;
     case Runtime::kOnnxRuntime:
       c.op_s = 6e-6;
@@ -742,16 +742,16 @@ EfficiencySurface SurfaceFor(const DeviceSpec& device) {
   // Fitted with the costs above (H100 SXM, PyTorch 2.11, cuDNN 9.19); the
   // device's own surface (tessera calibrate) replaces it.
   set(s.cuda_cores, KernelKind::kGemm, 0.833, 2.47e9);
-  set(s.cuda_cores, KernelKind::kConv, 0.667, 1.44e9);
-  set(s.cuda_cores, KernelKind::kSpatialConv, 0.777, 3.50e9);
-  set(s.cuda_cores, KernelKind::kDepthwiseConv, 0.102, 9.7e7);
-  set(s.tensor_cores, KernelKind::kGemm, 0.607, 2e10);
+  set(s.cuda_cores, KernelKind::kConv, 0.667, 1.2e9);
+  set(s.cuda_cores, KernelKind::kSpatialConv, 0.777, 3.67e9);
+  set(s.cuda_cores, KernelKind::kDepthwiseConv, 0.099, 1.0e8);
+  set(s.tensor_cores, KernelKind::kGemm, 0.91, 2e10);
   set(s.tensor_cores, KernelKind::kConv, 0.375, 2e10);
   set(s.tensor_cores, KernelKind::kSpatialConv, 0.45, 1.73e10);
-  set(s.tensor_cores, KernelKind::kDepthwiseConv, 0.102, 9.7e7);
+  set(s.tensor_cores, KernelKind::kDepthwiseConv, 0.099, 1.0e8);
   s.elementwise_bandwidth = 0.533;
   s.normalization_bandwidth = 0.648;
-  s.reduction_bandwidth = 0.629;
+  s.reduction_bandwidth = 0.582;
   s.data_movement_bandwidth = 0.637;
   return s;
 }
