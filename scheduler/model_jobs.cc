@@ -193,6 +193,14 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
   SizedModel sized;
   sized.peak_bytes =
       std::max(profile->runtime->reserved_peak_bytes, profile->memory.total());
+  const int64_t roofline =
+      estimator::EstimateMemory(*model.graph, estimator::CostAll(*model.graph),
+                                model.weights, {request.train})
+          .total();
+  if (roofline > 0) {
+    sized.plan_scale = static_cast<double>(sized.peak_bytes) /
+                       static_cast<double>(roofline);
+  }
   sized.training = request.train;
   sized.model = std::make_shared<const graph::Model>(std::move(model));
   return sized;
@@ -256,8 +264,10 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
       const int64_t mib = state.free_memory_mib(g);
       if (milli < kMinSliverMilli || mib <= 0 || state.exclusive(g)) continue;
       // Headroom comes off the sliver: the plan's peak must fit in it.
-      const auto usable =
-          static_cast<int64_t>(static_cast<double>(mib) / (1.0 + headroom));
+      // The placer sizes parts with its own memory model: give it the
+      // sliver in those terms (SizedModel::plan_scale).
+      const auto usable = static_cast<int64_t>(
+          static_cast<double>(mib) / (1.0 + headroom) / sized.plan_scale);
       gpus += "      - {kind: " + topo.gpus[g].kind +
               ", memory_free: " + std::to_string(usable) +
               "MiB, compute_share: " + std::to_string(milli / 1000.0) + "}\n";
@@ -286,7 +296,8 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
     share.milli = state.free_milli(slivers[d]);
     share.memory_mib =
         std::min(state.free_memory_mib(slivers[d]),
-                 ToMiB(static_cast<double>(s.peak_bytes) * (1.0 + headroom)));
+                 ToMiB(static_cast<double>(s.peak_bytes) * sized.plan_scale *
+                       (1.0 + headroom)));
     gang.allocation.gpus.push_back(share);
   }
   gang.allocation.node = topo.gpus[gang.allocation.gpus.front().gpu].node;

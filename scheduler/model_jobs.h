@@ -35,6 +35,10 @@ struct SizedModel {
   // What one GPU must hold: the PyTorch runtime model's reserved peak
   // (docs/estimator.md, "Runtimes").
   int64_t peak_bytes = 0;
+  // peak_bytes / what the placer's memory model (the operator roofline's)
+  // says one GPU needs: a split's parts are scaled by it, so that a split
+  // and a whole GPU are sized by the same runtime model.
+  double plan_scale = 1.0;
   bool training = false;
 };
 
