@@ -201,11 +201,22 @@ class Estimator {
     }
     e.forward_s = k.busy;
     if (o_.training) {
-      // The loss (mean) and its backward seed.
+      // The loss (`.float().mean()`) and its backward seed: the mean reads
+      // the output (in fp32: a cast first when it is not), its backward
+      // writes an fp32 gradient of the output's shape (cast back).
       k.Dispatch(2 * c_.op_s);
-      k.Kernel(kernel_s_);
-      k.Kernel(kernel_s_);
       const double before = k.busy;
+      for (const TensorId t : model_.graph->outputs()) {
+        const auto bytes = static_cast<double>(low_.tensors[t].bytes);
+        const double fp32 = low_.tensors[t].half ? 2 * bytes : bytes;
+        if (low_.tensors[t].half) {
+          k.Dispatch(c_.cast_s);
+          k.Kernel(kernel_s_ + MemorySeconds(bytes + fp32, Work::kElementwise));
+          k.Kernel(kernel_s_ + MemorySeconds(bytes + fp32, Work::kElementwise));
+        }
+        k.Kernel(kernel_s_ + MemorySeconds(fp32, Work::kReduction));
+        k.Kernel(kernel_s_ + MemorySeconds(fp32, Work::kElementwise));
+      }
       std::unordered_map<TensorId, int> contributions;
       for (auto it = low_.ops.rbegin(); it != low_.ops.rend(); ++it) {
         const ROp& op = *it;
@@ -526,10 +537,20 @@ class Estimator {
   void Backward(Mem& m, std::vector<std::vector<int64_t>>& held, bool* apis,
                 Workspace&& workspace, std::vector<int64_t>& grads) {
     const graph::OpGraph& g = *model_.graph;
-    // The loss: mean of the (fp32) outputs; its gradient seeds backward.
+    // The loss: `.float().mean()` of the outputs. A low-precision output is
+    // copied to fp32 first; mean's backward materializes an fp32 gradient of
+    // the output's shape, cast back for a low-precision output.
     std::unordered_map<TensorId, int64_t> grad_of;  // tensor -> buffer
     for (const TensorId t : g.outputs()) {
-      grad_of[t] = m.New(low_.tensors[t].bytes);
+      const int64_t bytes = low_.tensors[t].bytes;
+      if (low_.tensors[t].half) {
+        m.Drop(m.New(2 * bytes));  // the fp32 copy the mean reads
+        const int64_t fp32_grad = m.New(2 * bytes);
+        grad_of[t] = m.New(bytes);
+        m.Drop(fp32_grad);
+      } else {
+        grad_of[t] = m.New(bytes);
+      }
       const int64_t b = m.buffer_of[t];
       if (b > 0) {
         m.pinned[b] = false;

@@ -183,6 +183,32 @@ TEST(RuntimeEstimate, RefusesWhatARuntimeCannotDo) {
   EXPECT_FALSE(ParseAmp("int4").has_value());
 }
 
+TEST(RuntimeEstimate, OnnxRuntimeFoldsBatchNormAndActivations) {
+  const graph::Model m = Load("resnet50", 1);
+  const auto costs = CostAll(*m.graph);
+  RuntimeOptions o;
+  const auto eager = EstimateRuntime(m, costs, H100(), o);
+  o.runtime = Runtime::kOnnxRuntime;
+  o.costs = DefaultCosts(Runtime::kOnnxRuntime);
+  const auto ort = EstimateRuntime(m, costs, H100(), o);
+  ASSERT_TRUE(eager.has_value() && ort.has_value());
+  // 53 convolutions absorb 53 batch norms and the 33 ReLUs right after
+  // them (the other 16 follow a residual add).
+  EXPECT_EQ(eager->kernels - ort->kernels, 53 + 33);
+  EXPECT_LT(ort->step_s, eager->step_s);  // less host time per node
+}
+
+// A low-precision output is copied to fp32 for the loss, and its gradient
+// is materialized in fp32 first: GPT-2's logits (batch x 1024 x 50257)
+// make that the peak.
+TEST(RuntimeEstimate, TheLossOfALowPrecisionOutputCostsAnFp32Copy) {
+  const graph::Model m = Load("gpt2", 2);
+  const auto bf16 = Estimate(m, true, Amp::kBf16);
+  const int64_t logits = int64_t{2} * 1024 * 50257;
+  EXPECT_GT(bf16.live_peak_bytes, bf16.weights + bf16.optimizer_state +
+                                      bf16.saved_activations + 4 * logits);
+}
+
 // The measured runs of data/gpu-truth, predicted with the shipped
 // constants: these are the runs they were fitted on, so this guards
 // against regressions (fitting is bench/estimator/gpu_truth_bench --fit).
