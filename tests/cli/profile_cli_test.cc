@@ -54,6 +54,52 @@ TEST_F(ProfileCli, JsonHasTheDocumentedKeysAndEveryOperator) {
   }
 }
 
+TEST_F(ProfileCli, RuntimePyTorchReportsTheAllocatorAndTheHost) {
+  const RunResult r = Run("profile " + kResNet +
+                          " --device h100-sxm --runtime pytorch --batch 32 "
+                          "--train --amp bf16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& t = j["totals"];
+  EXPECT_GE(t["reserved_peak_bytes"].get<int64_t>(),
+            t["peak_memory_bytes"].get<int64_t>());
+  EXPECT_GT(t["reserve_bytes"].get<int64_t>(),
+            t["reserved_peak_bytes"].get<int64_t>());
+  const auto& rt = j["runtime"];
+  EXPECT_EQ(rt["name"], "pytorch");
+  EXPECT_EQ(rt["amp"], "bf16");
+  EXPECT_NEAR(rt["step_ms"].get<double>(), t["time_ms"].get<double>(), 1e-9);
+  EXPECT_GT(rt["gpu_busy_fraction"].get<double>(), 0.5);  // batch 32
+  EXPECT_GT(rt["kernels"].get<int>(), rt["dispatched_ops"].get<int>());
+  // The table names the allocator's figures.
+  const RunResult table =
+      Run("profile " + kResNet + " --device h100-sxm --runtime pytorch");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("reserved peak"));
+  EXPECT_THAT(table.out, HasSubstr("runtime pytorch"));
+}
+
+TEST_F(ProfileCli, RuntimeOptionsThatContradictAreRefused) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"--runtime tensorflow", "--runtime 'tensorflow'"},
+      {"--amp bf16", "add --runtime pytorch"},
+      {"--tf32", "add --runtime pytorch"},
+      {"--runtime pytorch --amp int4", "--amp 'int4'"},
+      {"--runtime pytorch --amp bf16 --dtype bf16", "give one"},
+      {"--runtime pytorch --attention flash2", "--attention 'flash2'"},
+      {"--runtime onnxruntime --train", "inference only"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r =
+        Run("profile " + kResNet + " --device h100-sxm " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.says)) << c.args;
+  }
+}
+
 TEST_F(ProfileCli, TrainingInHalfPrecision) {
   const RunResult r = Run("profile " + kResNet +
                           " --device h100-sxm --batch 8 --train --dtype bf16 "
