@@ -12,7 +12,10 @@ SUBMIT=build/bench/scheduler/scheduler_submit_bench
 REPLAY=build/bench/scheduler/scheduler_replay_bench
 SLOW_LAUNCH=build/bench/service/service_slow_launch_bench
 SLOW=build/bench/server/server_slow_clients_bench
-for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY" "$SLOW" "$SLOW_LAUNCH"; do
+# The estimator against an H100 (data/gpu-truth): error table; the full run
+# also refits the PyTorch runtime's constants and reports held-out errors.
+TRUTH=build/bench/estimator/gpu_truth_bench
+for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY" "$SLOW" "$SLOW_LAUNCH" "$TRUTH"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done
 smoke=false
@@ -41,10 +44,13 @@ if $smoke; then
   "$REPLAY" --seeds 1 --traces default --policies fgd,tessera
   "$SLOW" --slow 20 --samples 5 --seconds 1
   "$SLOW_LAUNCH" --launch-s 1 --seconds 2
+  "$TRUTH" | tail -14
 else
   "$DECISION"
   "$SUBMIT" --clients 8 --seconds 5
   "$REPLAY" --seeds 10
   "$SLOW"
   "$SLOW_LAUNCH" --launch-s 8 --seconds 20
+  "$TRUTH"
+  "$TRUTH" --holdout
 fi
