@@ -401,7 +401,7 @@ class Estimator {
       }
     }
     e.gradients = o_.training ? low_.param_bytes : 0;
-    e.optimizer_state = OptimizerStates() * low_.param_bytes;
+    e.optimizer_state = o_.training ? OptimizerStates() * low_.param_bytes : 0;
     e.live_peak_bytes = m.alloc.peak_allocated();
     e.reserved_peak_bytes = m.alloc.peak_reserved();
   }

@@ -63,6 +63,7 @@ TEST_F(ProfileCli, RuntimePyTorchReportsTheAllocatorAndTheHost) {
   const auto& t = j["totals"];
   EXPECT_GE(t["reserved_peak_bytes"].get<int64_t>(),
             t["peak_memory_bytes"].get<int64_t>());
+  EXPECT_EQ(t["peak_memory_bytes"], j["runtime"]["live_peak_bytes"]);
   EXPECT_GT(t["reserve_bytes"].get<int64_t>(),
             t["reserved_peak_bytes"].get<int64_t>());
   const auto& rt = j["runtime"];

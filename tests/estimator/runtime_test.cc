@@ -142,6 +142,8 @@ TEST(RuntimeEstimate, HoldsItsInvariants) {
       EXPECT_GE(e->step_s, e->host_s - 1e-12);
     }
     EXPECT_EQ(train.optimizer_state, 2 * train.gradients);  // Adam
+    EXPECT_EQ(inf.optimizer_state, 0);
+    EXPECT_EQ(inf.gradients, 0);
   }
 }
 
