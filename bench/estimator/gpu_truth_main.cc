@@ -152,6 +152,23 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
   }
 }
 
+// "batch1", "batchN" or "train": the three modes.
+std::string Mode(const bench::TruthRun& r) {
+  return r.train ? "train" : (r.batch == 1 ? "batch1" : "batchN");
+}
+
+// The mean errors of every group, one line each.
+void PrintGroups(
+    const std::map<std::string, std::vector<bench::Prediction>>& groups) {
+  std::printf("%-20s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
+              "reserved");
+  for (const auto& [name, list] : groups) {
+    const auto e = bench::MeanErrors(list);
+    std::printf("%-20s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
+                100 * e.time, 100 * e.memory, 100 * e.reserved);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,8 +212,7 @@ int main(int argc, char** argv) {
       for (const auto& r : test) {
         auto p = bench::Predict(models, r, d, c);
         if (!p) return 1;
-        const std::string mode =
-            r.train ? "train" : (r.batch == 1 ? "batch1" : "batchN");
+        const std::string mode = Mode(r);
         held[r.precision + " " + mode].push_back(*p);
         held[r.precision].push_back(*p);
         held["all"].push_back(*p);
@@ -205,13 +221,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "held out %s\n", out.c_str());
     }
     std::printf("leave-one-model-out (fitted on the other models)\n");
-    std::printf("%-20s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
-                "reserved");
-    for (const auto& [name, list] : held) {
-      const auto e = bench::MeanErrors(list);
-      std::printf("%-20s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
-                  100 * e.time, 100 * e.memory, 100 * e.reserved);
-    }
+    PrintGroups(held);
     return 0;
   }
   if (fit) {
@@ -241,24 +251,13 @@ int main(int argc, char** argv) {
         r.allocated / mib, p->allocated / mib,
         100 * (static_cast<double>(p->allocated) / r.allocated - 1),
         r.reserved / mib, p->reserved / mib, p->busy);
-    if (std::getenv("TESSERA_TRUTH_DEBUG"))
-      std::printf("    weights %.0f saved %.0f workspace %.0f MiB\n",
-                  p->weights / mib, p->saved / mib, p->workspace / mib);
-    const std::string mode =
-        r.train ? "train" : (r.batch == 1 ? "batch1" : "batchN");
+    const std::string mode = Mode(r);
     groups[r.precision + " " + mode].push_back(*p);
     groups[r.precision].push_back(*p);
     all.push_back(*p);
   }
-  std::printf("\n%-14s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
-              "reserved");
-  for (const auto& [name, list] : groups) {
-    const auto e = bench::MeanErrors(list);
-    std::printf("%-14s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
-                100 * e.time, 100 * e.memory, 100 * e.reserved);
-  }
-  const auto e = bench::MeanErrors(all);
-  std::printf("%-14s %4d %7.1f%% %7.1f%% %8.1f%%\n", "all", e.n, 100 * e.time,
-              100 * e.memory, 100 * e.reserved);
+  std::printf("\n");
+  groups["all"] = all;
+  PrintGroups(groups);
   return 0;
 }
