@@ -198,8 +198,8 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
                                 model.weights, {request.train})
           .total();
   if (roofline > 0) {
-    sized.plan_scale = static_cast<double>(sized.peak_bytes) /
-                       static_cast<double>(roofline);
+    sized.plan_scale =
+        static_cast<double>(sized.peak_bytes) / static_cast<double>(roofline);
   }
   sized.training = request.train;
   sized.model = std::make_shared<const graph::Model>(std::move(model));
@@ -294,10 +294,9 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
     GpuShare share;
     share.gpu = slivers[d];
     share.milli = state.free_milli(slivers[d]);
-    share.memory_mib =
-        std::min(state.free_memory_mib(slivers[d]),
-                 ToMiB(static_cast<double>(s.peak_bytes) * sized.plan_scale *
-                       (1.0 + headroom)));
+    share.memory_mib = std::min(state.free_memory_mib(slivers[d]),
+                                ToMiB(static_cast<double>(s.peak_bytes) *
+                                      sized.plan_scale * (1.0 + headroom)));
     gang.allocation.gpus.push_back(share);
   }
   gang.allocation.node = topo.gpus[gang.allocation.gpus.front().gpu].node;

@@ -188,15 +188,15 @@ TEST_F(ServeOnSlurm, TwoFractionalJobsShareOneGpu) {
 }
 
 TEST_F(ServeOnSlurm, ASplitModelRunsAsAHeterogeneousJobOnBothNodes) {
-  // ResNet-50 at batch 1 reserves ~360 MiB under the PyTorch runtime
-  // model (caching-allocator segments and cuBLAS's workspace included): no
-  // node's GPUs hold it alone (n1: 4 x 100 MiB, n2: 200 MiB), both together
-  // do.
+  // ResNet-50 at batch 1 reserves ~190 MiB under the PyTorch runtime
+  // model (caching-allocator segments and cuBLAS's workspace included, plus
+  // headroom): no node's GPUs hold it alone (n1: 2 x 80 MiB, n2: 150 MiB),
+  // both together do.
   WriteConfig(
       "  - {name: n1, cpu_milli: 16000, memory: 16000MiB, gpus: [{kind: "
-      "a100-80gb, count: 4, memory: 100MiB}]}\n"
+      "a100-80gb, count: 2, memory: 80MiB}]}\n"
       "  - {name: n2, cpu_milli: 16000, memory: 16000MiB, gpus: [{kind: "
-      "a100-80gb, count: 1, memory: 200MiB}]}\n",
+      "a100-80gb, count: 1, memory: 150MiB}]}\n",
       "gpu");
   StartServer();
   const int64_t id = Submit(
