@@ -37,9 +37,10 @@ inline constexpr double kTimesliceCost = 1.169;
 // step (1 would be time-slicing without the switches; the rest overlaps).
 inline constexpr double kMpsOverlapCost = 0.871;
 
-// A training job's GPU busy fraction until the estimator supplies one per
-// job: ResNet-50 and BERT-base training at batch 32 on the H100 keep the
-// GPU busy 93% and 95% of their step (h100_pytorch_eager.json's profiles).
+// A training job's GPU busy fraction where the estimator gives none
+// (RuntimeEstimate::gpu_busy_fraction does): ResNet-50 and BERT-base
+// training at batch 32 on the H100 keep the GPU busy 93% and 95% of their
+// step (h100_pytorch_eager.json's profiles).
 inline constexpr double kTrainingBusyFraction = 0.94;
 
 // A job's step time when `k` jobs share its GPU, over its step time alone:

@@ -28,14 +28,24 @@ std::optional<double> ParseNumber(std::string_view text) {
   return v;
 }
 
-// The training step of `sized` alone on one whole GPU of `spec`.
-Result<double> StepSeconds(const SizedModel& sized,
-                           const estimator::DeviceSpec& spec) {
+// The training step of `sized` alone on one whole GPU of `spec`, priced
+// by the roofline time model as the placer prices splits (SplitCache's
+// speed is a ratio of the two), and the fraction of its step the GPU is
+// busy, from the PyTorch runtime model (as the queue sizes the job).
+struct Step {
+  double seconds = 0;
+  double busy_fraction = 0;
+};
+Result<Step> StepOf(const SizedModel& sized,
+                    const estimator::DeviceSpec& spec) {
   estimator::ProfileOptions options;
   options.training = sized.training;
-  auto profile = estimator::ProfileModel(*sized.model, spec, options);
-  if (!profile) return profile.error();
-  return profile->seconds;
+  auto roofline = estimator::ProfileModel(*sized.model, spec, options);
+  if (!roofline) return roofline.error();
+  options.runtime.runtime = estimator::Runtime::kPyTorch;
+  auto runtime = estimator::ProfileModel(*sized.model, spec, options);
+  if (!runtime) return runtime.error();
+  return Step{roofline->seconds, runtime->runtime->gpu_busy_fraction()};
 }
 
 Result<ModelJobKind> SizeKind(const std::string& path, int batch,
@@ -49,7 +59,7 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   const auto catalog = estimator::DeviceCatalog::BuiltIn();
   const estimator::DeviceSpec* spec = catalog.Find(kind);
   if (!spec) return Internal("GPU kind '" + kind + "' is not in the catalog");
-  auto step = StepSeconds(*sized, *spec);
+  auto step = StepOf(*sized, *spec);
   if (!step) return step.error().WithContext("--models: " + path);
   ModelJobKind k;
   k.path = path;
@@ -58,7 +68,8 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   k.batch = batch;
   k.demand_mib = ModelDemand(*sized, headroom).gpu_memory_mib;
   k.sized = std::move(sized).value();
-  k.step_s = *step;
+  k.step_s = step->seconds;
+  k.busy_fraction = step->busy_fraction;
   return k;
 }
 

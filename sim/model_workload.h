@@ -54,8 +54,9 @@ struct ModelJobKind {
   int64_t demand_mib = 0;  // need x (1 + headroom): ModelDemand
   double step_s = 0;       // the estimator's training step on one whole GPU
   // The fraction of its step alone the GPU is busy, which sets how much
-  // sharing slows it (estimator::CoLocationSlowdown); the measured mean of
-  // training jobs until the estimator supplies one per model.
+  // sharing slows it (estimator::CoLocationSlowdown): the PyTorch runtime
+  // model's (SizeModelJobKinds); by default the measured mean of training
+  // jobs.
   double busy_fraction = estimator::kTrainingBusyFraction;
 };
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "estimator/estimator.h"
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
@@ -426,6 +427,23 @@ const std::vector<ModelJobKind>& Gpt2() {
     return k ? *k : std::vector<ModelJobKind>{};
   }();
   return kinds;
+}
+
+// A kind's busy fraction is the PyTorch runtime model's, for the same
+// training step on the same GPU kind.
+TEST(ModelWorkload, KindsCarryTheRuntimeModelsBusyFraction) {
+  ASSERT_EQ(Gpt2().size(), 1u);
+  const ModelJobKind& gpt2 = Gpt2().front();
+  const auto catalog = estimator::DeviceCatalog::BuiltIn();
+  estimator::ProfileOptions options;
+  options.training = true;
+  options.runtime.runtime = estimator::Runtime::kPyTorch;
+  auto p = estimator::ProfileModel(*gpt2.sized.model,
+                                   *catalog.Find("a100-80gb"), options);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_DOUBLE_EQ(gpt2.busy_fraction, p->runtime->gpu_busy_fraction());
+  EXPECT_GT(gpt2.busy_fraction, 0);
+  EXPECT_LE(gpt2.busy_fraction, 1);
 }
 
 // Two A100s, each holding 70% of GPT-2's demand.
