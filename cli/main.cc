@@ -320,7 +320,8 @@ Examples:
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \
                    --queue-policy all --cluster-fraction 0.02 --plot util.svg
   tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
-                   --duration lognormal:7.0,1.0 --interference-sweep 0,0.25,0.5,1
+                   --duration lognormal:7.0,1.0 --sharing mps
+  tessera simulate --mode models --interference-sweep 0,0.25,0.5,1
 
 Modes: snapshot (default) replays the ATC'23 experiment: pods arrive in a
 seeded shuffle of the list, then drawn with replacement, until their GPU
@@ -330,7 +331,9 @@ reach 80, 90, 100, 110 and 120% of capacity. timed: pods arrive at their
 creation_time, leave after their duration and wait in a queue policy
 (fifo, backfill, priority, fair-share). models: training jobs from the model
 zoo arriving as a Poisson process under three admissions (whole GPUs,
-fractions, fractions plus splitting).
+fractions, fractions plus splitting); co-located jobs slow each other as
+measured on an H100 (--sharing timeslice or mps), or by a linear law
+(--interference).
 Policies are the queue service's scorers (`scorer:` in the serve config):
 random, best-fit, dot-product, gpu-packing, gpu-clustering, fgd (the
 published ones), tessera (ours), worst-fit, first-fit; all = the first
@@ -417,13 +420,16 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "models: training batch sizes drawn from")
       ->type_name("B,B,...")
       ->delimiter(',');
+  cmd->add_option("--sharing", args.sharing,
+                  "models: how jobs share a GPU, for the co-location "
+                  "slowdown measured on an H100: timeslice (default) or mps")
+      ->type_name("MODE");
   cmd->add_option("--interference", args.interference,
-                  "models: slowdown per extra job sharing a GPU (time x "
-                  "(1 + F (k - 1)))")
-      ->type_name("F")
-      ->capture_default_str();
+                  "models: instead of the measured slowdown, a linear law: "
+                  "time x (1 + F (k - 1)) with k jobs on a GPU")
+      ->type_name("F");
   cmd->add_option("--interference-sweep", args.interference_sweep,
-                  "models: several factors, compared side by side")
+                  "models: several linear factors, compared side by side")
       ->type_name("F,F,...")
       ->delimiter(',');
 }

@@ -5,6 +5,7 @@
 // the queue's own admission and policy code and reports what each
 // placement policy does to the cluster (docs/simulate.md).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,12 @@ struct SimulateArgs {
   double arrival_per_hour = 30;     // Poisson rate
   std::string duration = "lognormal:7.0,1.0";  // seconds: DIST:PARAMS
   std::vector<int> batches = {8, 16, 32};
-  double interference = 0.0;  // slowdown per extra job sharing a GPU
+  // How co-located jobs slow each other: the law measured on an H100
+  // under --sharing (timeslice, the default, or mps), unless
+  // --interference A (or a sweep of A) replaces it with the linear law
+  // time x (1 + A (k - 1)).
+  std::optional<std::string> sharing;
+  std::optional<double> interference;
   std::vector<double> interference_sweep;  // each value, side by side
   std::string pool;  // models: the config's pool the jobs go to ("": first)
 };

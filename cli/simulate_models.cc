@@ -1,6 +1,7 @@
 // `tessera simulate --mode models`: model jobs from the zoo on a serve
 // config's cluster under three admissions (whole GPUs, fractions, fractions
-// plus splitting), for one or several interference factors.
+// plus splitting), under the co-location slowdown measured on an H100 or
+// one or several linear interference factors.
 // sim/model_workload.h does the work and sim/model_analysis.h sums it up; this
 // file prints (docs/simulate_models.md).
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "cli/simulate.h"
 #include "cli/svg_chart.h"
 #include "common/strings.h"
+#include "estimator/interference.h"
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
 #include "server/serve_config.h"
@@ -28,6 +30,7 @@ namespace fs = std::filesystem;
 using scheduler::Admission;
 using scheduler::Crossover;
 using scheduler::FindSummary;
+using scheduler::InterferenceLaw;
 using scheduler::ModelJobKind;
 using scheduler::ModelSimResult;
 using scheduler::ModelSummary;
@@ -45,7 +48,7 @@ struct Setup {
   double headroom = 0;
   scheduler::DurationDistribution duration;
   std::vector<std::string> models;
-  std::vector<double> alphas;
+  std::vector<InterferenceLaw> laws;  // several: a sweep of linear laws
 };
 
 Result<std::vector<std::string>> ModelFiles(const SimulateArgs& args) {
@@ -77,8 +80,18 @@ Status CheckArgs(const SimulateArgs& args) {
     return BadInput("--arrival-rate: must be > 0 jobs per hour");
   }
   if (args.seeds < 1) return BadInput("--seeds: must be at least 1");
-  if (!(args.interference >= 0)) {
+  if (args.interference && !(*args.interference >= 0)) {
     return BadInput("--interference: must be >= 0");
+  }
+  if (args.sharing) {
+    if (auto s = estimator::ParseGpuSharing(*args.sharing); !s) {
+      return s.error();
+    }
+    if (args.interference || !args.interference_sweep.empty()) {
+      return BadInput(
+          "--sharing: applies to the measured co-location slowdown, which "
+          "--interference and --interference-sweep replace");
+    }
   }
   for (const double a : args.interference_sweep) {
     if (!(a >= 0)) {
@@ -125,26 +138,48 @@ Result<Setup> Prepare(const SimulateArgs& args) {
   auto models = ModelFiles(args);
   if (!models) return models.error();
   s.models = std::move(models).value();
-  s.alphas = args.interference_sweep.empty()
-                 ? std::vector<double>{args.interference}
-                 : args.interference_sweep;
-  std::sort(s.alphas.begin(), s.alphas.end());
-  s.alphas.erase(std::unique(s.alphas.begin(), s.alphas.end()), s.alphas.end());
+  std::vector<double> alphas = args.interference_sweep;
+  if (alphas.empty() && args.interference) alphas = {*args.interference};
+  std::sort(alphas.begin(), alphas.end());
+  alphas.erase(std::unique(alphas.begin(), alphas.end()), alphas.end());
+  for (const double a : alphas) s.laws.push_back(InterferenceLaw::Linear(a));
+  if (s.laws.empty()) {
+    s.laws.push_back(InterferenceLaw::Measured(
+        *estimator::ParseGpuSharing(args.sharing.value_or("timeslice"))));
+  }
   return s;
 }
 
+// The law as the text output names it: the measured one with its formula.
+std::string LawText(const InterferenceLaw& law) {
+  if (law.alpha) return "alpha = " + Fixed(*law.alpha, 2);
+  const bool mps = law.sharing == estimator::GpuSharing::kMps;
+  return "measured on an H100, " +
+         std::string(estimator::GpuSharingName(law.sharing)) +
+         " (k jobs on a GPU: step x " +
+         (mps ? "(1 + " + Fixed(estimator::kMpsOverlapCost, 3) + " (k - 1) u)"
+              : "(1 + u (" + Fixed(estimator::kTimesliceCost, 3) + " k - 1))") +
+         ", u: GPU busy)";
+}
+
 std::string Conclusion(const std::vector<Summary>& all, Admission a,
-                       const std::vector<double>& alphas) {
-  auto ratio = [&](double alpha) {
-    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
-    return whole > 0 ? FindSummary(all, a, alpha).jct_common / whole : 1.0;
+                       const std::vector<InterferenceLaw>& laws) {
+  auto ratio = [&](const InterferenceLaw& law) {
+    const double whole = FindSummary(all, Admission::kWhole, law).jct_common;
+    return whole > 0 ? FindSummary(all, a, law).jct_common / whole : 1.0;
   };
   const std::string name(AdmissionName(a));
-  const double first = ratio(alphas.front()), last = ratio(alphas.back());
-  const std::string range = Fixed(first, 2) + "x at alpha " +
-                            Fixed(alphas.front(), 2) + ", " + Fixed(last, 2) +
-                            "x at " + Fixed(alphas.back(), 2);
-  if (auto x = Crossover(all, a, alphas)) {
+  const double first = ratio(laws.front()), last = ratio(laws.back());
+  if (!laws.front().alpha) {
+    return name + (first < 1 ? " beats" : " does not beat") +
+           " whole GPUs on mean JCT under the " +
+           scheduler::InterferenceName(laws.front()) + " slowdown (" +
+           Fixed(first, 2) + "x)";
+  }
+  const std::string range =
+      Fixed(first, 2) + "x at alpha " + Fixed(*laws.front().alpha, 2) + ", " +
+      Fixed(last, 2) + "x at " + Fixed(*laws.back().alpha, 2);
+  if (auto x = Crossover(all, a, laws)) {
     return name + (first < 1 ? " beats" : " trails") +
            " whole GPUs on mean JCT up to alpha ~ " + Fixed(*x, 2) +
            (first < 1 ? " and loses" : " and wins") + " beyond (" + range + ")";
@@ -163,6 +198,7 @@ nlohmann::ordered_json KindsJson(const Setup& s,
          {"batch", k.batch},
          {"memory_mib", k.demand_mib},
          {"step_ms", k.step_s * 1e3},
+         {"gpu_busy_fraction", k.busy_fraction},
          {"fraction_milli",
           scheduler::FractionDemand(k, s.gpu.memory_mib).gpu_milli},
          {"whole_gpus", scheduler::WholeDemand(k, s.gpu.memory_mib).gpus}});
@@ -182,10 +218,16 @@ nlohmann::ordered_json ModelsJson(const SimulateArgs& args, const Setup& s,
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const Summary& x : all) {
     const double whole =
-        FindSummary(all, Admission::kWhole, x.alpha).jct_common;
+        FindSummary(all, Admission::kWhole, x.interference).jct_common;
+    const InterferenceLaw& law = x.interference;
     results.push_back(
         {{"admission", std::string(AdmissionName(x.admission))},
-         {"interference", x.alpha},
+         {"interference", law.alpha ? nlohmann::ordered_json(*law.alpha)
+                                    : nlohmann::ordered_json(nullptr)},
+         {"interference_law", law.alpha ? "linear" : "measured"},
+         {"sharing", law.alpha ? nlohmann::ordered_json(nullptr)
+                               : nlohmann::ordered_json(std::string(
+                                     estimator::GpuSharingName(law.sharing)))},
          {"mean_jct_s", x.jct},
          {"mean_jct_range_s", {x.jct_min, x.jct_max}},
          {"mean_jct_common_s", x.jct_common},
@@ -208,12 +250,12 @@ nlohmann::ordered_json ModelsJson(const SimulateArgs& args, const Setup& s,
   }
   nlohmann::ordered_json comparison = nlohmann::ordered_json::array();
   for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
-    const auto x = Crossover(all, a, s.alphas);
+    const auto x = Crossover(all, a, s.laws);
     comparison.push_back(
         {{"admission", std::string(AdmissionName(a))},
          {"crossover_interference",
           x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr)},
-         {"summary", Conclusion(all, a, s.alphas)}});
+         {"summary", Conclusion(all, a, s.laws)}});
   }
   return {
       {"mode", "models"},
@@ -247,30 +289,31 @@ nlohmann::ordered_json ModelsJson(const SimulateArgs& args, const Setup& s,
 void PrintKinds(const Setup& s, const std::vector<ModelJobKind>& kinds) {
   std::cout << "Job kinds (training, sized on " << s.gpu.kind << ", need x "
             << Fixed(1 + s.headroom, 2) << "):\n";
-  TextTable t({"kind", "memory", "GPU share", "whole GPUs", "step ms"},
-              {false, true, true, true, true});
+  TextTable t(
+      {"kind", "memory", "GPU share", "whole GPUs", "step ms", "GPU busy"},
+      {false, true, true, true, true, true});
   for (const ModelJobKind& k : kinds) {
     const auto f = scheduler::FractionDemand(k, s.gpu.memory_mib);
     const auto w = scheduler::WholeDemand(k, s.gpu.memory_mib);
     t.AddRow(
         {k.name, HumanBytes(k.demand_mib << 20),
          k.demand_mib > s.gpu.memory_mib ? "-" : std::to_string(f.gpu_milli),
-         std::to_string(w.gpus), Fixed(k.step_s * 1e3, 1)});
+         std::to_string(w.gpus), Fixed(k.step_s * 1e3, 1),
+         Fixed(k.busy_fraction, 2)});
   }
   std::cout << t.Render() << "\n";
 }
 
-void PrintResults(const std::vector<Summary>& all, double alpha) {
-  std::cout << "Interference alpha = " << Fixed(alpha, 2)
-            << " (mean over seeds):\n";
+void PrintResults(const std::vector<Summary>& all, const InterferenceLaw& law) {
+  std::cout << "Interference " << LawText(law) << ", mean over seeds:\n";
   TextTable t({"admission", "done", "never", "split", "mean JCT", "common JCT",
                "vs whole", "delay mean", "p50", "p95", "makespan", "GPU util",
                "mem util"},
               {false, true, true, true, true, true, true, true, true, true,
                true, true, true});
-  const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
+  const double whole = FindSummary(all, Admission::kWhole, law).jct_common;
   for (const Admission a : scheduler::kAdmissions) {
-    const Summary& x = FindSummary(all, a, alpha);
+    const Summary& x = FindSummary(all, a, law);
     t.AddRow({std::string(AdmissionName(a)), Fixed(x.completed, 1),
               Fixed(x.never_ran, 1), Fixed(x.split_jobs, 1),
               HumanDuration(x.jct), HumanDuration(x.jct_common),
@@ -280,7 +323,7 @@ void PrintResults(const std::vector<Summary>& all, double alpha) {
               Fixed(x.gpu_util, 1) + "%", Fixed(x.memory_util, 1) + "%"});
   }
   std::cout << t.Render();
-  const Summary& split = FindSummary(all, Admission::kSplit, alpha);
+  const Summary& split = FindSummary(all, Admission::kSplit, law);
   if (split.split_jobs > 0) {
     std::cout << "  split gangs ran at " << Fixed(split.split_speed, 3)
               << " of one whole GPU's speed before interference (mean; "
@@ -295,11 +338,12 @@ void PrintSweep(const Setup& s, const std::vector<Summary>& all) {
                "interference grows (x: relative to whole):\n";
   TextTable t({"alpha", "whole", "fraction", "", "split", ""},
               {true, true, true, true, true, true});
-  for (const double alpha : s.alphas) {
-    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
-    std::vector<std::string> row = {Fixed(alpha, 2), HumanDuration(whole)};
+  for (const InterferenceLaw& law : s.laws) {
+    const double whole = FindSummary(all, Admission::kWhole, law).jct_common;
+    std::vector<std::string> row = {Fixed(law.alpha.value_or(0), 2),
+                                    HumanDuration(whole)};
     for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
-      const double j = FindSummary(all, a, alpha).jct_common;
+      const double j = FindSummary(all, a, law).jct_common;
       row.push_back(HumanDuration(j));
       row.push_back(whole > 0 ? Fixed(j / whole, 2) + "x" : "-");
     }
@@ -307,7 +351,7 @@ void PrintSweep(const Setup& s, const std::vector<Summary>& all) {
   }
   std::cout << t.Render() << "\n";
   for (const Admission a : {Admission::kFraction, Admission::kSplit}) {
-    std::cout << "  " << Conclusion(all, a, s.alphas) << "\n";
+    std::cout << "  " << Conclusion(all, a, s.laws) << "\n";
   }
   std::cout << "\n";
 }
@@ -326,8 +370,8 @@ void PrintText(const SimulateArgs& args, const Setup& s,
             << args.seeds << " seed" << (args.seeds == 1 ? "" : "s") << " from "
             << args.first_seed << "\n\n";
   PrintKinds(s, kinds);
-  for (const double alpha : s.alphas) PrintResults(all, alpha);
-  if (s.alphas.size() > 1) PrintSweep(s, all);
+  for (const InterferenceLaw& law : s.laws) PrintResults(all, law);
+  if (s.laws.size() > 1) PrintSweep(s, all);
   std::cout << "Sizing " << Fixed(timing.sizing_s, 2) << " s, simulation "
             << Fixed(timing.simulation_s, 2) << " s (placer calls "
             << timing.placer_calls << ", split cache hits " << timing.cache_hits
@@ -335,7 +379,8 @@ void PrintText(const SimulateArgs& args, const Setup& s,
             << ")\n";
 }
 
-// Several alphas: mean JCT against alpha per admission, band over seeds.
+// Several alphas (a sweep): mean JCT against alpha per admission, band
+// over seeds.
 // One: GPU utilization over time of the first seed.
 Status Plot(const SimulateArgs& args, const Setup& s,
             const std::vector<ModelSimResult>& results,
@@ -345,7 +390,7 @@ Status Plot(const SimulateArgs& args, const Setup& s,
                              Fixed(args.arrival_per_hour, 1) + "/h, " +
                              args.duration + ", " +
                              std::to_string(s.pool_gpus) + " x " + s.gpu.kind;
-  if (s.alphas.size() > 1) {
+  if (s.laws.size() > 1) {
     chart.title = "Mean job completion time as interference grows";
     chart.subtitle = inputs + "; mean of " + std::to_string(args.seeds) +
                      " seeds, band: min to max";
@@ -354,8 +399,9 @@ Status Plot(const SimulateArgs& args, const Setup& s,
     for (const Admission a : scheduler::kAdmissions) {
       ChartSeries series;
       series.name = std::string(AdmissionName(a));
-      for (const double alpha : s.alphas) {
-        const Summary& x = FindSummary(all, a, alpha);
+      for (const InterferenceLaw& law : s.laws) {
+        const Summary& x = FindSummary(all, a, law);
+        const double alpha = law.alpha.value_or(0);
         series.points.emplace_back(alpha, x.jct_common / 3600);
         if (args.seeds > 1) {
           series.band.push_back(
@@ -367,7 +413,8 @@ Status Plot(const SimulateArgs& args, const Setup& s,
   } else {
     chart.title = "GPU compute allocated over time";
     chart.subtitle = inputs + "; seed " + std::to_string(args.first_seed) +
-                     ", alpha " + Fixed(s.alphas.front(), 2);
+                     ", interference " +
+                     scheduler::InterferenceName(s.laws.front());
     chart.x_label = "time (hours)";
     chart.y_label = "allocated GPU compute (% of the pool)";
     chart.step = true;
@@ -414,7 +461,7 @@ int RunSimulateModels(const SimulateArgs& args) {
   options.sim.queue_policy = args.queue_policy;
   options.sim.pool = s.pool;
   options.sim.headroom = s.headroom;
-  options.interference = s.alphas;
+  options.interference = s.laws;
   options.seeds = args.seeds;
   options.first_seed = args.first_seed;
   options.threads = args.threads;
@@ -432,7 +479,7 @@ int RunSimulateModels(const SimulateArgs& args) {
   timing.cache_hits = cache.hits();
   timing.skipped = cache.filtered();
 
-  const std::vector<Summary> all = Summarize(*results, s.alphas);
+  const std::vector<Summary> all = Summarize(*results, s.laws);
   if (args.json) {
     std::cout << ModelsJson(args, s, *kinds, all, timing).dump(2) << "\n";
   } else {

@@ -8,6 +8,7 @@
 // checks.
 
 #include "estimator/device_catalog.h"
+#include "estimator/interference.h"
 #include "estimator/memory_model.h"
 #include "estimator/op_cost.h"
 #include "estimator/profile.h"

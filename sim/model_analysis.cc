@@ -8,9 +8,9 @@ namespace tessera::scheduler {
 namespace {
 
 // Each run's mean JCT over the jobs every admission completed on its
-// seed and alpha, by position in `results`.
+// seed and interference law, by position in `results`.
 std::vector<double> CommonJct(const std::vector<ModelSimResult>& results) {
-  std::map<std::pair<uint64_t, double>, std::vector<size_t>> groups;
+  std::map<std::pair<uint64_t, InterferenceLaw>, std::vector<size_t>> groups;
   for (size_t i = 0; i < results.size(); ++i) {
     groups[{results[i].seed, results[i].interference}].push_back(i);
   }
@@ -27,18 +27,18 @@ std::vector<double> CommonJct(const std::vector<ModelSimResult>& results) {
 }  // namespace
 
 std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
-                                    const std::vector<double>& alphas) {
+                                    const std::vector<InterferenceLaw>& laws) {
   const std::vector<double> common = CommonJct(results);
   std::vector<ModelSummary> out;
-  for (const double alpha : alphas) {
+  for (const InterferenceLaw& law : laws) {
     for (const Admission a : kAdmissions) {
-      ModelSummary s{a, alpha};
+      ModelSummary s{a, law};
       s.jct_min = s.common_min = 1e300;
       s.jct_max = s.common_max = -1e300;
       int split_runs = 0;
       for (size_t i = 0; i < results.size(); ++i) {
         const ModelSimResult& r = results[i];
-        if (r.admission != a || r.interference != alpha) continue;
+        if (r.admission != a || r.interference != law) continue;
         ++s.runs;
         s.jct_common += common[i];
         s.common_min = std::min(s.common_min, common[i]);
@@ -80,24 +80,26 @@ std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
 }
 
 const ModelSummary& FindSummary(const std::vector<ModelSummary>& all,
-                                Admission a, double alpha) {
+                                Admission a, const InterferenceLaw& law) {
   return *std::find_if(all.begin(), all.end(), [&](const ModelSummary& s) {
-    return s.admission == a && s.alpha == alpha;
+    return s.admission == a && s.interference == law;
   });
 }
 
 std::optional<double> Crossover(const std::vector<ModelSummary>& all,
                                 Admission a,
-                                const std::vector<double>& alphas) {
-  auto ratio = [&](double alpha) {
-    const double whole = FindSummary(all, Admission::kWhole, alpha).jct_common;
-    return whole > 0 ? FindSummary(all, a, alpha).jct_common / whole : 1.0;
+                                const std::vector<InterferenceLaw>& laws) {
+  auto ratio = [&](const InterferenceLaw& law) {
+    const double whole = FindSummary(all, Admission::kWhole, law).jct_common;
+    return whole > 0 ? FindSummary(all, a, law).jct_common / whole : 1.0;
   };
-  for (size_t i = 1; i < alphas.size(); ++i) {
-    const double r0 = ratio(alphas[i - 1]) - 1, r1 = ratio(alphas[i]) - 1;
-    if ((r0 < 0) != (r1 < 0)) {
-      return alphas[i - 1] + (alphas[i] - alphas[i - 1]) * r0 / (r0 - r1);
-    }
+  for (const InterferenceLaw& law : laws) {
+    if (!law.alpha) return std::nullopt;
+  }
+  for (size_t i = 1; i < laws.size(); ++i) {
+    const double r0 = ratio(laws[i - 1]) - 1, r1 = ratio(laws[i]) - 1;
+    const double a0 = *laws[i - 1].alpha, a1 = *laws[i].alpha;
+    if ((r0 < 0) != (r1 < 0)) return a0 + (a1 - a0) * r0 / (r0 - r1);
   }
   return std::nullopt;
 }

@@ -12,10 +12,10 @@
 
 namespace tessera::scheduler {
 
-// The runs of one (admission, alpha) over the seeds, averaged.
+// The runs of one (admission, interference law) over the seeds, averaged.
 struct ModelSummary {
   Admission admission = Admission::kWhole;
-  double alpha = 0;
+  InterferenceLaw interference;
   int runs = 0;
   double jobs = 0, completed = 0, never_ran = 0, split_jobs = 0;
   double jct = 0, jct_min = 0, jct_max = 0;
@@ -28,19 +28,21 @@ struct ModelSummary {
   double max_running = 0;
 };
 
-// One summary per (alpha, admission), alphas in the order given and
+// One summary per (law, admission), laws in the order given and
 // admissions in kAdmissions' order.
 std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
-                                    const std::vector<double>& alphas);
+                                    const std::vector<InterferenceLaw>& laws);
 
-// The summary of `a` at `alpha`; it must be among `all`.
+// The summary of `a` under `law`; it must be among `all`.
 const ModelSummary& FindSummary(const std::vector<ModelSummary>& all,
-                                Admission a, double alpha);
+                                Admission a, const InterferenceLaw& law);
 
 // Where `a`'s mean JCT over whole's crosses 1 as alpha grows (linear
-// between swept values); nullopt when it stays on one side.
+// between swept values); nullopt when it stays on one side, or when a law
+// is not linear (no alpha to interpolate).
 std::optional<double> Crossover(const std::vector<ModelSummary>& all,
-                                Admission a, const std::vector<double>& alphas);
+                                Admission a,
+                                const std::vector<InterferenceLaw>& laws);
 
 }  // namespace tessera::scheduler
 

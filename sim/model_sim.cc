@@ -459,7 +459,9 @@ class Replay {
       for (const GpuShare& s : state_.AllocationOf(id)->gpus) {
         k = std::max(k, state_.holders_on(s.gpu));
       }
-      r.rate = r.speed * InterferenceRate(options_.interference, k);
+      r.rate = r.speed *
+               InterferenceRate(options_.interference,
+                                kinds_[jobs_[r.job].kind].busy_fraction, k);
     }
   }
 
@@ -579,7 +581,7 @@ Result<ModelSimResult> SimulateModelJobs(const Topology& topology,
   if (!pool) return pool.error();
   const GpuInfo* gpu = PoolGpu(topology, *pool);
   if (gpu == nullptr) return BadInput("pool '" + *pool + "' has no GPUs");
-  if (options.interference < 0) {
+  if (options.interference.alpha && !(*options.interference.alpha >= 0)) {
     return BadInput("--interference: must be >= 0");
   }
   SplitCache local;
@@ -602,8 +604,10 @@ Result<std::vector<ModelSimResult>> RunModelExperiment(
   if (options.interference.empty()) {
     return BadInput("--interference-sweep: no values");
   }
-  for (const double a : options.interference) {
-    if (!(a >= 0)) return BadInput("--interference: must be >= 0");
+  for (const InterferenceLaw& law : options.interference) {
+    if (law.alpha && !(*law.alpha >= 0)) {
+      return BadInput("--interference: must be >= 0");
+    }
   }
   std::vector<std::vector<ModelJob>> arrivals;
   for (int s = 0; s < options.seeds; ++s) {

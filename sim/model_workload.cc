@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -27,14 +28,24 @@ std::optional<double> ParseNumber(std::string_view text) {
   return v;
 }
 
-// The training step of `sized` alone on one whole GPU of `spec`.
-Result<double> StepSeconds(const SizedModel& sized,
-                           const estimator::DeviceSpec& spec) {
+// The training step of `sized` alone on one whole GPU of `spec`, priced
+// by the roofline time model as the placer prices splits (SplitCache's
+// speed is a ratio of the two), and the fraction of its step the GPU is
+// busy, from the PyTorch runtime model (as the queue sizes the job).
+struct Step {
+  double seconds = 0;
+  double busy_fraction = 0;
+};
+Result<Step> StepOf(const SizedModel& sized,
+                    const estimator::DeviceSpec& spec) {
   estimator::ProfileOptions options;
   options.training = sized.training;
-  auto profile = estimator::ProfileModel(*sized.model, spec, options);
-  if (!profile) return profile.error();
-  return profile->seconds;
+  auto roofline = estimator::ProfileModel(*sized.model, spec, options);
+  if (!roofline) return roofline.error();
+  options.runtime.runtime = estimator::Runtime::kPyTorch;
+  auto runtime = estimator::ProfileModel(*sized.model, spec, options);
+  if (!runtime) return runtime.error();
+  return Step{roofline->seconds, runtime->runtime->gpu_busy_fraction()};
 }
 
 Result<ModelJobKind> SizeKind(const std::string& path, int batch,
@@ -48,7 +59,7 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   const auto catalog = estimator::DeviceCatalog::BuiltIn();
   const estimator::DeviceSpec* spec = catalog.Find(kind);
   if (!spec) return Internal("GPU kind '" + kind + "' is not in the catalog");
-  auto step = StepSeconds(*sized, *spec);
+  auto step = StepOf(*sized, *spec);
   if (!step) return step.error().WithContext("--models: " + path);
   ModelJobKind k;
   k.path = path;
@@ -57,7 +68,8 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   k.batch = batch;
   k.demand_mib = ModelDemand(*sized, headroom).gpu_memory_mib;
   k.sized = std::move(sized).value();
-  k.step_s = *step;
+  k.step_s = step->seconds;
+  k.busy_fraction = step->busy_fraction;
   return k;
 }
 
@@ -218,6 +230,22 @@ std::string_view AdmissionName(Admission a) {
 
 double InterferenceRate(double alpha, int k) {
   return 1.0 / (1.0 + alpha * static_cast<double>(std::max(0, k - 1)));
+}
+
+double InterferenceRate(const InterferenceLaw& law, double busy_fraction,
+                        int k) {
+  if (law.alpha) return InterferenceRate(*law.alpha, k);
+  return 1.0 / estimator::CoLocationSlowdown(law.sharing, busy_fraction, k);
+}
+
+std::string InterferenceName(const InterferenceLaw& law) {
+  if (law.alpha) {
+    char text[48];
+    std::snprintf(text, sizeof text, "alpha %.2f", *law.alpha);
+    return text;
+  }
+  return "measured (" + std::string(estimator::GpuSharingName(law.sharing)) +
+         ")";
 }
 
 Resources FractionDemand(const ModelJobKind& kind, int64_t gpu_memory_mib) {

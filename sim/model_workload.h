@@ -5,11 +5,14 @@
 // Poisson stream of training jobs drawn from a model zoo, replayed on a
 // virtual clock under three admissions (whole GPUs, fractions of one GPU,
 // fractions plus splitting over residual slivers), with co-located jobs
-// slowed by a linear interference law. Starts are decided by the queue's
+// slowed by the co-location slowdown measured on an H100
+// (estimator::CoLocationSlowdown) or, as an override, a linear
+// interference law. Starts are decided by the queue's
 // own policy (MakePolicy) with an Allocator around FindAllocation and, for
 // splitting, SplitAcrossSlivers, as the service does; nothing here decides
 // where a job goes. docs/simulate_models.md describes the model.
 
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "estimator/interference.h"
 #include "scheduler/model_jobs.h"
 #include "scheduler/topology.h"
 
@@ -49,6 +53,11 @@ struct ModelJobKind {
   SizedModel sized;        // sized.model null: cannot be split (tests)
   int64_t demand_mib = 0;  // need x (1 + headroom): ModelDemand
   double step_s = 0;       // the estimator's training step on one whole GPU
+  // The fraction of its step alone the GPU is busy, which sets how much
+  // sharing slows it (estimator::CoLocationSlowdown): the PyTorch runtime
+  // model's (SizeModelJobKinds); by default the measured mean of training
+  // jobs.
+  double busy_fraction = estimator::kTrainingBusyFraction;
 };
 
 // Sizes every (path, batch) for training on GPU kind `kind`, `threads` at
@@ -87,10 +96,32 @@ std::string_view AdmissionName(Admission a);
 inline constexpr Admission kAdmissions[] = {
     Admission::kWhole, Admission::kFraction, Admission::kSplit};
 
+// How co-located jobs slow each other. By default the law measured on an
+// H100 (estimator::CoLocationSlowdown) under `sharing`, by each job's
+// busy fraction; with `alpha` set, Big Brain's linear law for every job
+// instead (`--interference A`: an explicit override, e.g. to sweep).
+struct InterferenceLaw {
+  estimator::GpuSharing sharing = estimator::GpuSharing::kTimeslice;
+  std::optional<double> alpha;  // set: time x (1 + alpha (k - 1))
+
+  static InterferenceLaw Linear(double alpha) { return {{}, alpha}; }
+  static InterferenceLaw Measured(estimator::GpuSharing sharing) {
+    return {sharing, std::nullopt};
+  }
+  auto operator<=>(const InterferenceLaw&) const = default;
+};
+// "measured (timeslice)", "measured (mps)" or "alpha 0.25".
+std::string InterferenceName(const InterferenceLaw& law);
+
 // Big Brain's measurement: a job's process time grows about linearly with
 // the number of jobs sharing its GPU, time x (1 + alpha (k - 1)); its
 // progress rate is the inverse. REQUIRES: k >= 1, alpha >= 0.
 double InterferenceRate(double alpha, int k);
+// A job's progress rate with `k` jobs on its GPU under `law`: the inverse
+// of its slowdown. `busy_fraction` is the job's (ModelJobKind); the linear
+// law ignores it. REQUIRES: k >= 1.
+double InterferenceRate(const InterferenceLaw& law, double busy_fraction,
+                        int k);
 
 // A fractional job's compute share never drops below this: a GPU takes
 // at most 20 tiny jobs, well under MPS's 48 clients per GPU (Volta on).
@@ -143,7 +174,7 @@ class SplitCache {
 
 struct ModelSimOptions {
   Admission admission = Admission::kSplit;
-  double interference = 0;            // alpha of InterferenceRate
+  InterferenceLaw interference;       // default: measured, time-slicing
   std::string scorer = "tessera";     // ScorerNames()
   std::string queue_policy = "fifo";  // PolicyNames()
   std::string pool;                   // "" = the default pool
@@ -173,7 +204,7 @@ struct UtilizationPoint {
 
 struct ModelSimResult {
   Admission admission = Admission::kSplit;
-  double interference = 0;
+  InterferenceLaw interference;
   uint64_t seed = 0;
   int64_t jobs = 0, completed = 0, never_ran = 0;
   int64_t split_jobs = 0;       // started as a gang by SplitAcrossSlivers
@@ -219,7 +250,7 @@ Result<ModelSimResult> SimulateModelJobs(const Topology& topology,
 struct ModelExperimentOptions {
   ModelWorkloadOptions workload;
   ModelSimOptions sim;  // admission and interference are set per run
-  std::vector<double> interference = {0};
+  std::vector<InterferenceLaw> interference = {InterferenceLaw{}};
   int seeds = 1;
   uint64_t first_seed = 42;
   int threads = 0;  // 0: one per core

@@ -1,6 +1,7 @@
 // End-to-end tests of `tessera simulate` (snapshot mode): the table, the
 // JSON contract, the chart, and the errors a user meets (missing columns,
-// bad rows, unplaceable pods, unknown flags' values).
+// bad rows, unplaceable pods, unknown flags' values); and of models mode's
+// interference laws (--sharing, --interference).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -178,6 +179,77 @@ TEST(SimulateCli, HelpHasExamples) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("Examples:"));
   EXPECT_THAT(r.out, HasSubstr("--policy all --plot"));
+}
+
+// Models mode on a small mix: MobileNetV2 training jobs arriving fast
+// enough to share the example config's GPUs.
+std::string ModelsArgs() {
+  const std::string root = TESSERA_SOURCE_DIR;
+  return "simulate --mode models --config '" + root +
+         "/examples/serve.yaml' --models '" + root +
+         "/models/zoo/mobilenet_v2.onnx' --batches 8 --jobs 30 "
+         "--arrival-rate 120 --duration fixed:3600 --seeds 1 --threads 1";
+}
+
+Json ResultOf(const Json& j, const std::string& admission) {
+  for (const Json& r : j["results"]) {
+    if (r["admission"] == admission) return r;
+  }
+  ADD_FAILURE() << "no result for " << admission;
+  return {};
+}
+
+TEST(SimulateCli, ModelsModeDefaultsToTheMeasuredTimeslicingSlowdown) {
+  TempDir dir;
+  RunResult r = RunTessera(ModelsArgs() + " --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  // The PyTorch runtime model's busy fraction of the kind's step.
+  const double busy = j["kinds"][0]["gpu_busy_fraction"].get<double>();
+  EXPECT_GT(busy, 0);
+  EXPECT_LE(busy, 1);
+  ASSERT_EQ(j["results"].size(), 3u);  // one law x three admissions
+  for (const Json& res : j["results"]) {
+    EXPECT_TRUE(res["interference"].is_null());
+    EXPECT_EQ(res["interference_law"], "measured");
+    EXPECT_EQ(res["sharing"], "timeslice");
+  }
+  const Json ts = ResultOf(j, "fraction");
+  EXPECT_GT(ts["max_running"].get<double>(), 4);  // jobs shared GPUs
+
+  // MPS overlaps part of the kernels: shared jobs finish sooner.
+  r = RunTessera(ModelsArgs() + " --sharing mps --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json mps = ResultOf(Json::parse(r.out), "fraction");
+  EXPECT_EQ(mps["sharing"], "mps");
+  EXPECT_LT(mps["mean_jct_s"].get<double>(), ts["mean_jct_s"].get<double>());
+
+  // The linear law overrides it; at 0 sharing is free.
+  r = RunTessera(ModelsArgs() + " --interference 0 --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json free = ResultOf(Json::parse(r.out), "fraction");
+  EXPECT_EQ(free["interference"], 0.0);
+  EXPECT_EQ(free["interference_law"], "linear");
+  EXPECT_TRUE(free["sharing"].is_null());
+  EXPECT_LT(free["mean_jct_s"].get<double>(), mps["mean_jct_s"].get<double>());
+
+  r = RunTessera(ModelsArgs(), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Interference measured on an H100, timeslice"));
+  EXPECT_THAT(r.out, HasSubstr("GPU busy"));
+}
+
+TEST(SimulateCli, ModelsModeRejectsAnUnknownSharingOrOneWithALinearLaw) {
+  TempDir dir;
+  RunResult r = RunTessera(ModelsArgs() + " --sharing mig", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--sharing 'mig': expected timeslice or mps"));
+  r = RunTessera(ModelsArgs() + " --sharing mps --interference 0.5", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--interference"));
+  r = RunTessera(ModelsArgs() + " --interference -0.5", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--interference: must be >= 0"));
 }
 
 // The real trace, one seed: the paper's FGD figure and tessera above it.

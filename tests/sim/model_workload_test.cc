@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "estimator/estimator.h"
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
@@ -30,7 +31,7 @@ ModelJobKind Kind(const std::string& name, int64_t mib) {
 ModelSimOptions Options(Admission a, double alpha) {
   ModelSimOptions o;
   o.admission = a;
-  o.interference = alpha;
+  o.interference = InterferenceLaw::Linear(alpha);
   o.scorer = "best-fit";
   o.check_invariants = true;
   return o;
@@ -119,6 +120,29 @@ TEST(ModelInterference, IsLinearInTheJobsSharing) {
   EXPECT_DOUBLE_EQ(InterferenceRate(0, 7), 1.0);
 }
 
+TEST(ModelInterference, MeasuredLawChargesByBusyFractionAndSharing) {
+  using estimator::GpuSharing;
+  const InterferenceLaw ts;  // the default: measured, time-slicing
+  EXPECT_FALSE(ts.alpha);
+  EXPECT_EQ(ts.sharing, GpuSharing::kTimeslice);
+  const auto mps = InterferenceLaw::Measured(GpuSharing::kMps);
+  for (const double u : {0.0, 0.3, 0.94, 1.0}) {
+    for (int k = 1; k <= 5; ++k) {
+      EXPECT_DOUBLE_EQ(
+          InterferenceRate(ts, u, k),
+          1 / estimator::CoLocationSlowdown(GpuSharing::kTimeslice, u, k));
+      EXPECT_DOUBLE_EQ(
+          InterferenceRate(mps, u, k),
+          1 / estimator::CoLocationSlowdown(GpuSharing::kMps, u, k));
+    }
+  }
+  // The linear override ignores the busy fraction and the sharing mode.
+  EXPECT_DOUBLE_EQ(InterferenceRate(InterferenceLaw::Linear(0.5), 0.1, 3), 0.5);
+  EXPECT_EQ(InterferenceName(ts), "measured (timeslice)");
+  EXPECT_EQ(InterferenceName(mps), "measured (mps)");
+  EXPECT_EQ(InterferenceName(InterferenceLaw::Linear(0.25)), "alpha 0.25");
+}
+
 TEST(ModelDemandShapes, FollowTheMemoryShare) {
   const ModelJobKind small = Kind("s", 8 * kGiB);
   const ModelJobKind big = Kind("b", 100 * kGiB);
@@ -168,6 +192,37 @@ TEST(ModelSimulation, TwoJobsSharingAGpuByHand) {
   const auto s0 =
       Simulate(t, kinds, together, Options(Admission::kFraction, 0.0));
   EXPECT_NEAR(s0.mean_jct_s, 100, 1e-9);
+}
+
+// The measured law by hand: two jobs of 100 s started together on one GPU
+// share it for their whole run, each at 1 / slowdown(u, 2).
+TEST(ModelSimulation, TwoJobsUnderTheMeasuredLawByHand) {
+  using estimator::GpuSharing;
+  const Topology t = MakeTopology({{80}});
+  const std::vector<ModelJob> together = {{0, 0, 100}, {0, 0, 100}};
+  for (const double u : {1.0, 0.5, 0.0}) {
+    std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB)};
+    kinds[0].busy_fraction = u;
+    for (const GpuSharing mode : {GpuSharing::kTimeslice, GpuSharing::kMps}) {
+      ModelSimOptions o = Options(Admission::kFraction, 0);
+      o.interference = InterferenceLaw::Measured(mode);
+      const auto r = Simulate(t, kinds, together, o);
+      EXPECT_NEAR(r.mean_jct_s, 100 * estimator::CoLocationSlowdown(mode, u, 2),
+                  1e-9)
+          << u;
+      EXPECT_EQ(r.interference, o.interference);
+    }
+  }
+  // u = 1 under time-slicing: more than twice as long (the switches).
+  std::vector<ModelJobKind> busy = {Kind("a", 10 * kGiB)};
+  busy[0].busy_fraction = 1;
+  ModelSimOptions o = Options(Admission::kFraction, 0);
+  o.interference = InterferenceLaw{};
+  EXPECT_NEAR(Simulate(t, busy, together, o).mean_jct_s,
+              200 * estimator::kTimesliceCost, 1e-9);
+  // Whole GPUs share nothing: the law does not touch them.
+  o.admission = Admission::kWhole;
+  EXPECT_NEAR(Simulate(t, busy, together, o).mean_jct_s, 150, 1e-9);
 }
 
 TEST(ModelSimulation, FractionsRunMoreJobsAtOnceThanWholeGpus) {
@@ -222,9 +277,11 @@ TEST(ModelSimulation, KeepsTheInvariantsUnderLoad) {
     const auto jobs =
         GenerateModelJobs(static_cast<int>(kinds.size()), w, seed);
     for (const Admission a : kAdmissions) {
-      for (const double alpha : {0.0, 0.7}) {
+      // alpha -1: the measured law (time-slicing, u = 0.94).
+      for (const double alpha : {0.0, 0.7, -1.0}) {
         for (const char* policy : {"fifo", "backfill"}) {
           ModelSimOptions o = Options(a, alpha);
+          if (alpha < 0) o.interference = InterferenceLaw{};
           o.queue_policy = policy;
           o.scorer = "tessera";
           const auto r = Simulate(t, kinds, jobs, o);
@@ -237,12 +294,15 @@ TEST(ModelSimulation, KeepsTheInvariantsUnderLoad) {
             const JobOutcome& out = r.outcomes[j];
             if (!out.ran) continue;
             EXPECT_GE(out.start_s, jobs[j].arrival_s);
-            // Never faster than alone, and at most (1 + alpha (k - 1))
-            // slower with k <= the jobs running at most.
+            // Never faster than alone, and at most the law's slowdown
+            // with k = the jobs running at most.
             const double run = out.finish_s - out.start_s;
+            const double worst =
+                1 / InterferenceRate(o.interference,
+                                     kinds[jobs[j].kind].busy_fraction,
+                                     r.max_running);
             EXPECT_GE(run, jobs[j].duration_s * (1 - 1e-9));
-            EXPECT_LE(run, jobs[j].duration_s *
-                               (1 + alpha * (r.max_running - 1)) * (1 + 1e-9));
+            EXPECT_LE(run, jobs[j].duration_s * worst * (1 + 1e-9));
           }
         }
       }
@@ -297,7 +357,7 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   o.workload.arrival_per_hour = 20;
   o.workload.duration = *ParseDurationDistribution("exp:1800");
   o.sim.scorer = "best-fit";
-  o.interference = {0, 1};
+  o.interference = {InterferenceLaw::Linear(0), InterferenceLaw::Linear(1)};
   o.seeds = 2;
   o.threads = 2;
   SplitCache cache;
@@ -306,7 +366,7 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   ASSERT_EQ(a->size(), 12u);  // 2 seeds x 2 alphas x 3 admissions
   EXPECT_EQ((*a)[0].admission, Admission::kWhole);
   EXPECT_EQ((*a)[1].admission, Admission::kFraction);
-  EXPECT_EQ((*a)[3].interference, 1);
+  EXPECT_EQ((*a)[3].interference, InterferenceLaw::Linear(1));
   EXPECT_EQ((*a)[6].seed, 43u);
   auto b = RunModelExperiment(t, kinds, o, cache);
   ASSERT_TRUE(b);
@@ -322,6 +382,41 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   EXPECT_FALSE(RunModelExperiment(t, kinds, o, cache));
 }
 
+// The default experiment runs the measured law; laws of both kinds can
+// sit side by side and each run is labelled with its own.
+TEST(ModelExperiment, DefaultsToTheMeasuredLaw) {
+  const Topology t = MakeTopology({{80, 80}});
+  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
+                                           Kind("b", 50 * kGiB)};
+  ModelExperimentOptions o;
+  o.workload.jobs = 30;
+  o.workload.arrival_per_hour = 20;
+  o.workload.duration = *ParseDurationDistribution("exp:1800");
+  o.sim.scorer = "best-fit";
+  ASSERT_EQ(o.interference.size(), 1u);
+  EXPECT_EQ(o.interference[0], InterferenceLaw{});
+  EXPECT_EQ(ModelSimOptions{}.interference, InterferenceLaw{});
+  o.interference.push_back(
+      InterferenceLaw::Measured(estimator::GpuSharing::kMps));
+  o.interference.push_back(InterferenceLaw::Linear(0));
+  SplitCache cache;
+  auto r = RunModelExperiment(t, kinds, o, cache);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 9u);  // 3 laws x 3 admissions
+  EXPECT_EQ((*r)[1].interference, InterferenceLaw{});
+  EXPECT_EQ((*r)[4].interference.sharing, estimator::GpuSharing::kMps);
+  EXPECT_EQ((*r)[7].interference, InterferenceLaw::Linear(0));
+  // Fractions share GPUs: time-slicing costs them more than MPS, and MPS
+  // more than free sharing; whole GPUs are untouched.
+  EXPECT_GT((*r)[1].mean_jct_s, (*r)[4].mean_jct_s);
+  EXPECT_GT((*r)[4].mean_jct_s, (*r)[7].mean_jct_s);
+  EXPECT_EQ((*r)[0].mean_jct_s, (*r)[6].mean_jct_s);
+  o.interference = {InterferenceLaw::Linear(-0.5)};
+  auto bad = RunModelExperiment(t, kinds, o, cache);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.error().message, HasSubstr("--interference"));
+}
+
 // GPT-2 training at batch 1, sized once for the split tests.
 const std::vector<ModelJobKind>& Gpt2() {
   static const std::vector<ModelJobKind> kinds = [] {
@@ -332,6 +427,23 @@ const std::vector<ModelJobKind>& Gpt2() {
     return k ? *k : std::vector<ModelJobKind>{};
   }();
   return kinds;
+}
+
+// A kind's busy fraction is the PyTorch runtime model's, for the same
+// training step on the same GPU kind.
+TEST(ModelWorkload, KindsCarryTheRuntimeModelsBusyFraction) {
+  ASSERT_EQ(Gpt2().size(), 1u);
+  const ModelJobKind& gpt2 = Gpt2().front();
+  const auto catalog = estimator::DeviceCatalog::BuiltIn();
+  estimator::ProfileOptions options;
+  options.training = true;
+  options.runtime.runtime = estimator::Runtime::kPyTorch;
+  auto p = estimator::ProfileModel(*gpt2.sized.model,
+                                   *catalog.Find("a100-80gb"), options);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_DOUBLE_EQ(gpt2.busy_fraction, p->runtime->gpu_busy_fraction());
+  EXPECT_GT(gpt2.busy_fraction, 0);
+  EXPECT_LE(gpt2.busy_fraction, 1);
 }
 
 // Two A100s, each holding 70% of GPT-2's demand.
@@ -451,7 +563,7 @@ TEST(ModelSplit, ExperimentIsTheSameOnOneThreadOrTwo) {
   o.workload.jobs = 12;
   o.workload.arrival_per_hour = 10;
   o.workload.duration = *ParseDurationDistribution("exp:1200");
-  o.interference = {0, 0.5};
+  o.interference = {InterferenceLaw::Linear(0), InterferenceLaw::Linear(0.5)};
   o.seeds = 2;
   std::vector<std::vector<ModelSimResult>> runs;
   for (const int threads : {1, 2}) {

@@ -14,6 +14,12 @@ inline std::string OpenbDir() {
   return std::string(TESSERA_SOURCE_DIR) + "/data/openb";
 }
 
+// Measurements on a real H100 the estimator is fitted on and tested against
+// (data/gpu-truth/README.md).
+inline std::string GpuTruthDir() {
+  return std::string(TESSERA_SOURCE_DIR) + "/data/gpu-truth";
+}
+
 }  // namespace tessera::testing
 
 #endif  // TESSERA_TESTS_TESTLIB_REPO_PATHS_H_
