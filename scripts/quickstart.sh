@@ -13,6 +13,9 @@ echo
 echo "$ tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32"
 ./build/cli/tessera profile models/zoo/resnet50.onnx --device a100-80gb --batch 32
 echo
+echo "$ tessera profile models/zoo/resnet50.onnx --device h100-sxm --runtime pytorch --batch 32 --train --top 5"
+./build/cli/tessera profile models/zoo/resnet50.onnx --device h100-sxm --runtime pytorch --batch 32 --train --top 5
+echo
 echo "$ tessera plan models/zoo/inception_v3.onnx --batch 32 -o build/quickstart/plan.json"
 mkdir -p build/quickstart
 ./build/cli/tessera plan models/zoo/inception_v3.onnx --batch 32 \
