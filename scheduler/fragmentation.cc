@@ -50,6 +50,20 @@ Workload TypicalWorkload(const std::vector<TypicalTask>& tasks,
     milli += static_cast<double>(t.gpus) * t.milli;
   }
   w.cpu_per_milli = milli > 0 ? cpu / milli : 0;
+  std::map<std::string, double> bound;
+  for (const TypicalTask& t : tasks) {
+    if (t.gpus == 0 || t.kinds.empty()) continue;
+    std::vector<std::string> kinds = t.kinds;
+    std::sort(kinds.begin(), kinds.end());
+    kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+    for (const std::string& k : kinds) {
+      bound[k] += static_cast<double>(t.gpus) * t.milli /
+                  static_cast<double>(kinds.size());
+    }
+  }
+  for (const auto& [k, m] : bound) {
+    if (milli > 0) w.kind_bound.emplace_back(k, m / milli);
+  }
   return w;
 }
 
@@ -62,7 +76,7 @@ NodeFree FreeOn(const ClusterState& state, int node) {
   free.gpus.reserve(gpus.size());
   for (const int g : gpus) {
     free.gpus.push_back({state.free_milli(g), state.free_memory_mib(g),
-                         t.gpus[g].memory_mib, &t.gpus[g].kind});
+                         t.gpus[g].memory_mib, &t.gpus[g].kind, g});
   }
   return free;
 }

@@ -31,6 +31,10 @@ struct Workload {
   std::vector<TypicalTask> tasks;
   double cpu_per_milli = 0;         // CPU milli per GPU milli
   double memory_mib_per_milli = 0;  // host memory MiB per GPU milli
+  // Of all the GPU milli the tasks ask, the share that may only run on each
+  // GPU kind (a task allowing several kinds counts 1/n to each); empty when
+  // no task names kinds.
+  std::vector<std::pair<std::string, double>> kind_bound;
 };
 
 // The most common shapes of `tasks` (each appears once per task), in order
@@ -52,6 +56,7 @@ struct FreeGpu {
   int64_t memory_mib = 0;    // free memory
   int64_t capacity_mib = 0;  // the GPU's memory
   const std::string* kind = nullptr;
+  int id = -1;  // the GPU's index in the topology (FreeOn sets it)
 };
 struct NodeFree {
   int64_t cpu_milli = 0;

@@ -3,10 +3,17 @@
 // 1000)) on the node, F = NodeFragmentation over the workload's typical
 // tasks; within the node the GPU whose own score is best (the first of
 // equals); ties between nodes go to the first in the tie order. tessera
-// descends F + StrandedMilli instead: the GPU capacity a node's CPU and
-// memory can no longer feed counts as idle too (docs/simulate.md).
+// descends F + StrandedMilli - R instead: the GPU capacity a node's CPU and
+// memory can no longer feed counts as idle too, and R, the reserve value of
+// free GPUs of kinds that kind-bound tasks need more than the cluster has
+// of them, keeps those for the tasks bound to them (docs/simulate.md).
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "scheduler/scorers_internal.h"
 
@@ -44,6 +51,11 @@ class FragmentationDescent final : public GpuScorer {
                const NodeFit& fit, std::vector<int>& gpus) const override {
     const Resources& d = request.demand;
     NodeFree free = FreeOn(state, fit.node);
+    const std::shared_ptr<const std::vector<double>> scarcity =
+        Scarcity(state.topology());
+    const auto Measure = [&](const NodeFree& f) {
+      return this->Measure(f, scarcity.get());
+    };
     const double before = Measure(free);
     free.cpu_milli -= d.cpu_milli;
     free.memory_mib -= d.memory_mib;
@@ -83,10 +95,63 @@ class FragmentationDescent final : public GpuScorer {
   }
 
  private:
-  double Measure(const NodeFree& free) const {
+  // F, plus for tessera the stranded milli, minus the reserve value of the
+  // free milli of GPU kinds that tasks bound to them need more than their
+  // share of the cluster gives (docs/simulate.md, "tessera").
+  double Measure(const NodeFree& free,
+                 const std::vector<double>* scarcity) const {
     const double f = NodeFragmentation(free, workload_);
-    return stranding_ ? f + StrandedMilli(free, workload_) : f;
+    if (!stranding_) return f;
+    double reserve = 0;
+    if (scarcity != nullptr && !scarcity->empty()) {
+      for (const FreeGpu& g : free.gpus) {
+        if (g.id >= 0 && static_cast<size_t>(g.id) < scarcity->size())
+          reserve += g.milli * (*scarcity)[g.id];
+      }
+    }
+    return f + StrandedMilli(free, workload_) - kReserveWeight * reserve;
   }
+
+  // Per GPU of `t`: its kind's share of the workload's kind-bound GPU milli
+  // over the kind's share of the cluster's GPU milli (empty when no task is
+  // bound to a kind). Built once per topology and kept for the last few.
+  std::shared_ptr<const std::vector<double>> Scarcity(const Topology& t) const {
+    if (!stranding_ || workload_.kind_bound.empty()) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const CachedScarcity& c : cache_) {
+      if (c.topology == &t && c.gpus == t.gpus.data() &&
+          c.count == t.gpus.size())
+        return c.by_gpu;
+    }
+    std::map<std::string, double> supply;
+    for (const GpuInfo& g : t.gpus) supply[g.kind] += 1;
+    const auto total = static_cast<double>(t.gpus.size());
+    std::map<std::string, double> by_kind;
+    for (const auto& [kind, share] : workload_.kind_bound) {
+      auto s = supply.find(kind);
+      if (s != supply.end()) by_kind[kind] = share / (s->second / total);
+    }
+    auto by_gpu = std::make_shared<std::vector<double>>(t.gpus.size(), 0.0);
+    for (size_t g = 0; g < t.gpus.size(); ++g) {
+      auto k = by_kind.find(t.gpus[g].kind);
+      if (k != by_kind.end()) (*by_gpu)[g] = k->second;
+    }
+    if (cache_.size() >= 8) cache_.erase(cache_.begin());
+    cache_.push_back({&t, t.gpus.data(), t.gpus.size(), by_gpu});
+    return by_gpu;
+  }
+
+  // One milli of reserve value weighs as one fragmented milli: a natural
+  // unit, not tuned.
+  static constexpr double kReserveWeight = 1.0;
+  struct CachedScarcity {
+    const Topology* topology;
+    const GpuInfo* gpus;
+    size_t count;
+    std::shared_ptr<const std::vector<double>> by_gpu;
+  };
+  mutable std::mutex mu_;
+  mutable std::vector<CachedScarcity> cache_;
 
   const Workload& workload_;
   const bool stranding_;

@@ -193,6 +193,38 @@ TEST(Scorers, TesseraAlsoCountsCapacityTheCpuCannotFeed) {
   EXPECT_EQ(FindAllocation(s, "", heavy, *tessera, o)->node, 0);
 }
 
+// Tasks bound to a GPU kind that the cluster has little of: tessera keeps
+// that kind's free capacity for them (a reserve value on top of what fgd's
+// fragmentation already charges) and puts an unbound task elsewhere.
+TEST(Scorers, TesseraKeepsScarceKindsForTheTasksBoundToThem) {
+  Topology t = testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}});
+  t.gpus[0].kind = t.gpus[1].kind = "T4";  // node0: the only T4s
+  for (size_t g = 2; g < t.gpus.size(); ++g) t.gpus[g].kind = "G2";
+  const ClusterState s(t);
+  // Half the GPU work may only run on a T4, a third of the cluster.
+  const Workload w = TypicalWorkload({TypicalTask{1000, 1, 1000, {"T4"}, 1},
+                                      TypicalTask{1000, 1, 1000, {}, 1}},
+                                     1.0);
+  ASSERT_EQ(w.kind_bound.size(), 1u);
+  EXPECT_EQ(w.kind_bound[0].first, "T4");
+  EXPECT_DOUBLE_EQ(w.kind_bound[0].second, 0.5);
+  auto fgd = Make("fgd", &w);
+  auto tessera = Make("tessera", &w);
+  const PlacementRequest unbound = Fraction(500);
+  // fgd: the half GPU left on node0 fragments the T4 tasks (drop -500).
+  EXPECT_EQ(ScoreOn(*fgd, s, 0, unbound).score, 37);  // sigmoid(-0.5)
+  EXPECT_EQ(ScoreOn(*fgd, s, 1, unbound).score, 50);
+  // tessera: T4 scarcity 0.5 / (1/3) = 1.5, so the 500 milli taken also
+  // lose 750 of reserve value: drop -1,250.
+  EXPECT_EQ(ScoreOn(*tessera, s, 0, unbound).score, 22);  // sigmoid(-1.25)
+  EXPECT_EQ(ScoreOn(*tessera, s, 1, unbound).score, 50);
+  EXPECT_EQ(FindAllocation(s, "", unbound, *tessera)->node, 1);
+  // A task bound to the T4s still goes there.
+  PlacementRequest bound = Fraction(500);
+  bound.gpu_kinds = {"T4"};
+  EXPECT_EQ(FindAllocation(s, "", bound, *tessera)->node, 0);
+}
+
 TEST(FindAllocation, TiesGoToTheFirstNodeInTheTieOrder) {
   ClusterState s(testing::MakeTopology({{40}, {40}, {40}}));
   auto first_fit = Make("first-fit");

@@ -143,5 +143,29 @@ TEST(SnapshotOpenb, ReproducesFgdAndTesseraAllocatesMore) {
   EXPECT_LT(mean[1], limit);
 }
 
+// Where pods name GPU models (gpuspec20), tessera once fell below FGD: its
+// stranding term sent unbound pods to the CPU-rich T4 nodes that the
+// T4-bound pods need. The kind reserve keeps them (docs/simulate.md).
+TEST(SnapshotOpenb, TesseraKeepsBoundKindsOnGpuspec) {
+  ASSERT_TRUE(HaveOpenb()) << kOpenb << ": the openb trace is missing";
+  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_gpuspec20.csv");
+  ASSERT_TRUE(nodes && pods);
+  const Topology t = TraceTopology(nodes->rows, "openb", 0);
+  double mean[2] = {0, 0};
+  const char* scorers[2] = {"fgd", "tessera"};
+  for (int k = 0; k < 2; ++k) {
+    SnapshotOptions o = Options(scorers[k]);
+    o.seeds = 2;
+    o.bound = false;
+    o.levels_pct = {100};
+    auto runs = RunSnapshot(t, pods->rows, o);
+    ASSERT_TRUE(runs);
+    for (const SnapshotRun& r : *runs) mean[k] += r.levels[0].alloc_pct / 2;
+  }
+  EXPECT_NEAR(mean[0], 94.66, 0.5);   // the published FGD
+  EXPECT_GT(mean[1], mean[0] + 0.5);  // 95.71 against 94.64 over 10 seeds
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
