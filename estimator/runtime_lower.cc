@@ -272,7 +272,10 @@ class Lowering {
       bool masked = false;
       TensorId t = sv.inputs.empty() ? kNoTensor : sv.inputs[0];
       NodeId p = Producer(t);
-      while (p != kNoNode && g_.node(p).op_type != "MatMul") {
+      // A scale and a mask or two: a longer chain is no attention block
+      // (and a bound keeps adversarial chains linear).
+      while (p != kNoNode && g_.node(p).op_type != "MatMul" &&
+             chain.size() < 8) {
         const NodeView pv = g_.node(p);
         if (!Single(t)) break;
         if ((pv.op_type == "Div" || pv.op_type == "Mul") &&
