@@ -317,6 +317,19 @@ class Estimator {
       if (b <= 0 || pinned[b] || uses[b] > 0 || holds[b] > 0) return;
       Drop(b);
     }
+    // Lets go of what an op kept for backward: held buffers (-id) lose a
+    // hold, buffers of its own (+id) go.
+    void Release(std::vector<int64_t>& kept) {
+      for (const int64_t h : kept) {
+        if (h < 0) {
+          --holds[-h];
+          MaybeFree(-h);
+        } else {
+          Drop(h);
+        }
+      }
+      kept.clear();
+    }
   };
 
   void Memory(RuntimeEstimate& e) {
@@ -325,27 +338,17 @@ class Estimator {
     Mem m(rules);
     const graph::OpGraph& g = *model_.graph;
     m.buffer_of.assign(g.num_tensors(), -1);
-    // Resident: weights (tied ones once) and the inputs.
+    // Resident: the weights the GPU ops read (a tied copy not: the
+    // framework holds the embedding once) and the inputs.
+    std::vector<bool> read(g.num_tensors(), false);
+    for (const ROp& op : low_.ops) {
+      if (op.exec == Exec::kHost) continue;
+      for (const TensorId w : op.weights) read[w] = true;
+    }
     for (TensorId t = 0; t < g.num_tensors(); ++t) {
       const internal::RTensor& r = low_.tensors[t];
-      if (!r.weight || !r.on_device || r.bytes <= 0) continue;
-      bool used = false;
-      for (const ROp& op : low_.ops) {
-        if (op.exec == Exec::kHost) continue;
-        for (const TensorId w : op.weights) used |= w == t;
-        if (used) break;
-      }
-      if (!used) continue;
-      if (!r.param && g.tensor(t).elements >= (1 << 20) &&
-          g.tensor(t).dtype == graph::DataType::kFloat32) {
-        // a tied copy of an embedding: the framework holds one tensor
-        bool buffer_like = false;
-        for (const graph::NodeId c : g.consumers(t)) {
-          const auto op_type = g.node(c).op_type;
-          buffer_like |= op_type == "BatchNormalization" || op_type == "Where";
-        }
-        if (!buffer_like) continue;
-      }
+      if (!read[t] || !r.weight || !r.on_device || r.tied || r.bytes <= 0)
+        continue;
       const int64_t b = m.New(r.bytes);
       m.pinned[b] = true;
       m.buffer_of[t] = b;
@@ -356,12 +359,11 @@ class Estimator {
       m.pinned[b] = true;
       m.buffer_of[t] = b;
     }
-    std::vector<int64_t> ws_handles;
     bool fwd_api[3] = {false, false, false}, bwd_api[3] = {false, false, false};
     auto workspace = [&](bool* apis, int api) {
       if (api <= 0 || apis[api] || c_.blas_workspace_bytes <= 0) return;
       apis[api] = true;
-      ws_handles.push_back(m.alloc.Allocate(c_.blas_workspace_bytes));
+      (void)m.alloc.Allocate(c_.blas_workspace_bytes);  // held for good
       e.workspace += c_.blas_workspace_bytes;
     };
     std::vector<int64_t> grads;  // parameter gradients (allocator handles)
@@ -602,28 +604,11 @@ class Estimator {
         m.Drop(it->second);
         grad_of.erase(it);
       }
-      for (const int64_t h : held[ri]) {
-        if (h < 0) {
-          --m.holds[-h];
-          m.MaybeFree(-h);
-        } else {
-          m.Drop(h);
-        }
-      }
-      held[ri].clear();
+      m.Release(held[ri]);
     }
     for (auto& [t, b] : grad_of) m.Drop(b);
     // Whatever forward kept that backward did not reach.
-    for (auto& list : held) {
-      for (const int64_t h : list) {
-        if (h < 0) {
-          --m.holds[-h];
-          m.MaybeFree(-h);
-        } else {
-          m.Drop(h);
-        }
-      }
-    }
+    for (auto& kept : held) m.Release(kept);
   }
 
   const graph::Model& model_;

@@ -39,6 +39,8 @@ struct RTensor {
   bool on_device = true;  // false: host shape arithmetic
   bool weight = false;    // a parameter or buffer (resident)
   bool param = false;     // trainable (gets a gradient and optimizer state)
+  bool tied = false;      // the export's copy of a tied embedding: the
+                          // framework holds the embedding only
   bool grad = false;      // training: its gradient flows back
   bool half = false;      // autocast: held in the low precision
 };

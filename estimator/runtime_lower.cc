@@ -244,11 +244,11 @@ class Lowering {
       const NodeView v = g_.node(n);
       if (owner_[n] != kNoNode) continue;
       if (v.op_type == "Gemm") {
-        linear_[n] = true;
+        linear_.insert(n);
         continue;
       }
       if (v.op_type != "MatMul" || !HasWeightOperand(n)) continue;
-      linear_[n] = true;
+      linear_.insert(n);
       const TensorId y = v.outputs[0];
       if (!Single(y)) continue;
       const NodeId c = g_.consumers(y)[0];
@@ -257,7 +257,7 @@ class Lowering {
       if (HasWeightOperand(c)) {
         owner_[n] = n;
         owner_[c] = n;
-        bias_[n] = true;
+        bias_.insert(n);
       }
     }
   }
@@ -671,10 +671,8 @@ class Lowering {
         }
       }
       out_.tensors[t].param = !tied;
-      if (tied) {
-        tied_.insert(t);
-        continue;
-      }
+      out_.tensors[t].tied = tied;
+      if (tied) continue;
       out_.param_bytes += std::max<int64_t>(tv.bytes, 0);
       ++out_.param_tensors;
     }
@@ -686,7 +684,7 @@ class Lowering {
       bool grad = false;
       for (const TensorId t : op.inputs) grad |= out_.tensors[t].grad;
       for (const TensorId t : op.weights) {
-        grad |= out_.tensors[t].param || tied_.count(t);
+        grad |= out_.tensors[t].param || out_.tensors[t].tied;
       }
       for (const TensorId t : op.outputs) out_.tensors[t].grad = grad;
     }
@@ -703,8 +701,7 @@ class Lowering {
   std::vector<size_t> rank_;
   std::vector<int> layout_;
   std::unordered_map<NodeId, int> fused_kind_;
-  std::unordered_map<NodeId, bool> linear_, bias_;
-  std::unordered_set<TensorId> tied_;
+  std::unordered_set<NodeId> linear_, bias_;
 };
 
 }  // namespace
