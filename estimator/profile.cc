@@ -87,6 +87,7 @@ Result<Profile> ProfileModel(const graph::Model& model,
         OptimizerSeconds(p.memory, device, options.time_model);
     p.seconds += p.optimizer_seconds;
   }
+  p.roofline_memory = p.memory;
   if (options.runtime.runtime != Runtime::kRoofline) {
     RuntimeOptions ro = options.runtime;
     ro.training = options.training;

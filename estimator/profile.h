@@ -54,6 +54,9 @@ struct Profile {
   // Under a runtime model: its estimate (memory.total() is then its live
   // peak; headroom is added to the reserved peak); nullopt for kRoofline.
   std::optional<RuntimeEstimate> runtime;
+  // The operator roofline's memory (what `memory` holds without a runtime),
+  // kept under a runtime too: the placer sizes a split's parts with it.
+  MemoryEstimate roofline_memory;
   // What a queue must reserve on one GPU for this job: the runtime's
   // reserved peak, or the model's need, plus headroom.
   int64_t reserve_bytes() const;

@@ -193,10 +193,7 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
   SizedModel sized;
   sized.peak_bytes =
       std::max(profile->runtime->reserved_peak_bytes, profile->memory.total());
-  const int64_t roofline =
-      estimator::EstimateMemory(*model.graph, estimator::CostAll(*model.graph),
-                                model.weights, {request.train})
-          .total();
+  const int64_t roofline = profile->roofline_memory.total();
   if (roofline > 0) {
     sized.plan_scale =
         static_cast<double>(sized.peak_bytes) / static_cast<double>(roofline);
