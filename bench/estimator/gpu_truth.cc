@@ -93,9 +93,6 @@ Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
   p.allocated = e->live_peak_bytes;
   p.reserved = e->reserved_peak_bytes;
   p.busy = e->gpu_busy_fraction();
-  p.saved = e->saved_activations;
-  p.weights = e->weights;
-  p.workspace = e->workspace;
   p.gemm_ms = (e->gemm_forward_s + e->gemm_backward_s) * 1e3;
   p.conv_fwd_ms = e->conv_forward_s * 1e3;
   p.conv_bwd_ms = e->conv_backward_s * 1e3;

@@ -40,7 +40,6 @@ struct Prediction {
   double ms = 0;
   int64_t allocated = 0, reserved = 0;
   double busy = 0;
-  int64_t saved = 0, weights = 0, workspace = 0;
   double gemm_ms = 0, conv_fwd_ms = 0, conv_bwd_ms = 0;
   double norm_fwd_ms = 0, norm_bwd_ms = 0;
 };
