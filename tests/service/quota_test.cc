@@ -15,15 +15,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-JobRequest Fraction(int milli, int64_t mib) {
-  JobRequest r;
-  r.name = "frac";
-  r.pool = "a";
-  r.command = {"true"};
-  r.resources = Resources{0, milli, mib, 0, 0};
-  return r;
-}
-
 class QuotaTest : public ::testing::Test {
  protected:
   std::unique_ptr<Service> Make(Quotas quotas) {

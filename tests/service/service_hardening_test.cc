@@ -29,15 +29,6 @@ using tessera::testing::FaultyVfs;
 using ::testing::HasSubstr;
 using Fault = FaultyVfs::Fault;
 
-JobRequest Fraction(int milli, int64_t mib, std::string pool = "a") {
-  JobRequest r;
-  r.name = "frac";
-  r.pool = std::move(pool);
-  r.command = {"true"};
-  r.resources = Resources{0, milli, mib, 0, 0};
-  return r;
-}
-
 class HardeningTest : public ::testing::Test {
  protected:
   void SetUp() override { FaultyVfs::Install(); }

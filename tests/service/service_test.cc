@@ -39,14 +39,6 @@ class ServiceTest : public ::testing::Test {
     EXPECT_TRUE(s) << s.error().message;
     return s ? std::move(s).value() : nullptr;
   }
-  static JobRequest Fraction(int milli, int64_t mib, std::string pool = "a") {
-    JobRequest r;
-    r.name = "frac";
-    r.pool = std::move(pool);
-    r.command = {"true"};
-    r.resources = Resources{0, milli, mib, 0, 0};
-    return r;
-  }
   static std::string Zoo(const std::string& file) {
     return std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + file;
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launch/launcher.h"
+#include "scheduler/job.h"
 #include "scheduler/topology.h"
 
 namespace tessera::scheduler {
@@ -88,6 +89,17 @@ inline Topology TwoPools() {
   t.gpus.push_back({"node0/gpu1", 0, 1, "a100-80gb", 80 * 1024});
   t.gpus.push_back({"node1/gpu0", 1, 0, "t4", 16 * 1024});
   return t;
+}
+
+// A job asking `milli` of one GPU and `mib` of its memory in `pool`,
+// running `true`.
+inline JobRequest Fraction(int milli, int64_t mib, std::string pool = "a") {
+  JobRequest r;
+  r.name = "frac";
+  r.pool = std::move(pool);
+  r.command = {"true"};
+  r.resources = Resources{0, milli, mib, 0, 0};
+  return r;
 }
 
 }  // namespace tessera::scheduler
