@@ -20,7 +20,7 @@
 
 #include "server/auth.h"
 #include "server/http_server.h"
-#include "tests/testlib/idle_launcher.h"
+#include "tests/server/one_gpu_server.h"
 #include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/onnx_model_builder.h"
 
@@ -61,27 +61,15 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout,
 class HttpLimitsTest : public ::testing::Test {
  protected:
   void StartServer(int header_timeout_s, int per_client, int total) {
-    ServeConfig config;
-    Topology& t = config.service.topology;
-    t.pools = {"a"};
-    t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0}, false});
-    t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * 1024});
-    config.service.db_path = dir_.File("q.db");
-    config.service.log_dir = dir_.File("logs");
-    config.listen_host = "127.0.0.1";
-    config.listen_port = 0;
+    ServeConfig config = OneGpuConfig(dir_, "127.0.0.1");
     config.max_body_bytes = 4096;
     config.header_timeout_s = header_timeout_s;
     config.max_connections_per_client = per_client;
     config.max_connections = total;
-    config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")}};
-    auto service = Service::Start(config.service,
-                                  std::make_unique<testlib::IdleLauncher>());
-    ASSERT_TRUE(service) << service.error().message;
-    service_ = std::move(*service);
-    auto server = HttpServer::Start(*service_, config);
-    ASSERT_TRUE(server) << server.error().message;
-    server_ = std::move(*server);
+    auto served = StartServed(config);
+    ASSERT_TRUE(served) << served.error().message;
+    service_ = std::move(served->service);
+    server_ = std::move(served->server);
     port_ = server_->port();
   }
 

@@ -20,7 +20,7 @@
 
 #include "server/auth.h"
 #include "server/http_server.h"
-#include "tests/testlib/idle_launcher.h"
+#include "tests/server/one_gpu_server.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -141,33 +141,21 @@ class K8sAuthTest : public ::testing::Test {
   static void SetUpTestSuite() { std::signal(SIGPIPE, SIG_IGN); }
 
   ServeConfig Config(const std::string& host) const {
-    ServeConfig config;
-    Topology& t = config.service.topology;
-    t.pools = {"a"};
-    t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0}, false});
-    t.gpus.push_back({"node0/gpu0", 0, 0, "a100-80gb", 80 * 1024});
-    config.service.db_path = dir_.File("q.db");
-    config.service.log_dir = dir_.File("logs");
+    ServeConfig config = OneGpuConfig(dir_, host);
     config.service.start_thread = false;
-    config.listen_host = host;
-    config.listen_port = 0;
     config.k8s_extender = true;
-    config.users = {
-        {User{"alice", "", false, ""}, Sha256Hex("alice-token")},
-        {User{"sched", "", false, ""}, Sha256Hex("sched-token"), true}};
+    config.users.push_back(
+        {User{"sched", "", false, ""}, Sha256Hex("sched-token"), true});
     return config;
   }
 
   void Start(const ServeConfig& config) {
     server_.reset();
     service_.reset();
-    auto service = Service::Start(config.service,
-                                  std::make_unique<testlib::IdleLauncher>());
-    ASSERT_TRUE(service) << service.error().message;
-    service_ = std::move(*service);
-    auto server = HttpServer::Start(*service_, config);
-    ASSERT_TRUE(server) << server.error().message;
-    server_ = std::move(*server);
+    auto served = StartServed(config);
+    ASSERT_TRUE(served) << served.error().message;
+    service_ = std::move(served->service);
+    server_ = std::move(served->server);
   }
 
   ServeConfig TlsConfig(const std::string& host) const {
