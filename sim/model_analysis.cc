@@ -1,6 +1,7 @@
 #include "sim/model_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -75,6 +76,38 @@ std::vector<ModelSummary> Summarize(const std::vector<ModelSimResult>& results,
       }
       out.push_back(s);
     }
+  }
+  return out;
+}
+
+PairedRatio CompareSeedBySeed(const std::vector<ModelSimResult>& results,
+                              Admission a, Admission b,
+                              const InterferenceLaw& law) {
+  const std::vector<double> common = CommonJct(results);
+  std::map<uint64_t, std::pair<double, double>> by_seed;  // (a, b)
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ModelSimResult& r = results[i];
+    if (r.interference != law) continue;
+    if (r.admission == a) by_seed[r.seed].first = common[i];
+    if (r.admission == b) by_seed[r.seed].second = common[i];
+  }
+  std::vector<double> ratios;
+  for (const auto& [seed, jct] : by_seed) {
+    if (jct.first > 0 && jct.second > 0) {
+      ratios.push_back(jct.first / jct.second);
+    }
+  }
+  PairedRatio out;
+  out.seeds = static_cast<int>(ratios.size());
+  if (ratios.empty()) return out;
+  double sum = 0;
+  for (const double x : ratios) sum += x;
+  out.mean = sum / static_cast<double>(ratios.size());
+  if (ratios.size() > 1) {
+    double squares = 0;
+    for (const double x : ratios) squares += (x - out.mean) * (x - out.mean);
+    const auto n = static_cast<double>(ratios.size());
+    out.standard_error = std::sqrt(squares / (n - 1) / n);
   }
   return out;
 }

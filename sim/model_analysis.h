@@ -44,6 +44,17 @@ std::optional<double> Crossover(const std::vector<ModelSummary>& all,
                                 Admission a,
                                 const std::vector<InterferenceLaw>& laws);
 
+// Seed by seed, `a`'s mean JCT over `b`'s under `law` (over the jobs every
+// admission completed on that seed): the mean of the ratios and its
+// standard error (0 with one seed).
+struct PairedRatio {
+  double mean = 1, standard_error = 0;
+  int seeds = 0;
+};
+PairedRatio CompareSeedBySeed(const std::vector<ModelSimResult>& results,
+                              Admission a, Admission b,
+                              const InterferenceLaw& law);
+
 }  // namespace tessera::scheduler
 
 #endif  // TESSERA_SIM_MODEL_ANALYSIS_H_

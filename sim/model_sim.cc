@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "common/stats.h"
 #include "scheduler/admission.h"
@@ -260,6 +261,7 @@ class Replay {
       demand_.push_back(options_.admission == Admission::kWhole
                             ? WholeDemand(k, gpu_.memory_mib)
                             : FractionDemand(k, gpu_.memory_mib));
+      whole_demand_.push_back(WholeDemand(k, gpu_.memory_mib));
     }
     return {};
   }
@@ -319,7 +321,14 @@ class Replay {
   bool CouldEverRun(size_t k) const {
     const Topology& t = state_.topology();
     if (CouldEverFit(t, pool_, demand_[k])) return true;
-    if (options_.admission != Admission::kSplit) return false;
+    if (options_.admission == Admission::kTessera &&
+        CouldEverFit(t, pool_, whole_demand_[k])) {
+      return true;
+    }
+    if (options_.admission != Admission::kSplit &&
+        options_.admission != Admission::kTessera) {
+      return false;
+    }
     const ClusterState empty(t);
     return cache_
         .Find(empty, pool_, static_cast<int>(k), kinds_[k], options_.headroom)
@@ -341,6 +350,9 @@ class Replay {
     const int kind = jobs_[q.id - 1].kind;
     AdmissionOptions admission;
     admission.cache = &admission_cache_;
+    if (options_.admission == Admission::kTessera) {
+      return Decide(s, q, admission);
+    }
     if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
                                 *scorer_, admission)) {
       return a;
@@ -355,6 +367,142 @@ class Replay {
             : 1.0;
     split_speed_[q.id] = {e.speed, shared};
     return e.allocation;
+  }
+
+  // The tessera admission: the options that fit now, the wait for whole
+  // capacity, and the earliest predicted finish (DecideStart), re-taken
+  // at every event while the job is queued. The running jobs' predicted
+  // ends are their remaining work at their current rates (what the
+  // service reads from time limits and progress reports).
+  std::optional<Allocation> Decide(const ClusterState& s, const QueuedJob& q,
+                                   const AdmissionOptions& admission) {
+    StartRequest r = Request(s, q, admission);
+    r.held_back = QueuedBehind(q.id);
+    r.work_cv2 = WorkCv2();
+    r.backlog_per_gpu = static_cast<double>(QueuedBehind(q.id)) /
+                        static_cast<double>(pool_gpus_.size());
+    const StartDecision d =
+        DecideStart(r, s, [this](JobId id) { return OccupantOf(id); });
+    const OptionForecast* c = d.Chosen();
+    if (!c || d.waits()) {
+      if (c && d.options.size() > 1) waited_.insert(q.id);
+      return std::nullopt;
+    }
+    if (c->option == StartOption::kSplit) {
+      const int kind = jobs_[q.id - 1].kind;
+      const SplitCache::Entry split =
+          cache_.Find(s, pool_, kind, kinds_[kind], options_.headroom);
+      const double shared =
+          split.shared_step_s > 0 && kinds_[kind].step_s > 0
+              ? std::min(1.0, kinds_[kind].step_s / split.shared_step_s)
+              : 1.0;
+      split_speed_[q.id] = {split.speed, shared};
+    }
+    return c->allocation;
+  }
+
+  // The first GPU of the pool nobody holds with room for `demand`, as a
+  // fraction share of it; nullopt if none.
+  std::optional<Allocation> IdleGpu(const ClusterState& s,
+                                    const Resources& demand) const {
+    const Topology& t = s.topology();
+    for (const int g : pool_gpus_) {
+      const int node = t.gpus[g].node;
+      if (t.nodes[node].drained || s.holders_on(g) > 0 ||
+          s.free_memory_mib(g) < demand.gpu_memory_mib ||
+          s.free_milli(g) < demand.gpu_milli) {
+        continue;
+      }
+      Allocation a;
+      a.node = node;
+      a.gpus.push_back({g, demand.gpu_milli, demand.gpu_memory_mib});
+      if (s.Fits(a)) return a;
+    }
+    return std::nullopt;
+  }
+
+  // The squared coefficient of variation of the queued and running jobs'
+  // work (StartRequest::work_cv2).
+  double WorkCv2() const {
+    std::vector<double> work;
+    for (const QueuedJob& q : queue_)
+      work.push_back(jobs_[q.id - 1].duration_s);
+    for (const auto& [id, r] : running_)
+      work.push_back(jobs_[r.job].duration_s);
+    return SquaredCv(work);
+  }
+
+  // The options `q` has in `s`: what fits now and the capacity that frees.
+  StartRequest Request(const ClusterState& s, const QueuedJob& q,
+                       const AdmissionOptions& admission) {
+    const int kind = jobs_[q.id - 1].kind;
+    const ModelJobKind& k = kinds_[kind];
+    const Resources& whole = whole_demand_[kind];
+    StartRequest r;
+    r.now = now_;
+    r.work_s = jobs_[q.id - 1].duration_s;
+    r.busy_fraction = k.busy_fraction;
+    r.law = options_.interference;
+    bool alone = false;
+    if (whole.gpus == 1) {
+      // A GPU of its own, but not exclusively: others may join it when
+      // their own decision (charged for slowing it) says so.
+      if (auto a = IdleGpu(s, q.demand)) {
+        r.candidates.push_back({StartOption::kWhole, *a, 1.0});
+        alone = true;
+      }
+    } else if (auto a = FindAllocation(s, pool_, PlacementRequest{whole, {}},
+                                       *scorer_, admission)) {
+      r.candidates.push_back({StartOption::kWhole, *a, 1.0});
+      alone = true;
+    }
+    if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
+                                *scorer_, admission)) {
+      r.candidates.push_back({StartOption::kFraction, *a, 1.0});
+    }
+    if (r.candidates.empty()) {
+      const SplitCache::Entry split =
+          cache_.Find(s, pool_, kind, k, options_.headroom);
+      if (split.allocation) {
+        r.candidates.push_back(
+            {StartOption::kSplit, *split.allocation, split.speed});
+      }
+    }
+    const auto ends_at = [this](JobId id) {
+      return now_ + RemainingSeconds(id);
+    };
+    if (!alone) {
+      r.whole = CapacityFreesAt(s, pool_, whole.gpus, kFullGpuMilli, 0, now_,
+                                ends_at);
+    }
+    const bool fraction_now = std::any_of(
+        r.candidates.begin(), r.candidates.end(), [](const StartCandidate& c) {
+          return c.option != StartOption::kSplit;
+        });
+    if (!fraction_now && k.demand_mib <= gpu_.memory_mib) {
+      r.fraction = CapacityFreesAt(s, pool_, 1, q.demand.gpu_milli,
+                                   q.demand.gpu_memory_mib, now_, ends_at);
+    }
+    return r;
+  }
+
+  // The jobs queued after `id` (FIFO: all of them wait while it waits).
+  int QueuedBehind(JobId id) const {
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [id](const QueuedJob& q) { return q.id == id; });
+    return it == queue_.end() ? 0 : static_cast<int>(queue_.end() - it - 1);
+  }
+
+  // A job holding a share: running (its remaining work at its rate), or
+  // started earlier this round (all its work, at full speed).
+  double RemainingSeconds(JobId id) const {
+    if (auto it = running_.find(id); it != running_.end()) {
+      return it->second.remaining / it->second.rate;
+    }
+    return jobs_[id - 1].duration_s;
+  }
+  Occupant OccupantOf(JobId id) const {
+    return {kinds_[jobs_[id - 1].kind].busy_fraction, RemainingSeconds(id)};
   }
 
   double NextFinish(double t) const {
@@ -404,6 +552,7 @@ class Replay {
       active.push_back(rj);
     }
     split_speed_.clear();
+    now_ = t;
     const Allocator allocate = [this](const ClusterState& s,
                                       const QueuedJob& q) {
       return Allocate(s, q);
@@ -441,8 +590,11 @@ class Replay {
     }
     const ModelJobKind& kind = kinds_[jobs_[j].kind];
     if (a.exclusive) {
-      r.memory_mib = std::min(kind.demand_mib,
-                              gpu_.memory_mib * static_cast<int64_t>(o.gpus));
+      int64_t held = 0;
+      for (const GpuShare& s : a.gpus) {
+        held += state_.topology().gpus[s.gpu].memory_mib;
+      }
+      r.memory_mib = std::min(kind.demand_mib, held);
     } else {
       for (const GpuShare& s : a.gpus) r.memory_mib += s.memory_mib;
     }
@@ -516,6 +668,7 @@ class Replay {
       result_.mean_split_speed = split_speed_sum_ / splits;
       result_.mean_split_shared_speed = shared_speed_sum_ / splits;
     }
+    result_.decided_waits = static_cast<int64_t>(waited_.size());
     result_.makespan_s = end;
     if (end > 0) {
       result_.gpu_util_pct = 100.0 * milli_seconds_ / (CapacityMilli() * end);
@@ -535,7 +688,10 @@ class Replay {
   Workload workload_;  // outlives scorer_
   std::unique_ptr<GpuScorer> scorer_;
   AdmissionCache admission_cache_;
-  std::vector<Resources> demand_;  // by kind, under this admission
+  std::vector<Resources> demand_;        // by kind, under this admission
+  std::vector<Resources> whole_demand_;  // by kind: whole GPUs
+  double now_ = 0;                       // the round's time
+  std::set<JobId> waited_;               // jobs the tessera decision held back
   std::vector<int> pool_gpus_;
   int64_t capacity_mib_ = 0;
   std::vector<QueuedJob> queue_;      // in arrival order

@@ -224,28 +224,10 @@ std::string_view AdmissionName(Admission a) {
       return "fraction";
     case Admission::kSplit:
       return "split";
+    case Admission::kTessera:
+      return "tessera";
   }
   return "?";
-}
-
-double InterferenceRate(double alpha, int k) {
-  return 1.0 / (1.0 + alpha * static_cast<double>(std::max(0, k - 1)));
-}
-
-double InterferenceRate(const InterferenceLaw& law, double busy_fraction,
-                        int k) {
-  if (law.alpha) return InterferenceRate(*law.alpha, k);
-  return 1.0 / estimator::CoLocationSlowdown(law.sharing, busy_fraction, k);
-}
-
-std::string InterferenceName(const InterferenceLaw& law) {
-  if (law.alpha) {
-    char text[48];
-    std::snprintf(text, sizeof text, "alpha %.2f", *law.alpha);
-    return text;
-  }
-  return "measured (" + std::string(estimator::GpuSharingName(law.sharing)) +
-         ")";
 }
 
 Resources FractionDemand(const ModelJobKind& kind, int64_t gpu_memory_mib) {

@@ -27,6 +27,7 @@
 #include "common/result.h"
 #include "estimator/interference.h"
 #include "scheduler/model_jobs.h"
+#include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
 namespace tessera::scheduler {
@@ -90,38 +91,19 @@ std::vector<ModelJob> GenerateModelJobs(int num_kinds,
                                         const ModelWorkloadOptions& options,
                                         uint64_t seed);
 
-enum class Admission { kWhole, kFraction, kSplit };
-// "whole", "fraction", "split".
+// kTessera: per job, by predicted finish (scheduler/start_decision.h):
+// whole GPUs now, a fraction now, a split now, or wait for whole capacity.
+enum class Admission { kWhole, kFraction, kSplit, kTessera };
+// "whole", "fraction", "split", "tessera".
 std::string_view AdmissionName(Admission a);
 inline constexpr Admission kAdmissions[] = {
+    Admission::kWhole, Admission::kFraction, Admission::kSplit,
+    Admission::kTessera};
+// The fixed admissions tessera's decision is compared with.
+inline constexpr Admission kFixedAdmissions[] = {
     Admission::kWhole, Admission::kFraction, Admission::kSplit};
 
-// How co-located jobs slow each other. By default the law measured on an
-// H100 (estimator::CoLocationSlowdown) under `sharing`, by each job's
-// busy fraction; with `alpha` set, Big Brain's linear law for every job
-// instead (`--interference A`: an explicit override, e.g. to sweep).
-struct InterferenceLaw {
-  estimator::GpuSharing sharing = estimator::GpuSharing::kTimeslice;
-  std::optional<double> alpha;  // set: time x (1 + alpha (k - 1))
-
-  static InterferenceLaw Linear(double alpha) { return {{}, alpha}; }
-  static InterferenceLaw Measured(estimator::GpuSharing sharing) {
-    return {sharing, std::nullopt};
-  }
-  auto operator<=>(const InterferenceLaw&) const = default;
-};
-// "measured (timeslice)", "measured (mps)" or "alpha 0.25".
-std::string InterferenceName(const InterferenceLaw& law);
-
-// Big Brain's measurement: a job's process time grows about linearly with
-// the number of jobs sharing its GPU, time x (1 + alpha (k - 1)); its
-// progress rate is the inverse. REQUIRES: k >= 1, alpha >= 0.
-double InterferenceRate(double alpha, int k);
-// A job's progress rate with `k` jobs on its GPU under `law`: the inverse
-// of its slowdown. `busy_fraction` is the job's (ModelJobKind); the linear
-// law ignores it. REQUIRES: k >= 1.
-double InterferenceRate(const InterferenceLaw& law, double busy_fraction,
-                        int k);
+// InterferenceLaw and InterferenceRate: scheduler/start_decision.h.
 
 // A fractional job's compute share never drops below this: a GPU takes
 // at most 20 tiny jobs, well under MPS's 48 clients per GPU (Volta on).
@@ -207,7 +189,10 @@ struct ModelSimResult {
   InterferenceLaw interference;
   uint64_t seed = 0;
   int64_t jobs = 0, completed = 0, never_ran = 0;
-  int64_t split_jobs = 0;       // started as a gang by SplitAcrossSlivers
+  int64_t split_jobs = 0;  // started as a gang by SplitAcrossSlivers
+  // tessera: jobs its decision held back at least once to wait for whole
+  // capacity (while something else fitted them).
+  int64_t decided_waits = 0;
   double mean_split_speed = 0;  // their SplitCache speed (0 if none)
   // Their speed at the compute shares the plan assumed (the slivers' free
   // milli, as the service caps them with MPS); reported, not used.

@@ -208,7 +208,7 @@ TEST(SimulateCli, ModelsModeDefaultsToTheMeasuredTimeslicingSlowdown) {
   const double busy = j["kinds"][0]["gpu_busy_fraction"].get<double>();
   EXPECT_GT(busy, 0);
   EXPECT_LE(busy, 1);
-  ASSERT_EQ(j["results"].size(), 3u);  // one law x three admissions
+  ASSERT_EQ(j["results"].size(), 4u);  // one law x four admissions
   for (const Json& res : j["results"]) {
     EXPECT_TRUE(res["interference"].is_null());
     EXPECT_EQ(res["interference_law"], "measured");

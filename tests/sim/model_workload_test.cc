@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "estimator/estimator.h"
+#include "sim/model_analysis.h"
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
@@ -363,11 +364,12 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   SplitCache cache;
   auto a = RunModelExperiment(t, kinds, o, cache);
   ASSERT_TRUE(a) << a.error().message;
-  ASSERT_EQ(a->size(), 12u);  // 2 seeds x 2 alphas x 3 admissions
+  ASSERT_EQ(a->size(), 16u);  // 2 seeds x 2 alphas x 4 admissions
   EXPECT_EQ((*a)[0].admission, Admission::kWhole);
   EXPECT_EQ((*a)[1].admission, Admission::kFraction);
-  EXPECT_EQ((*a)[3].interference, InterferenceLaw::Linear(1));
-  EXPECT_EQ((*a)[6].seed, 43u);
+  EXPECT_EQ((*a)[3].admission, Admission::kTessera);
+  EXPECT_EQ((*a)[4].interference, InterferenceLaw::Linear(1));
+  EXPECT_EQ((*a)[8].seed, 43u);
   auto b = RunModelExperiment(t, kinds, o, cache);
   ASSERT_TRUE(b);
   for (size_t i = 0; i < a->size(); ++i) {
@@ -377,7 +379,7 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   // together and waits less than whole GPUs.
   EXPECT_LT((*a)[1].delay_mean_s, (*a)[0].delay_mean_s);
   // Whole GPUs are untouched by interference.
-  EXPECT_EQ((*a)[0].mean_jct_s, (*a)[3].mean_jct_s);
+  EXPECT_EQ((*a)[0].mean_jct_s, (*a)[4].mean_jct_s);
   o.seeds = 0;
   EXPECT_FALSE(RunModelExperiment(t, kinds, o, cache));
 }
@@ -402,15 +404,15 @@ TEST(ModelExperiment, DefaultsToTheMeasuredLaw) {
   SplitCache cache;
   auto r = RunModelExperiment(t, kinds, o, cache);
   ASSERT_TRUE(r) << r.error().message;
-  ASSERT_EQ(r->size(), 9u);  // 3 laws x 3 admissions
+  ASSERT_EQ(r->size(), 12u);  // 3 laws x 4 admissions
   EXPECT_EQ((*r)[1].interference, InterferenceLaw{});
-  EXPECT_EQ((*r)[4].interference.sharing, estimator::GpuSharing::kMps);
-  EXPECT_EQ((*r)[7].interference, InterferenceLaw::Linear(0));
+  EXPECT_EQ((*r)[5].interference.sharing, estimator::GpuSharing::kMps);
+  EXPECT_EQ((*r)[9].interference, InterferenceLaw::Linear(0));
   // Fractions share GPUs: time-slicing costs them more than MPS, and MPS
   // more than free sharing; whole GPUs are untouched.
-  EXPECT_GT((*r)[1].mean_jct_s, (*r)[4].mean_jct_s);
-  EXPECT_GT((*r)[4].mean_jct_s, (*r)[7].mean_jct_s);
-  EXPECT_EQ((*r)[0].mean_jct_s, (*r)[6].mean_jct_s);
+  EXPECT_GT((*r)[1].mean_jct_s, (*r)[5].mean_jct_s);
+  EXPECT_GT((*r)[5].mean_jct_s, (*r)[9].mean_jct_s);
+  EXPECT_EQ((*r)[0].mean_jct_s, (*r)[4].mean_jct_s);
   o.interference = {InterferenceLaw::Linear(-0.5)};
   auto bad = RunModelExperiment(t, kinds, o, cache);
   ASSERT_FALSE(bad);
@@ -580,6 +582,43 @@ TEST(ModelSplit, ExperimentIsTheSameOnOneThreadOrTwo) {
     splits += runs[0][i].split_jobs;
   }
   EXPECT_GT(splits, 0);
+}
+
+// The tessera admission decides per job by predicted finish: where
+// sharing is free it shares like fraction, where it costs more throughput
+// than it gives it waits for whole GPUs like whole; the same arrivals.
+TEST(ModelExperiment, TesseraFollowsTheBestFixedAdmission) {
+  const Topology t = MakeTopology({{80, 80}, {80, 80}});
+  std::vector<ModelJobKind> kinds;
+  for (const int gib : {5, 10, 20, 35}) {
+    kinds.push_back(Kind("k" + std::to_string(gib), gib * kGiB));
+  }
+  ModelExperimentOptions o;
+  o.workload.jobs = 120;
+  o.workload.arrival_per_hour = 12;
+  o.workload.duration = *ParseDurationDistribution("lognormal:7,1");
+  o.sim.scorer = "tessera";
+  o.interference = {InterferenceLaw::Linear(0), InterferenceLaw::Linear(1.5)};
+  o.seeds = 3;
+  o.threads = 2;
+  SplitCache cache;
+  auto r = RunModelExperiment(t, kinds, o, cache);
+  ASSERT_TRUE(r) << r.error().message;
+  const std::vector<ModelSummary> all = Summarize(*r, o.interference);
+  auto jct = [&](Admission a, double alpha) {
+    return FindSummary(all, a, InterferenceLaw::Linear(alpha)).jct_common;
+  };
+  EXPECT_LE(jct(Admission::kTessera, 0), 1.02 * jct(Admission::kFraction, 0));
+  EXPECT_LT(jct(Admission::kTessera, 0), 0.5 * jct(Admission::kWhole, 0));
+  EXPECT_LE(jct(Admission::kTessera, 1.5), 1.02 * jct(Admission::kWhole, 1.5));
+  EXPECT_LT(jct(Admission::kTessera, 1.5),
+            0.9 * jct(Admission::kFraction, 1.5));
+  for (const ModelSimResult& x : *r) {
+    EXPECT_EQ(x.completed, x.jobs);
+    if (x.admission == Admission::kTessera && x.interference.alpha == 1.5) {
+      EXPECT_GT(x.decided_waits, 0);  // it chose to wait, more than once
+    }
+  }
 }
 
 }  // namespace
