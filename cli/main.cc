@@ -460,6 +460,7 @@ Examples:
   tessera submit --gpu-milli 250 --gpu-memory 8GiB -- python train.py --lr 3e-4
   tessera submit --gpus 2 --cpu-milli 8000 --memory 64GiB --pool a100 -- ./run.sh
   tessera submit --model models/zoo/gpt2.onnx --batch 8 --train --pool a100 -- python train_gpt2.py
+  tessera submit --model models/zoo/resnet50.onnx --batch 32 --train --steps 20000 -- python train.py
   tessera submit --model-path /srv/models/gpt2.onnx --batch 8 -- python train_gpt2.py
   tessera submit --name sweep-3 --priority 5 --preemptible --time-limit 600 \
       --env SEED=3 --gpu-milli 500 --gpu-memory 12GiB --json -- python sweep.py
@@ -507,11 +508,32 @@ Examples:
                   "Expected run time in seconds (lets backfill start it "
                   "early)")
       ->type_name("S");
+  cmd->add_option("--steps", args.steps,
+                  "A model job's work: steps, each the estimator's step on "
+                  "one whole GPU (the split-or-wait decision predicts its "
+                  "end from it; else --time-limit, else the service's "
+                  "model_default_work_s)")
+      ->type_name("N");
   cmd->add_option("--env", args.env,
                   "Environment variable for the job (repeatable)")
       ->type_name("K=V");
   cmd->add_option("command", args.command, "The job's command, after --")
       ->required();
+}
+
+void AddProgress(CLI::App& app, tessera::cli::ProgressArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "progress",
+      "Report a running job's steps done (the service measures its step "
+      "time, predicts its end and calibrates the interference factor)");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera progress 42 1500          # job 42 has done 1500 steps in all
+  tessera progress "$TESSERA_JOB_ID" "$STEP" --json   # from inside the job
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("id", args.id, "Job id")->required();
+  cmd->add_option("steps", args.steps, "Steps done in all")->required();
 }
 
 void AddJobs(CLI::App& app, tessera::cli::JobsArgs& args) {
@@ -682,6 +704,8 @@ int main(int argc, char** argv) {
   AddJobs(app, jobs);
   tessera::cli::JobArgs job;
   AddJob(app, job);
+  tessera::cli::ProgressArgs progress;
+  AddProgress(app, progress);
   tessera::cli::LogsArgs logs;
   AddLogs(app, logs);
   tessera::cli::JobArgs cancel;
@@ -712,6 +736,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("submit")) return tessera::cli::RunSubmit(submit);
     if (app.got_subcommand("jobs")) return tessera::cli::RunJobs(jobs);
     if (app.got_subcommand("job")) return tessera::cli::RunJob(job);
+    if (app.got_subcommand("progress")) {
+      return tessera::cli::RunProgress(progress);
+    }
     if (app.got_subcommand("logs")) return tessera::cli::RunLogs(logs);
     if (app.got_subcommand("cancel")) return tessera::cli::RunCancel(cancel);
     if (app.got_subcommand("cluster")) return tessera::cli::RunCluster(cluster);

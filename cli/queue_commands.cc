@@ -151,6 +151,64 @@ void PrintJson(const json& j) {
   std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
+// "14:05" (local time) for a Unix time today, "Nov 27 14:05" otherwise.
+std::string ClockTime(double unix_s) {
+  if (!std::isfinite(unix_s)) return "never";
+  const auto t = static_cast<std::time_t>(std::llround(unix_s));
+  const std::time_t now = std::time(nullptr);
+  std::tm when{}, today{};
+  localtime_r(&t, &when);
+  localtime_r(&now, &today);
+  char text[32];
+  const bool same_day =
+      when.tm_year == today.tm_year && when.tm_yday == today.tm_yday;
+  std::strftime(text, sizeof text, same_day ? "%H:%M" : "%b %d %H:%M", &when);
+  return text;
+}
+
+// The split-or-wait decision: each option with its predicted end, the
+// chosen one marked.
+void PrintDecision(const json& d) {
+  const std::string chosen = Str(d, "chosen");
+  std::cout << "decision (work " << HumanDuration(d.value("work_s", 0.0))
+            << " on a whole GPU, from " << Str(d, "work_from")
+            << "; interference " << Str(d, "interference") << "):\n";
+  bool marked = false;
+  for (const json& o : d.value("options", json::array())) {
+    const std::string option = Str(o, "option");
+    std::string line;
+    if (option == "wait") {
+      line = "a whole GPU frees ~ " + ClockTime(o.value("start_s", 0.0));
+    } else if (option == "wait-fraction") {
+      line = "a fraction frees ~ " + ClockTime(o.value("start_s", 0.0));
+    } else {
+      const std::string what = option == "whole"      ? "whole GPU "
+                               : option == "fraction" ? "fraction of "
+                                                      : "split over ";
+      line = what + Str(o, "where") + " now";
+    }
+    line += ": ends ~ " + ClockTime(o.value("finish_s", 0.0));
+    const int64_t beside = Int(o, "sharing_with");
+    if (beside > 0) {
+      line += " (beside " + std::to_string(beside) + " job" +
+              (beside == 1 ? "" : "s") + ", x" +
+              Fixed(o.value("slowdown", 1.0), 2) + " slower)";
+    }
+    const bool is_chosen = !marked && option == chosen;
+    marked = marked || is_chosen;
+    std::cout << (is_chosen ? "  * " : "    ") << line << "\n";
+  }
+  if (chosen.empty()) {
+    std::cout << "  -> nothing fits now or later\n";
+  } else {
+    std::cout << "  -> "
+              << (chosen == "wait" || chosen == "wait-fraction"
+                      ? "waiting"
+                      : "start: " + chosen)
+              << " (re-taken every round while queued)\n";
+  }
+}
+
 void PrintJob(const json& job) {
   const auto [waited, ran] = Times(job);
   std::string command;
@@ -188,6 +246,9 @@ void PrintJob(const json& job) {
   std::string rendered = table.Render();
   // The empty header row: drop the table's first line.
   std::cout << rendered.substr(rendered.find('\n') + 1);
+  if (job.contains("decision") && job["decision"].is_object()) {
+    PrintDecision(job["decision"]);
+  }
 }
 
 // ---- Building a submission -----------------------------------------------
@@ -296,6 +357,15 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
   j.preemptible = a.preemptible;
   j.splittable = !a.no_split;
   if (a.time_limit_s) j.time_limit_s = *a.time_limit_s;
+  if (a.steps) {
+    if (a.model.empty() && a.model_path.empty()) {
+      return BadInput(
+          "--steps: only a model job (--model or --model-path) declares its "
+          "work in steps; give --time-limit instead");
+    }
+    if (*a.steps < 1) return BadInput("--steps: must be at least 1");
+    j.work_steps = *a.steps;
+  }
   for (const std::string& kv : a.env) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -411,6 +481,36 @@ int RunJob(const JobArgs& args) {
     } else {
       PrintJob(*job);
     }
+    return {};
+  });
+}
+
+int RunProgress(const ProgressArgs& args) {
+  return Run([&]() -> Status {
+    if (args.steps < 0) return BadInput("steps: must not be negative");
+    Result<json> out = Client(args.client).Progress(args.id, args.steps);
+    TESSERA_RETURN_IF_ERROR(out);
+    if (args.client.json) {
+      PrintJson(*out);
+      return {};
+    }
+    std::cout << "job " << args.id << ": " << args.steps << " steps";
+    if (out->contains("step_s")) {
+      std::cout << ", " << Fixed((*out)["step_s"].get<double>() * 1e3, 1)
+                << " ms per step";
+    }
+    if (Int(*out, "sharing_with") > 0) {
+      std::cout << " beside " << Int(*out, "sharing_with") << " job(s)";
+    }
+    if (out->contains("slowdown")) {
+      std::cout << " (x" << Fixed((*out)["slowdown"].get<double>(), 2)
+                << " its step alone)";
+    }
+    if (out->contains("predicted_end_s")) {
+      std::cout << "; ends ~ "
+                << ClockTime((*out)["predicted_end_s"].get<double>());
+    }
+    std::cout << "\n";
     return {};
   });
 }

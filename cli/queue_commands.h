@@ -37,8 +37,15 @@ struct SubmitArgs {
   std::vector<std::string> inputs;  // NAME=DIMS
   bool no_split = false;
   std::optional<double> time_limit_s;
+  std::optional<long long> steps;    // a model job's work
   std::vector<std::string> env;      // K=V
   std::vector<std::string> command;  // after --
+};
+
+struct ProgressArgs {
+  ClientArgs client;
+  int64_t id = 0;
+  long long steps = 0;
 };
 
 struct JobsArgs {
@@ -63,6 +70,7 @@ struct LogsArgs {
 int RunSubmit(const SubmitArgs& args);
 int RunJobs(const JobsArgs& args);
 int RunJob(const JobArgs& args);
+int RunProgress(const ProgressArgs& args);
 int RunLogs(const LogsArgs& args);
 int RunCancel(const JobArgs& args);
 int RunCluster(const ClientArgs& args);

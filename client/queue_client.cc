@@ -158,6 +158,11 @@ Result<json> QueueClient::Cancel(int64_t id) const {
   return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", "");
 }
 
+Result<json> QueueClient::Progress(int64_t id, int64_t steps) const {
+  return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/progress",
+                  json{{"steps", steps}}.dump());
+}
+
 Result<json> QueueClient::Cluster() const {
   return SendJson("GET", "/v1/cluster", "");
 }

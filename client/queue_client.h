@@ -59,6 +59,8 @@ class QueueClient {
   Result<LogChunk> Logs(int64_t id, bool stderr_log, int64_t offset) const;
   // POST /v1/jobs/ID/cancel: the job after the request.
   Result<nlohmann::json> Cancel(int64_t id) const;
+  // POST /v1/jobs/{id}/progress: `steps` done in all.
+  Result<nlohmann::json> Progress(int64_t id, int64_t steps) const;
   // GET /v1/cluster.
   Result<nlohmann::json> Cluster() const;
   // POST /v1/nodes/NODE/drain (or undrain).

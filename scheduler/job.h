@@ -73,6 +73,11 @@ struct JobRequest {
   // Expected run time, for backfilling (0 = unknown: never backfilled past
   // the head's reservation).
   double time_limit_s = 0;
+  // A model job's work, `work: {steps: N}`: training (or inference) steps,
+  // each as long as the estimator's step on one whole GPU of the pool's
+  // kind; 0 = not given (time_limit_s, else the service's default work,
+  // stands for it in the split-or-wait decision).
+  int64_t work_steps = 0;
 };
 
 // A reservation on one GPU.

@@ -199,6 +199,10 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
         static_cast<double>(sized.peak_bytes) / static_cast<double>(roofline);
   }
   sized.training = request.train;
+  if (profile->runtime) {
+    sized.step_s = profile->runtime->step_s;
+    sized.busy_fraction = profile->runtime->gpu_busy_fraction();
+  }
   sized.model = std::make_shared<const graph::Model>(std::move(model));
   return sized;
 }
@@ -320,6 +324,20 @@ int64_t SliverMemory(const ClusterState& state, int node) {
 }
 
 }  // namespace
+
+double SplitSpeed(const nlohmann::json& plan) {
+  double full = 0, largest = 0;
+  for (const nlohmann::json& d :
+       plan.value("devices", nlohmann::json::array())) {
+    if (d.value("ops", 0) == 0) continue;
+    const double share = d.value("compute_share", 1.0);
+    full += d.value("busy_ms", 0.0) * share;
+    largest = std::max(largest, share);
+  }
+  const double step = plan.value("step_time_ms", 0.0) * largest;
+  if (!(full > 0) || !(step > 0)) return 1;
+  return std::clamp(full / step, 0.01, 1.0);
+}
 
 std::optional<Gang> SplitAcrossSlivers(const ClusterState& state,
                                        std::string_view pool,

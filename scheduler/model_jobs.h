@@ -40,6 +40,11 @@ struct SizedModel {
   // and a whole GPU are sized by the same runtime model.
   double plan_scale = 1.0;
   bool training = false;
+  // The PyTorch runtime model's step alone on one whole GPU of the kind,
+  // and the fraction of it the GPU is busy (what sharing the GPU costs:
+  // estimator::CoLocationSlowdown).
+  double step_s = 0;
+  double busy_fraction = 0.94;
 };
 
 // Loads and sizes `request` (by path; any file this process can read: the
@@ -113,6 +118,14 @@ struct Gang {
 // with the GPUs it considers, and a split over more nodes than this is
 // dominated by the network.
 inline constexpr size_t kMaxGangNodes = 4;
+// A split plan's speed against one whole GPU with co-location left out
+// (the split decision charges that separately): the devices' busy time at
+// full speed (busy_ms x compute_share) over the plan's step at the largest
+// compute share it used (step_time_ms x that share: the step no slower
+// stage than the fastest-served one would have, so the speed is a lower
+// bound). In (0, 1]; 1 for a plan without devices.
+double SplitSpeed(const nlohmann::json& plan);
+
 std::optional<Gang> SplitAcrossSlivers(const ClusterState& state,
                                        std::string_view pool,
                                        const SizedModel& sized, double headroom,

@@ -142,6 +142,7 @@ struct HttpServer::Impl {
   void List(const Request& req, Response& res);
   void GetJob(const Request& req, Response& res);
   void Cancel(const Request& req, Response& res);
+  void Progress(const Request& req, Response& res);
   void Events(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
@@ -266,7 +267,63 @@ void HttpServer::Impl::List(const Request& req, Response& res) {
 void HttpServer::Impl::GetJob(const Request& req, Response& res) {
   if (!Authenticated(req, res)) return;
   const std::optional<Job> job = PathJob(req, res);
-  if (job) SendJson(res, 200, JobJson(*job, service.topology()));
+  if (!job) return;
+  json j = JobJson(*job, service.topology());
+  j["decision"] = service.DecisionOf(job->id);
+  SendJson(res, 200, j);
+}
+
+// POST /v1/jobs/{id}/progress {"steps": N}: the job's steps done in all
+// (its owner, or an admin).
+void HttpServer::Impl::Progress(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  if (job->user != user->name && !user->admin) {
+    SendError(res, 403,
+              "job " + std::to_string(job->id) + " belongs to " + job->user +
+                  "; only its owner or an admin reports its progress");
+    return;
+  }
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    SendError(res, 400, std::string("malformed JSON: ") + e.what());
+    return;
+  }
+  if (!body.is_object() || !body.contains("steps") || body.size() != 1) {
+    SendError(res, 400,
+              "the body must be {\"steps\": N}: the steps done in all");
+    return;
+  }
+  const json& steps = body["steps"];
+  if (!steps.is_number_integer() ||
+      (steps.is_number_unsigned() && steps.get<uint64_t>() > uint64_t{1}
+                                                                 << 62) ||
+      steps.get<int64_t>() < 0) {
+    SendError(res, 400, "steps: must be a whole number >= 0");
+    return;
+  }
+  if (job->state != JobState::kRunning) {
+    SendError(res, 409,
+              "job " + std::to_string(job->id) + " is " +
+                  std::string(JobStateName(job->state)) +
+                  ": only a running job reports progress");
+    return;
+  }
+  Result<json> out = service.ReportProgress(job->id, steps.get<int64_t>());
+  if (!out) {
+    SendError(res,
+              out.error().code == ErrorCode::kInfeasible ? 409
+              : out.error().code == ErrorCode::kBadInput
+                  ? 400
+                  : ServiceErrorStatus(out.error().code),
+              out.error().message);
+    return;
+  }
+  SendJson(res, 200, *out);
 }
 
 // GET /v1/jobs/{id}/events: who did what to the job, oldest first.
@@ -425,6 +482,10 @@ void HttpServer::Impl::Register() {
   router.Post(
       R"(/v1/jobs/([^/]+)/cancel)",
       Guarded([this](const Request& req, Response& res) { Cancel(req, res); }));
+  router.Post(R"(/v1/jobs/([^/]+)/progress)",
+              Guarded([this](const Request& req, Response& res) {
+                Progress(req, res);
+              }));
   router.Get(
       R"(/v1/jobs/([^/]+)/logs)",
       Guarded([this](const Request& req, Response& res) { Logs(req, res); }));

@@ -37,11 +37,25 @@ using estimator::DeviceSpec;
 constexpr int64_t kMaxGpus = 100000;
 constexpr int64_t kMaxGpusPerNode = 64;
 
-constexpr std::string_view kTopKeys[] = {
-    "listen",         "db",     "log_dir",  "scorer", "kill_grace_s",
-    "model_headroom", "limits", "pools",    "nodes",  "users",
-    "k8s_extender",   "k8s",    "launcher", "tls",    "quotas",
-    "model_roots"};
+constexpr std::string_view kTopKeys[] = {"listen",
+                                         "db",
+                                         "log_dir",
+                                         "scorer",
+                                         "kill_grace_s",
+                                         "model_headroom",
+                                         "limits",
+                                         "pools",
+                                         "nodes",
+                                         "users",
+                                         "k8s_extender",
+                                         "k8s",
+                                         "launcher",
+                                         "tls",
+                                         "quotas",
+                                         "model_roots",
+                                         "interference",
+                                         "calibrate_interference",
+                                         "model_default_work_s"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights"};
 constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
@@ -232,6 +246,9 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
     TESSERA_RETURN_IF_ERROR(
         ParseUser((**user_list)[i], Label("users", i), &config.users));
   }
+  if (const Field* f = Find(*top, "interference")) {
+    TESSERA_RETURN_IF_ERROR(ParseInterference(*f, &config));
+  }
   if (const Field* quotas = Find(*top, "quotas")) {
     TESSERA_RETURN_IF_ERROR(ParseQuotas(*quotas, &config));
   }
@@ -271,6 +288,19 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
     Result<double> headroom = Number(*f, "");
     TESSERA_RETURN_IF_ERROR(headroom);
     service.model_headroom = *headroom;
+  }
+  if (const Field* f = Find(top, "calibrate_interference")) {
+    Result<bool> on = Bool(*f, "");
+    TESSERA_RETURN_IF_ERROR(on);
+    service.calibrate_interference = *on;
+  }
+  if (const Field* f = Find(top, "model_default_work_s")) {
+    Result<double> seconds = Number(*f, "");
+    TESSERA_RETURN_IF_ERROR(seconds);
+    if (!(*seconds > 0) || *seconds > 1e9) {
+      return Fail(*f, "", "must be more than 0 and at most 1e9 seconds");
+    }
+    service.model_default_work_s = *seconds;
   }
   if (const Field* f = Find(top, "limits")) {
     TESSERA_RETURN_IF_ERROR(ParseLimits(*f, config));

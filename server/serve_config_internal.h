@@ -64,6 +64,8 @@ class ConfigParser : public YamlReader {
   Status ParseLimits(const Field& f, ServeConfig* config) const;
   Status ParseTls(const Field& f, ServeConfig* config) const;
   Status ParseQuotas(const Field& f, ServeConfig* config) const;
+  // serve_config_decisions.cc.
+  Status ParseInterference(const Field& f, ServeConfig* config) const;
   Status ParseQuota(const Field& f, const std::string& label,
                     Quota* quota) const;
 

@@ -31,7 +31,8 @@ inline constexpr int64_t kMaxPriority = 1'000'000;
 inline constexpr int64_t kMaxBatch = 1 << 24;
 inline constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxRank = 64;
-inline constexpr double kMaxTimeLimitS = 1e9;  // about 31 years
+inline constexpr double kMaxTimeLimitS = 1e9;               // about 31 years
+inline constexpr int64_t kMaxWorkSteps = int64_t{1} << 40;  // about 10^12
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
@@ -314,7 +315,7 @@ class Reader {
     TESSERA_RETURN_IF_ERROR(
         Keys(j, "",
              {"name", "pool", "priority", "preemptible", "command", "env",
-              "resources", "model", "splittable", "time_limit_s"}));
+              "resources", "model", "splittable", "time_limit_s", "work"}));
     if (j.contains("name")) {
       TESSERA_RETURN_IF_ERROR(String(j["name"], "name", &r->name));
     }
@@ -350,7 +351,17 @@ class Reader {
       TESSERA_RETURN_IF_ERROR(Number(j["time_limit_s"], "time_limit_s",
                                      kMaxTimeLimitS, &r->time_limit_s));
     }
+    if (j.contains("work")) TESSERA_RETURN_IF_ERROR(Work(j["work"], r));
     return strict_ ? Consistent(*r) : Status{};
+  }
+
+  Status Work(const json& j, JobRequest* r) const {
+    if (!j.is_object()) return FieldError("work", "must be an object");
+    TESSERA_RETURN_IF_ERROR(Keys(j, "work", {"steps"}));
+    if (!j.contains("steps")) {
+      return FieldError("work.steps", "required: the job's steps");
+    }
+    return Int(j["steps"], "work.steps", 1, kMaxWorkSteps, &r->work_steps);
   }
 
   // What no single field shows: the request as a whole.
@@ -365,6 +376,12 @@ class Reader {
     }
     if (r.command.empty()) {
       return FieldError("command", "required: a non-empty list [argv0, ...]");
+    }
+    if (r.work_steps > 0 && !r.model) {
+      return FieldError("work",
+                        "only a model job declares its work in steps (the "
+                        "queue knows a step's time from the model); give "
+                        "time_limit_s instead");
     }
     if (r.command[0].empty()) {
       return FieldError("command[0]", "must not be empty (the program)");
@@ -495,6 +512,7 @@ json JobRequestJson(const JobRequest& r) {
             {"env", json::object()},
             {"splittable", r.splittable},
             {"time_limit_s", r.time_limit_s}};
+  if (r.work_steps > 0) j["work"] = {{"steps", r.work_steps}};
   for (const auto& [k, v] : r.env) j["env"][k] = v;
   if (r.resources) j["resources"] = ResourcesJson(*r.resources);
   if (r.model) j["model"] = ModelJson(*r.model);

@@ -163,6 +163,7 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
     TESSERA_RETURN_IF_ERROR(m.Persist(job, &event));  // else it stays queued
     m.queue.erase(q);
     m.models.erase(id);
+    m.start_decisions.erase(id);
     return job;
   }
   if (auto r = m.running.find(id); r != m.running.end()) {
@@ -260,7 +261,8 @@ nlohmann::json Service::ClusterJson() {
           {"gpus", std::move(gpus)},
           {"users", std::move(quotas["users"])},
           {"teams", std::move(quotas["teams"])},
-          {"quota_waits", std::move(waits)}};
+          {"quota_waits", std::move(waits)},
+          {"interference", m.InterferenceJson()}};
 }
 
 std::string Service::MetricsText() {

@@ -20,6 +20,7 @@
 #include "scheduler/job.h"
 #include "scheduler/model_jobs.h"
 #include "scheduler/policy.h"
+#include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
 namespace tessera::scheduler {
@@ -73,6 +74,14 @@ struct ServiceOptions {
   Quotas quotas;
   // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
   double model_headroom = 0.10;
+  // The split-or-wait decision (docs/scheduler.md, "Split or wait"): how
+  // co-located jobs slow each other, per GPU kind (absent: the law
+  // measured on an H100 under time-slicing), fitted again from the jobs'
+  // progress reports when `calibrate_interference`; and the work assumed
+  // for a model job that gives neither work.steps nor time_limit_s.
+  std::map<std::string, InterferenceLaw> interference;
+  bool calibrate_interference = true;
+  double model_default_work_s = 3600;
   // Model jobs by path read only regular files under these directories
   // (symbolic links resolved; each must exist); none: no job by path.
   std::vector<std::string> model_roots;
@@ -166,6 +175,18 @@ class Service {
   // A drained node admits nothing new; its running jobs continue.
   Status SetDrained(const std::string& node, bool drained,
                     const User* by = nullptr);
+
+  // The split-or-wait decision (docs/scheduler.md, "Split or wait") last
+  // taken for model job `id`: while queued, re-taken every round; once
+  // started, the one it started under. Null when there is none.
+  nlohmann::json DecisionOf(JobId id);
+  // POST /v1/jobs/{id}/progress: running job `id` has done `steps` steps
+  // in all. The service measures its step time between reports, predicts
+  // its end from it (for the decisions of the jobs that wait), and fits
+  // the interference factor of its GPU kind from the steps it ran beside
+  // others. kBadInput when `steps` went back; kInfeasible when the job is
+  // not running. Returns what it measured.
+  Result<nlohmann::json> ReportProgress(JobId id, int64_t steps);
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();

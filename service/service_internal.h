@@ -86,7 +86,42 @@ struct RoundSnapshot {
   std::vector<Job> held;  // running and starting: what counts for quotas
   // Model jobs' sized graphs, by id (loaded again after a restart).
   std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models;
+  // The split-or-wait decision's inputs (service_decisions.cc): the jobs
+  // holding GPUs (busy fraction, predicted end), the laws by GPU kind.
+  double now = 0;
+  std::unordered_map<JobId, Occupant> occupants;
+  std::unordered_map<JobId, double> ends;  // absolute; infinity: unknown
+  std::map<std::string, InterferenceLaw> laws;
 };
+
+namespace service_internal {
+
+// A split-or-wait decision as GET /v1/jobs/{id} shows it.
+struct DecisionRecord {
+  nlohmann::json json;
+};
+
+// A running job's progress reports (POST /v1/jobs/{id}/progress).
+struct JobProgress {
+  double last_at = 0;
+  int64_t last_steps = -1;  // -1: no report yet
+  int last_sharing = 0;     // jobs beside it at the last report
+  double step_s = 0;        // the last interval's step time
+  double alone_step_s = 0;  // measured with nobody beside it (0: never)
+};
+
+// The interference factor fitted for one GPU kind: least squares of
+// slowdown - 1 = alpha (k - 1) through the origin.
+struct InterferenceFit {
+  double xy = 0, xx = 0;
+  int samples = 0;
+  double alpha() const { return xx > 0 ? std::max(0.0, xy / xx) : 0; }
+};
+// A calibrated factor replaces the configured law after this many
+// intervals measured beside other jobs.
+inline constexpr int kMinCalibrationSamples = 3;
+
+}  // namespace service_internal
 
 // A start under way: the job (state `starting`, reserved and stored) and
 // what the launcher is given.
@@ -149,6 +184,30 @@ struct Service::Impl {
       team_buckets;
   // Queued jobs a quota holds back, with why (for ClusterJson).
   std::map<JobId, std::string> quota_waits;
+  // The last split-or-wait decision per model job (queued or running),
+  // this round's collected unlocked (guarded by round_mu) and published.
+  std::map<JobId, service_internal::DecisionRecord> start_decisions;
+  std::unordered_map<JobId, service_internal::DecisionRecord>
+      pending_decisions;  // guarded by round_mu
+  std::map<JobId, service_internal::JobProgress> progress;
+  std::map<std::string, service_internal::InterferenceFit> fits;  // by kind
+
+  // service_decisions.cc (the caller holds mu): the decision's inputs in
+  // `snap`; the law of a GPU kind (calibrated, configured or measured);
+  // the laws and fits for ClusterJson.
+  void FillDecisionInputs(RoundSnapshot& snap, double now) const;
+  InterferenceLaw LawOf(const std::string& kind) const;
+  nlohmann::json InterferenceJson() const;
+  // A model job's start (no lock: the round thread): the decision over
+  // whole, fraction, split and wait (DecideStart), recorded in
+  // pending_decisions; the allocation, or nullopt to wait.
+  std::optional<Allocation> DecideModelStart(const RoundSnapshot& snap,
+                                             const ClusterState& s,
+                                             const Job& job,
+                                             const SizedModel& sized);
+  // The work the decision assumes (seconds on one whole GPU) and whence.
+  std::pair<double, std::string> WorkOf(const Job& job,
+                                        const SizedModel* sized) const;
 
   // Whether `user` may submit now: rates, then queued-job limits.
   Status AdmitSubmission(const User& user);

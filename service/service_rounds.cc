@@ -70,22 +70,17 @@ std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
 std::optional<Allocation> Service::Impl::Allocate(const RoundSnapshot& snap,
                                                   const ClusterState& s,
                                                   const Job& job) {
+  if (job.request.model) {
+    // Whole, fraction, split or wait: by predicted finish.
+    auto it = snap.models.find(job.id);
+    if (it != snap.models.end() && it->second) {
+      return DecideModelStart(snap, s, job, *it->second);
+    }
+  }
   AdmissionOptions admission;
   admission.cache = &admission_cache;
-  if (auto a =
-          FindAllocation(s, job.request.pool, PlacementRequest{job.demand, {}},
-                         *scorer, admission)) {
-    return a;
-  }
-  if (!job.request.model || !job.request.splittable) return std::nullopt;
-  auto it = snap.models.find(job.id);
-  if (it == snap.models.end() || !it->second) return std::nullopt;
-  auto gang =
-      SplitAcrossSlivers(s, job.request.pool, *it->second,
-                         options.model_headroom, launcher->multi_node());
-  if (!gang) return std::nullopt;
-  pending_plans[job.id] = gang->plan;
-  return gang->allocation;
+  return FindAllocation(s, job.request.pool, PlacementRequest{job.demand, {}},
+                        *scorer, admission);
 }
 
 Status Service::Impl::Persist(const Job& job, const JobEvent* event) {
@@ -181,8 +176,10 @@ bool Service::Impl::Finish(const Exited& e) {
     Requeue(std::move(job));
   } else {
     models.erase(job.id);
+    start_decisions.erase(job.id);
     metrics.finished++;
   }
+  progress.erase(job.id);
   return true;
 }
 
@@ -243,6 +240,7 @@ bool Service::Impl::RecordStart(const Job& outcome) {
   cancel_requested.erase(outcome.id);
   if (IsTerminal(outcome.state)) {
     models.erase(outcome.id);
+    start_decisions.erase(outcome.id);
     if (outcome.state != JobState::kFailed) metrics.finished++;
   } else {
     Requeue(outcome);
@@ -301,7 +299,7 @@ void Service::Impl::RunRound() {
   std::vector<Exited> exits = launcher->Poll();
 
   // 2. What the store has to take, and a snapshot to plan on.
-  RoundSnapshot snap{state, {}, {}, {}, {}};
+  RoundSnapshot snap{state, {}, {}, {}, {}, 0, {}, {}, {}};
   std::vector<JobId> to_load;
   const double now = Now();
   {
@@ -328,6 +326,7 @@ void Service::Impl::RunRound() {
     for (const auto& [id, j] : running) snap.running.push_back(j);
     snap.held = snap.running;
     for (const auto& [id, j] : starting) snap.held.push_back(j);
+    FillDecisionInputs(snap, now);
     for (const Job& j : queue) {
       if (!j.request.model) continue;
       auto it = models.find(j.id);
@@ -353,6 +352,7 @@ void Service::Impl::RunRound() {
   };
   std::vector<PoolDecision> decisions;
   pending_plans.clear();
+  pending_decisions.clear();
   // Jobs a quota holds back are not offered to the policies.
   const bool quotas = !options.quotas.empty();
   std::map<JobId, std::string> quota_blocked;
@@ -416,6 +416,13 @@ void Service::Impl::RunRound() {
       for (const auto& [id, j] : starting) held.Add(j, HeldBy(j.allocation));
     }
     quota_waits = std::move(quota_blocked);
+    for (auto& [id, d] : pending_decisions) {
+      // Only for jobs still queued (not cancelled since the snapshot).
+      const bool queued =
+          std::any_of(queue.begin(), queue.end(),
+                      [id](const Job& j) { return j.id == id; });
+      if (queued) start_decisions[id] = std::move(d);
+    }
     for (PoolDecision& pd : decisions) {
       metrics.decision_latency.Observe(pd.seconds);
       const Decision& d = pd.decision;

@@ -249,6 +249,49 @@ TEST_F(QueueCli, SubmitModelUploadsTheStrippedGraph) {
   EXPECT_THAT(r.err, HasSubstr("--model"));
 }
 
+// A model job's split-or-wait decision in `tessera job`, and its progress
+// reported with `tessera progress`.
+TEST_F(QueueCli, JobShowsTheDecisionAndTakesProgress) {
+  StartServer();
+  RunResult r =
+      Cli("submit --json --model-path " + std::string(TESSERA_SOURCE_DIR) +
+              "/models/zoo/gpt2.onnx --steps 500 -- sleep 30",
+          kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = std::to_string(Json::parse(r.out)["id"].get<int>());
+  EXPECT_EQ(Json::parse(r.out)["request"]["work"]["steps"], 500);
+  Json job;
+  for (int i = 0; i < 200; ++i) {
+    job = Json::parse(Cli("job " + id + " --json", kAlice).out);
+    if (job["state"] == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(job["state"], "running");
+  ASSERT_TRUE(job["decision"].is_object()) << job.dump();
+  EXPECT_EQ(job["decision"]["chosen"], "whole");
+  EXPECT_EQ(job["decision"]["work_from"], "work.steps");
+  r = Cli("job " + id, kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("decision (work "));
+  EXPECT_THAT(r.out, HasSubstr("from work.steps"));
+  EXPECT_THAT(r.out, HasSubstr("* whole GPU node0/gpu"));
+  EXPECT_THAT(r.out, HasSubstr("-> start: whole"));
+
+  r = Cli("progress " + id + " 10", kAlice);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("job " + id + ": 10 steps"));
+  r = Cli("progress " + id + " 5", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("went back"));
+  r = Cli("progress " + id + " 20", kBob);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("only its owner or an admin"));
+  r = Cli("submit --steps 5 --gpu-milli 100 --gpu-memory 1GiB -- true", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--steps: only a model job"));
+  EXPECT_EQ(Cli("cancel " + id, kAlice).exit_code, 0);
+}
+
 TEST_F(QueueCli, OnlyAnAdminDrainsANode) {
   StartServer();
   RunResult r = Cli("drain node0", kAlice);

@@ -327,6 +327,57 @@ TEST_F(HttpServerTest, UsersCancelOnlyTheirOwnJobsAdminsAny) {
   EXPECT_EQ(admin.Json()["state"], "cancelled");
 }
 
+// POST /v1/jobs/{id}/progress: the owner (or an admin) of a running job;
+// a body of {"steps": N}; steps never go back.
+TEST_F(HttpServerTest, ProgressIsReportedForARunningJobByItsOwner) {
+  const int64_t a = Submit("alice-token");
+  const Reply big = Http(port_, "POST", "/v1/jobs", "alice-token",
+                         Submission(1000, 80 * kGiBInMiB));
+  ASSERT_EQ(big.status, 201) << big.body;
+  service_->Tick();  // a runs on one GPU, big on the other
+  const Reply queued = Http(port_, "POST", "/v1/jobs", "alice-token",
+                            Submission(1000, 80 * kGiBInMiB));
+  ASSERT_EQ(queued.status, 201);
+  service_->Tick();
+  const std::string path = "/v1/jobs/" + std::to_string(a) + "/progress";
+  EXPECT_EQ(Http(port_, "POST", path, "bob-token", R"({"steps": 1})").status,
+            403);
+  for (const char* bad :
+       {"", "[]", R"({"steps": -1})", R"({"steps": 1.5})", R"({"steps": "3"})",
+        R"({"steps": 1, "x": 2})", R"({"step": 1})"}) {
+    const Reply r = Http(port_, "POST", path, "alice-token", bad);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+    EXPECT_FALSE(r.Json().value("error", "").empty()) << bad;
+  }
+  const Reply ok = Http(port_, "POST", path, "alice-token", R"({"steps": 5})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.Json()["steps"], 5);
+  EXPECT_EQ(ok.Json()["sharing_with"], 0);
+  const Reply admin =
+      Http(port_, "POST", path, "root-token", R"({"steps": 7})");
+  EXPECT_EQ(admin.status, 200) << admin.body;
+  const Reply back =
+      Http(port_, "POST", path, "alice-token", R"({"steps": 2})");
+  EXPECT_EQ(back.status, 400);
+  EXPECT_THAT(back.Json().value("error", ""), HasSubstr("went back"));
+  const int64_t waiting = queued.Json().value("id", int64_t{0});
+  const Reply not_running =
+      Http(port_, "POST", "/v1/jobs/" + std::to_string(waiting) + "/progress",
+           "alice-token", R"({"steps": 1})");
+  EXPECT_EQ(not_running.status, 409) << not_running.body;
+  EXPECT_THAT(not_running.Json().value("error", ""), HasSubstr("queued"));
+  EXPECT_EQ(Http(port_, "POST", "/v1/jobs/999/progress", "alice-token",
+                 R"({"steps": 1})")
+                .status,
+            404);
+  // A job that asks by resources has no split-or-wait decision.
+  const Reply job =
+      Http(port_, "GET", "/v1/jobs/" + std::to_string(a), "alice-token");
+  ASSERT_EQ(job.status, 200);
+  EXPECT_TRUE(job.Json().contains("decision"));
+  EXPECT_TRUE(job.Json()["decision"].is_null());
+}
+
 TEST_F(HttpServerTest, LogsAreServedFromAnOffset) {
   const int64_t id = Submit("alice-token");
   std::ofstream(dir_.File(std::to_string(id) + ".out")) << "hello\nworld\n";

@@ -277,6 +277,49 @@ TEST(ServeConfig, TopLevelErrors) {
   }
 }
 
+TEST(ServeConfig, ReadsTheSplitOrWaitSettings) {
+  Result<ServeConfig> defaults = Parse(Valid());
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_TRUE(defaults->service.interference.empty());
+  EXPECT_TRUE(defaults->service.calibrate_interference);
+  EXPECT_EQ(defaults->service.model_default_work_s, 3600);
+  Result<ServeConfig> config = Parse(
+      Lines({"interference: {a100-80gb: {alpha: 0.5}, t4: {sharing: mps}}",
+             "calibrate_interference: false", "model_default_work_s: 600"}) +
+      Valid());
+  ASSERT_TRUE(config) << config.error().message;
+  const auto& laws = config->service.interference;
+  ASSERT_EQ(laws.size(), 2u);
+  EXPECT_EQ(laws.at("a100-80gb"), InterferenceLaw::Linear(0.5));
+  EXPECT_EQ(laws.at("t4"),
+            InterferenceLaw::Measured(estimator::GpuSharing::kMps));
+  EXPECT_FALSE(config->service.calibrate_interference);
+  EXPECT_EQ(config->service.model_default_work_s, 600);
+
+  struct Case {
+    std::string yaml, expected;
+  };
+  const Case cases[] = {
+      {"interference: {h100: {alpha: 1}}\n",
+       "serve.yaml:1: interference.h100: no node of the configuration"},
+      {"interference: {t4: {alpha: -1}}\n", "serve.yaml:1: interference.t4"},
+      {"interference: {t4: {}}\n",
+       "serve.yaml:1: interference.t4: give one of alpha"},
+      {"interference: {t4: {alpha: 1, sharing: mps}}\n",
+       "serve.yaml:1: interference.t4: give one of alpha"},
+      {"interference: {t4: {sharing: spatial}}\n",
+       "serve.yaml:1: interference.t4.sharing: unknown sharing 'spatial'"},
+      {"interference: {t4: {alfa: 1}}\n", "serve.yaml:1: unknown key 'alfa'"},
+      {"interference: [t4]\n", "serve.yaml:1: interference: expected a map"},
+      {"model_default_work_s: 0\n", "serve.yaml:1: model_default_work_s:"},
+  };
+  for (const Case& c : cases) {
+    Result<ServeConfig> bad = Parse(c.yaml + Valid());
+    ASSERT_FALSE(bad) << c.yaml;
+    EXPECT_THAT(bad.error().message, StartsWith(c.expected)) << c.yaml;
+  }
+}
+
 TEST(ServeConfig, MissingFileIsBadInput) {
   Result<ServeConfig> config = LoadServeConfig("/nonexistent/serve.yaml");
   ASSERT_FALSE(config);

@@ -78,6 +78,32 @@ TEST(ParseJobRequest, ReadsAModelSubmissionWithDefaults) {
   EXPECT_FALSE(m->model->train);
 }
 
+// A model job's work in steps (the split-or-wait decision's input).
+TEST(ParseJobRequest, ReadsAModelJobsWorkInSteps) {
+  json j = ByModel();
+  j["work"] = {{"steps", 20000}};
+  auto r = ParseJobRequest(j);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->work_steps, 20000);
+  EXPECT_EQ(JobRequestJson(*r)["work"]["steps"], 20000);
+  EXPECT_FALSE(JobRequestJson(*ParseJobRequest(ByModel()))
+                   .contains("work"));  // not given: not shown
+  j["work"] = {{"steps", 0}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr("work.steps: must be at least 1"));
+  j["work"] = {{"steps", 1.5}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr("work.steps: must be an integer"));
+  j["work"] = {{"seconds", 10}};
+  EXPECT_THAT(ErrorOf(j), HasSubstr("seconds"));
+  j["work"] = json::object();
+  EXPECT_THAT(ErrorOf(j), HasSubstr("work.steps: required"));
+  j["work"] = 100;
+  EXPECT_THAT(ErrorOf(j), HasSubstr("work: must be an object"));
+  json explicit_job = Fractional();
+  explicit_job["work"] = {{"steps", 10}};
+  EXPECT_THAT(ErrorOf(explicit_job),
+              HasSubstr("work: only a model job declares its work"));
+}
+
 TEST(ParseJobRequest, WholeGpusNeedNoFraction) {
   json j = {{"command", {"x"}}, {"resources", {{"gpus", 2}}}};
   auto r = ParseJobRequest(j);

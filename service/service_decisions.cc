@@ -1,0 +1,288 @@
+// The split-or-wait decision for model jobs (docs/scheduler.md, "Split or
+// wait"): its inputs taken under the lock, the decision on the round
+// thread, the jobs' progress reports and the interference factor fitted
+// from them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "service/service_internal.h"
+
+namespace tessera::scheduler {
+
+using service_internal::DecisionRecord;
+using service_internal::InterferenceFit;
+using service_internal::JobProgress;
+using service_internal::kMinCalibrationSamples;
+using service_internal::PoolKind;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The most jobs on any GPU of `a` in `state`.
+int MostSharing(const ClusterState& state, const Allocation& a) {
+  int k = 0;
+  for (const GpuShare& s : a.gpus) k = std::max(k, state.holders_on(s.gpu));
+  return k;
+}
+
+}  // namespace
+
+std::pair<double, std::string> Service::Impl::WorkOf(
+    const Job& job, const SizedModel* sized) const {
+  if (job.request.work_steps > 0 && sized && sized->step_s > 0) {
+    return {static_cast<double>(job.request.work_steps) * sized->step_s,
+            "work.steps"};
+  }
+  if (job.request.time_limit_s > 0) {
+    return {job.request.time_limit_s, "time_limit_s"};
+  }
+  return {options.model_default_work_s, "model_default_work_s"};
+}
+
+InterferenceLaw Service::Impl::LawOf(const std::string& kind) const {
+  if (options.calibrate_interference) {
+    auto fit = fits.find(kind);
+    if (fit != fits.end() && fit->second.samples >= kMinCalibrationSamples) {
+      return InterferenceLaw::Linear(fit->second.alpha());
+    }
+  }
+  auto it = options.interference.find(kind);
+  return it != options.interference.end() ? it->second : InterferenceLaw{};
+}
+
+void Service::Impl::FillDecisionInputs(RoundSnapshot& snap, double now) const {
+  snap.now = now;
+  for (const GpuInfo& g : options.topology.gpus) {
+    if (!snap.laws.count(g.kind)) snap.laws[g.kind] = LawOf(g.kind);
+  }
+  auto add = [&](const Job& j) {
+    double end = j.request.time_limit_s > 0
+                     ? std::max(now, j.started_at) + j.request.time_limit_s
+                     : kInf;
+    if (j.state == JobState::kStarting && j.request.time_limit_s > 0) {
+      end = now + j.request.time_limit_s;
+    }
+    const auto model = models.find(j.id);
+    const SizedModel* sized =
+        model != models.end() ? model->second.get() : nullptr;
+    // A job that reports progress ends when its steps are done at the
+    // pace it keeps now.
+    const auto p = progress.find(j.id);
+    if (p != progress.end() && p->second.step_s > 0 &&
+        j.request.work_steps > 0) {
+      const int64_t left =
+          std::max<int64_t>(0, j.request.work_steps - p->second.last_steps);
+      end = std::max(now, p->second.last_at) +
+            static_cast<double>(left) * p->second.step_s;
+    }
+    snap.ends[j.id] = end;
+    snap.occupants[j.id] = {
+        sized ? sized->busy_fraction : estimator::kTrainingBusyFraction,
+        end - now};
+  };
+  for (const auto& [id, j] : running) add(j);
+  for (const auto& [id, j] : starting) add(j);
+  for (const auto& [id, j] : reserved) add(j);
+}
+
+std::optional<Allocation> Service::Impl::DecideModelStart(
+    const RoundSnapshot& snap, const ClusterState& s, const Job& job,
+    const SizedModel& sized) {
+  const Topology& t = s.topology();
+  const std::string& pool = job.request.pool;
+  const std::string kind = PoolKind(t, pool);
+  AdmissionOptions admission;
+  admission.cache = &admission_cache;
+
+  StartRequest r;
+  r.now = snap.now;
+  r.busy_fraction = sized.busy_fraction;
+  if (auto law = snap.laws.find(kind); law != snap.laws.end()) {
+    r.law = law->second;
+  }
+  const auto [work, work_from] = WorkOf(job, &sized);
+  r.work_s = work;
+  // Now: a whole GPU; else one GPU's free fraction (all the compute free
+  // there), and the split over several GPUs' slivers.
+  nlohmann::json split_plan;
+  if (auto a = FindAllocation(s, pool, PlacementRequest{job.demand, {}},
+                              *scorer, admission)) {
+    r.candidates.push_back({StartOption::kWhole, *a, 1.0});
+  } else {
+    Resources part = job.demand;
+    part.gpu_milli = kMinSliverMilli;
+    if (auto f = FindAllocation(s, pool, PlacementRequest{part, {}}, *scorer,
+                                admission)) {
+      for (GpuShare& share : f->gpus) share.milli = s.free_milli(share.gpu);
+      r.candidates.push_back({StartOption::kFraction, *f, 1.0});
+    }
+    if (job.request.splittable) {
+      if (auto gang = SplitAcrossSlivers(s, pool, sized, options.model_headroom,
+                                         launcher->multi_node())) {
+        r.candidates.push_back(
+            {StartOption::kSplit, gang->allocation, SplitSpeed(gang->plan)});
+        split_plan = std::move(gang->plan);
+      }
+    }
+  }
+  // Later: when the running jobs' predicted ends free a whole GPU (or,
+  // with no single GPU now, one GPU's fraction). A job started earlier
+  // this round ends after its time limit.
+  const auto ends_at = [&](JobId id) {
+    if (auto it = snap.ends.find(id); it != snap.ends.end()) return it->second;
+    for (const Job& q : snap.queue) {
+      if (q.id == id) {
+        return q.request.time_limit_s > 0 ? snap.now + q.request.time_limit_s
+                                          : kInf;
+      }
+    }
+    return kInf;
+  };
+  const bool whole_now = !r.candidates.empty() &&
+                         r.candidates.front().option == StartOption::kWhole;
+  const bool single_now = std::any_of(
+      r.candidates.begin(), r.candidates.end(),
+      [](const StartCandidate& c) { return c.option != StartOption::kSplit; });
+  if (!whole_now) {
+    r.whole = CapacityFreesAt(s, pool, 1, kFullGpuMilli,
+                              job.demand.gpu_memory_mib, snap.now, ends_at);
+  }
+  if (!single_now) {
+    r.fraction = CapacityFreesAt(s, pool, 1, kMinSliverMilli,
+                                 job.demand.gpu_memory_mib, snap.now, ends_at);
+  }
+  // The queue behind it in its pool, and the spread of the pool's work.
+  int pool_gpus = 0;
+  for (const NodeInfo& n : t.nodes) {
+    if (n.pool == pool) pool_gpus += static_cast<int>(n.gpus.size());
+  }
+  std::vector<double> works;
+  for (const Job& q : snap.queue) {
+    if (q.request.pool != pool) continue;
+    if (q.id > job.id) ++r.held_back;
+    const auto m = snap.models.find(q.id);
+    works.push_back(
+        WorkOf(q, m != snap.models.end() ? m->second.get() : nullptr).first);
+  }
+  for (const Job& q : snap.running) {
+    if (q.request.pool == pool) works.push_back(WorkOf(q, nullptr).first);
+  }
+  r.backlog_per_gpu = static_cast<double>(r.held_back) / std::max(1, pool_gpus);
+  r.work_cv2 = SquaredCv(works);
+
+  const StartDecision d = DecideStart(r, s, [&](JobId id) {
+    if (auto it = snap.occupants.find(id); it != snap.occupants.end()) {
+      return it->second;
+    }
+    return Occupant{estimator::kTrainingBusyFraction, ends_at(id) - snap.now};
+  });
+  nlohmann::json j = DecisionJson(d, t);
+  j["decided_at"] = snap.now;
+  j["work_from"] = work_from;
+  j["interference"] = InterferenceName(r.law);
+  j["summary"] = DescribeDecision(d, t, snap.now);
+  pending_decisions[job.id] = DecisionRecord{std::move(j)};
+  const OptionForecast* chosen = d.Chosen();
+  if (!chosen || d.waits()) return std::nullopt;
+  if (chosen->option == StartOption::kSplit) {
+    pending_plans[job.id] = std::move(split_plan);
+  }
+  return chosen->allocation;
+}
+
+nlohmann::json Service::Impl::InterferenceJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  std::set<std::string> kinds;
+  for (const GpuInfo& g : options.topology.gpus) kinds.insert(g.kind);
+  for (const std::string& kind : kinds) {
+    const auto configured = options.interference.find(kind);
+    const auto fit = fits.find(kind);
+    nlohmann::json j = {
+        {"kind", kind},
+        {"law", InterferenceName(LawOf(kind))},
+        {"configured", InterferenceName(configured != options.interference.end()
+                                            ? configured->second
+                                            : InterferenceLaw{})},
+        {"samples", fit != fits.end() ? fit->second.samples : 0}};
+    j["calibrated_alpha"] = fit != fits.end() && fit->second.samples > 0
+                                ? nlohmann::json(fit->second.alpha())
+                                : nlohmann::json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json Service::DecisionOf(JobId id) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->start_decisions.find(id);
+  return it == impl_->start_decisions.end() ? nlohmann::json(nullptr)
+                                            : it->second.json;
+}
+
+Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  auto it = m.running.find(id);
+  if (it == m.running.end()) {
+    return Infeasible("job " + std::to_string(id) +
+                      " is not running: only a running job reports progress");
+  }
+  const Job& job = it->second;
+  if (steps < 0) return BadInput("steps: must not be negative");
+  JobProgress& p = m.progress[id];
+  if (steps < p.last_steps) {
+    return BadInput("steps: went back from " + std::to_string(p.last_steps) +
+                    " to " + std::to_string(steps) +
+                    " (report the steps done in all)");
+  }
+  const double now = m.Now();
+  const int sharing = MostSharing(m.state, job.allocation) - 1;
+  nlohmann::json out = {{"job", id}, {"steps", steps}};
+  if (p.last_steps >= 0 && steps > p.last_steps && now > p.last_at) {
+    const double step =
+        (now - p.last_at) / static_cast<double>(steps - p.last_steps);
+    p.step_s = step;
+    out["step_s"] = step;
+    // An interval with the same jobs beside it at both ends: alone, it
+    // measures the job's own step; shared, a sample of the slowdown.
+    if (sharing == p.last_sharing) {
+      if (sharing == 0) {
+        p.alone_step_s = step;
+      } else if (!job.plan.is_object()) {  // a split's step is its plan's
+        const auto model = m.models.find(id);
+        const double alone =
+            p.alone_step_s > 0 ? p.alone_step_s
+            : model != m.models.end() && model->second->step_s > 0
+                ? model->second->step_s
+                : 0;
+        if (alone > 0) {
+          const std::string kind =
+              m.options.topology.gpus[job.allocation.gpus.front().gpu].kind;
+          InterferenceFit& fit = m.fits[kind];
+          const double x = sharing;
+          const double y = step / alone - 1;
+          fit.xy += x * y;
+          fit.xx += x * x;
+          ++fit.samples;
+          out["slowdown"] = step / alone;
+        }
+      }
+    }
+  }
+  p.last_at = now;
+  p.last_steps = steps;
+  p.last_sharing = sharing;
+  out["sharing_with"] = sharing;
+  if (job.request.work_steps > 0 && p.step_s > 0) {
+    out["predicted_end_s"] = now + static_cast<double>(std::max<int64_t>(
+                                       0, job.request.work_steps - steps)) *
+                                       p.step_s;
+  }
+  m.dirty = true;  // waiting jobs' decisions see the new end
+  m.wake.notify_all();
+  return out;
+}
+
+}  // namespace tessera::scheduler
