@@ -125,6 +125,76 @@ double StrandedMilli(const NodeFree& node, const Workload& workload) {
   return stranded;
 }
 
+UnfillableMilli::UnfillableMilli(const Workload& workload) {
+  for (const TypicalTask& t : workload.tasks) {
+    if (t.gpus == 0) continue;
+    cpu_levels_.push_back(t.cpu_milli);
+    for (const std::string& k : t.kinds) kinds_.push_back(k);
+  }
+  std::sort(cpu_levels_.begin(), cpu_levels_.end());
+  cpu_levels_.erase(std::unique(cpu_levels_.begin(), cpu_levels_.end()),
+                    cpu_levels_.end());
+  std::sort(kinds_.begin(), kinds_.end());
+  kinds_.erase(std::unique(kinds_.begin(), kinds_.end()), kinds_.end());
+  fill_.resize(kinds_.size() + 1);
+  for (size_t k = 0; k <= kinds_.size(); ++k) {
+    const std::string* kind = k < kinds_.size() ? &kinds_[k] : nullptr;
+    for (const int64_t cpu : cpu_levels_) {
+      std::vector<int> sizes;
+      bool whole = false;
+      for (const TypicalTask& t : workload.tasks) {
+        if (t.gpus == 0 || t.cpu_milli > cpu) continue;
+        // A kind no task names ("any other"): only the unbound tasks.
+        if (kind == nullptr ? !t.kinds.empty() : !KindAllowed(t, kind)) {
+          continue;
+        }
+        if (t.milli >= kFullGpuMilli) {
+          whole = true;
+        } else if (t.gpus == 1 && t.milli > 0) {
+          sizes.push_back(t.milli);
+        }
+      }
+      std::vector<int16_t> fill(kFullGpuMilli + 1, 0);
+      for (int h = 1; h <= kFullGpuMilli; ++h) {
+        int best = fill[h - 1];
+        for (const int m : sizes) {
+          if (m <= h) best = std::max(best, fill[h - m] + m);
+        }
+        fill[h] = static_cast<int16_t>(best);
+      }
+      if (whole) fill[kFullGpuMilli] = kFullGpuMilli;
+      fill_[k].push_back(std::move(fill));
+    }
+  }
+}
+
+double UnfillableMilli::operator()(const NodeFree& node) const {
+  // The tables of the highest CPU level the node still has, if any.
+  const auto above =
+      std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), node.cpu_milli);
+  const auto level = static_cast<size_t>(above - cpu_levels_.begin());
+  double unfillable = 0;
+  if (cpu_levels_.empty()) return unfillable;  // no GPU tasks: unknown
+  for (const FreeGpu& gpu : node.gpus) {
+    if (gpu.milli <= 0) continue;
+    if (level == 0) {
+      unfillable += gpu.milli;
+      continue;
+    }
+    size_t k = 0;
+    while (k < kinds_.size() && (gpu.kind == nullptr || kinds_[k] != *gpu.kind))
+      ++k;
+    int usable = std::min(gpu.milli, kFullGpuMilli);
+    if (gpu.capacity_mib > 0) {
+      const int64_t by_memory = std::max<int64_t>(gpu.memory_mib, 0) *
+                                kFullGpuMilli / gpu.capacity_mib;
+      usable = static_cast<int>(std::min<int64_t>(usable, by_memory));
+    }
+    unfillable += gpu.milli - fill_[k][level - 1][usable];
+  }
+  return unfillable;
+}
+
 double ClusterFragmentation::ratio_pct() const {
   return idle_milli > 0 ? 100.0 * frag_milli / idle_milli : 0.0;
 }

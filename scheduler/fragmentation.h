@@ -85,6 +85,31 @@ double NodeFragmentation(const NodeFree& node, const Workload& workload);
 // (docs/simulate.md, "tessera").
 double StrandedMilli(const NodeFree& node, const Workload& workload);
 
+// The idle GPU milli of a node that no combination of the workload's typical
+// GPU tasks could ever fill. Per GPU: its free milli less the most that any
+// number of the typical fractions (one GPU, milli < 1000) allowed on its kind
+// and asking at most the node's free CPU add up to within it (whole-GPU tasks
+// fill an idle GPU); its memory bounds the milli as GpuCanTake does. With
+// fractions of 160 milli and up, a 190-milli hole leaves 30 for good and a
+// 60-milli one all 60; no free CPU for any GPU task leaves all of it; a
+// workload without GPU tasks, nothing (unknown).
+// tessera's scorer adds it to F as it adds StrandedMilli: a milli no mix of
+// tasks can fill is as idle as one no CPU feeds (docs/simulate.md).
+// The fill tables (per GPU kind the tasks name and per CPU level) are built
+// once, in the constructor.
+class UnfillableMilli {
+ public:
+  explicit UnfillableMilli(const Workload& workload);
+  double operator()(const NodeFree& node) const;
+
+ private:
+  std::vector<std::string> kinds_;   // the kinds tasks name; then "any other"
+  std::vector<int64_t> cpu_levels_;  // the GPU tasks' CPU asks, ascending
+  // fill_[kind][level][h]: the most of h milli the tasks allowed on `kind`
+  // and asking at most cpu_levels_[level] CPU can fill.
+  std::vector<std::vector<std::vector<int16_t>>> fill_;
+};
+
 struct ClusterFragmentation {
   double idle_milli = 0;  // free GPU milli over the cluster
   double frag_milli = 0;  // sum of F over the nodes

@@ -1,6 +1,7 @@
 // Fragmentation as Weng et al. define it: the typical tasks of a workload,
 // a node's expected fragmentation F computed by hand, the GPU capacity its
-// CPU and memory strand, and the cluster's ratio.
+// CPU and memory strand, the free milli no mix of tasks fills, and the
+// cluster's ratio.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -106,6 +107,38 @@ TEST(StrandedMilli, IdleCapacityTheHostCannotFeed) {
   node.memory_mib = 100000;
   EXPECT_DOUBLE_EQ(StrandedMilli(node, w), 0);
   EXPECT_DOUBLE_EQ(StrandedMilli(node, Workload{}), 0);  // ratios unknown
+}
+
+TEST(UnfillableMilli, FreeMilliNoMixOfTypicalTasksFills) {
+  Workload w;
+  w.tasks = {Task(2000, 1, 500, 0.4), Task(4000, 1, 300, 0.4),
+             Task(1000, 0, 0, 0.2)};  // the CPU-only task fills no GPU
+  const UnfillableMilli unfillable(w);
+  NodeFree node{8000, 100000, {Free(1000), Free(700), Free(100), Free(0)}};
+  // 1000 = 500 + 500; of 700 at most 600 (300 + 300); 100: nothing.
+  EXPECT_DOUBLE_EQ(unfillable(node), 100 + 100);
+  node.cpu_milli = 3000;  // only the 500-milli task: 700 keeps 200
+  EXPECT_DOUBLE_EQ(unfillable(node), 200 + 100);
+  node.cpu_milli = 1000;  // no GPU task: all of it
+  EXPECT_DOUBLE_EQ(unfillable(node), 1800);
+  // Free memory bounds the milli in proportion: half the memory, 500.
+  NodeFree short_memory{8000, 100000, {Free(700)}};
+  short_memory.gpus[0].memory_mib = 20 * kGiB;
+  EXPECT_DOUBLE_EQ(unfillable(short_memory), 200);
+  EXPECT_DOUBLE_EQ(UnfillableMilli(Workload{})(node), 0);  // no GPU tasks
+}
+
+TEST(UnfillableMilli, WholeGpuTasksAndKinds) {
+  Workload whole;
+  whole.tasks = {Task(0, 2, 1000, 1)};  // fills idle GPUs only
+  NodeFree node{8000, 100000, {Free(1000), Free(700)}};
+  EXPECT_DOUBLE_EQ(UnfillableMilli(whole)(node), 700);
+  Workload bound;
+  bound.tasks = {Task(0, 1, 500, 0.5), TypicalTask{0, 1, 300, {"y"}, 0.5}};
+  const UnfillableMilli unfillable(bound);
+  // On x only the unbound 500 fits: 700 keeps 200; on y 300 + 300.
+  EXPECT_DOUBLE_EQ(unfillable(NodeFree{0, 0, {Free(700, &kX)}}), 200);
+  EXPECT_DOUBLE_EQ(unfillable(NodeFree{0, 0, {Free(700, &kY)}}), 100);
 }
 
 TEST(MeasureFragmentation, SumsTheNodesAndRatesAgainstIdle) {

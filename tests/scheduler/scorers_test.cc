@@ -193,6 +193,30 @@ TEST(Scorers, TesseraAlsoCountsCapacityTheCpuCannotFeed) {
   EXPECT_EQ(FindAllocation(s, "", heavy, *tessera, o)->node, 0);
 }
 
+// A hole no mix of typical tasks fills is idle for good: tessera does not
+// leave one where fgd, counting it for the next task only, does.
+TEST(Scorers, TesseraAvoidsHolesNoMixOfTasksFills) {
+  Workload w;
+  w.tasks = {TypicalTask{0, 1, 500, {}, 0.5}, TypicalTask{0, 1, 300, {}, 0.5}};
+  ClusterState s(testing::MakeTopology({{40}, {40}}));
+  Use(s, 1, 0, 700);  // free: 300 on node0, 700 on node1
+  Use(s, 2, 1, 300);
+  auto fgd = Make("fgd", &w);
+  auto tessera = Make("tessera", &w);
+  const PlacementRequest r = Fraction(200);
+  // fgd: node0 goes from 300 (the 500-task cannot use it: F = 150) to 100
+  // (F = 100), drop 50: 51; node1 from 700 to 500, F 0 both: 50.
+  EXPECT_EQ(ScoreOn(*fgd, s, 0, r).score, 51);
+  EXPECT_EQ(ScoreOn(*fgd, s, 1, r).score, 50);
+  EXPECT_EQ(FindAllocation(s, "", r, *fgd)->node, 0);
+  // tessera adds twice the unfillable milli: node0's 300 fills (300), its
+  // 100 never: 150 -> 100 + 2 * 100, drop -150: 46. Of node1's 700 at most
+  // 600 fills (300 + 300), its 500 all: 2 * 100 -> 0, drop 200: 54.
+  EXPECT_EQ(ScoreOn(*tessera, s, 0, r).score, 46);
+  EXPECT_EQ(ScoreOn(*tessera, s, 1, r).score, 54);
+  EXPECT_EQ(FindAllocation(s, "", r, *tessera)->node, 1);
+}
+
 // Tasks bound to a GPU kind that the cluster has little of: tessera keeps
 // that kind's free capacity for them (a reserve value on top of what fgd's
 // fragmentation already charges) and puts an unbound task elsewhere.
@@ -215,9 +239,10 @@ TEST(Scorers, TesseraKeepsScarceKindsForTheTasksBoundToThem) {
   EXPECT_EQ(ScoreOn(*fgd, s, 0, unbound).score, 37);  // sigmoid(-0.5)
   EXPECT_EQ(ScoreOn(*fgd, s, 1, unbound).score, 50);
   // tessera: T4 scarcity 0.5 / (1/3) = 1.5, so the 500 milli taken also
-  // lose 750 of reserve value: drop -1,250.
-  EXPECT_EQ(ScoreOn(*tessera, s, 0, unbound).score, 22);  // sigmoid(-1.25)
-  EXPECT_EQ(ScoreOn(*tessera, s, 1, unbound).score, 50);
+  // lose 750 of reserve value: drop -1,250. And on either node the half GPU
+  // left is one no typical task (all whole-GPU) fills: 2 x 500 more.
+  EXPECT_EQ(ScoreOn(*tessera, s, 0, unbound).score, 9);   // sigmoid(-2.25)
+  EXPECT_EQ(ScoreOn(*tessera, s, 1, unbound).score, 26);  // sigmoid(-1)
   EXPECT_EQ(FindAllocation(s, "", unbound, *tessera)->node, 1);
   // A task bound to the T4s still goes there.
   PlacementRequest bound = Fraction(500);

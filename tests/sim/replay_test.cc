@@ -165,7 +165,7 @@ TEST(SnapshotOpenb, TesseraKeepsBoundKindsOnGpuspec) {
   const AtFull a =
       FgdAndTesseraAtFull("openb_pod_list_gpuspec20.csv", 2, false);
   EXPECT_NEAR(a.fgd, 94.66, 0.5);     // the published FGD
-  EXPECT_GT(a.tessera, a.fgd + 0.5);  // 95.71 against 94.64 over 10 seeds
+  EXPECT_GT(a.tessera, a.fgd + 0.5);  // 95.70 against 94.64 over 10 seeds
 }
 
 }  // namespace
