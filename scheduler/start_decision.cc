@@ -220,6 +220,11 @@ StartDecision DecideStart(const StartRequest& request,
   d.work_s = std::max(0.0, request.work_s);
   StartRequest r = request;
   r.work_s = d.work_s;
+  if (r.gang_queued) {
+    r.backlog_per_gpu = 0;
+    r.held_back = 0;
+    r.work_cv2 = 0;
+  }
   for (const StartCandidate& c : r.candidates) {
     if (c.allocation.gpus.empty()) continue;
     d.options.push_back(ForecastNow(r, c, state, occupant));

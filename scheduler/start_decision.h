@@ -113,6 +113,12 @@ struct StartRequest {
   // throughput, it pays for mean JCT only above 1 (as processor sharing
   // against first-come-first-served).
   double work_cv2 = 0;
+  // A job needing several whole GPUs is queued in the pool. The backlog
+  // terms (backlog_per_gpu, held_back, work_cv2) treat the queue as work
+  // any GPU can take a piece of; a gang needs GPUs to drain, which sharing
+  // postpones. With one queued, they are left out: the job's own finish
+  // and its co-runners' delays decide.
+  bool gang_queued = false;
   // Charge an option the delay it adds to the jobs already on its GPUs
   // (their slowdown for as long as both run). Off: the job's own finish
   // alone decides.

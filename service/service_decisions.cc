@@ -27,6 +27,16 @@ int MostSharing(const ClusterState& state, const Allocation& a) {
   return k;
 }
 
+// The most memory of one GPU of `pool`.
+int64_t MaxGpuMemory(const Topology& t, const std::string& pool) {
+  int64_t most = 0;
+  for (const NodeInfo& n : t.nodes) {
+    if (n.pool != pool) continue;
+    for (const int g : n.gpus) most = std::max(most, t.gpus[g].memory_mib);
+  }
+  return most;
+}
+
 }  // namespace
 
 std::pair<double, std::string> Service::Impl::WorkOf(
@@ -159,9 +169,13 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
     if (n.pool == pool) pool_gpus += static_cast<int>(n.gpus.size());
   }
   std::vector<double> works;
+  bool gangs = false;  // a queued job needing several GPUs
+  const int64_t gpu_mib = MaxGpuMemory(t, pool);
   for (const Job& q : snap.queue) {
     if (q.request.pool != pool) continue;
     if (q.id > job.id) ++r.held_back;
+    gangs = gangs || q.demand.gpus > 1 ||
+            (q.request.model && q.demand.gpu_memory_mib > gpu_mib);
     const auto m = snap.models.find(q.id);
     works.push_back(
         WorkOf(q, m != snap.models.end() ? m->second.get() : nullptr).first);
@@ -171,6 +185,7 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   }
   r.backlog_per_gpu = static_cast<double>(r.held_back) / std::max(1, pool_gpus);
   r.work_cv2 = SquaredCv(works);
+  r.gang_queued = gangs;
 
   const StartDecision d = DecideStart(r, s, [&](JobId id) {
     if (auto it = snap.occupants.find(id); it != snap.occupants.end()) {
@@ -183,7 +198,10 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   j["work_from"] = work_from;
   j["interference"] = InterferenceName(r.law);
   j["summary"] = DescribeDecision(d, t, snap.now);
-  pending_decisions[job.id] = DecisionRecord{std::move(j)};
+  // The first decision of the round is the one on the cluster as it is:
+  // policies call the allocator again on imagined states (backfill's
+  // reservation with running jobs gone, preemption trials).
+  pending_decisions.try_emplace(job.id, DecisionRecord{std::move(j)});
   const OptionForecast* chosen = d.Chosen();
   if (!chosen || d.waits()) return std::nullopt;
   if (chosen->option == StartOption::kSplit) {

@@ -379,6 +379,7 @@ class Replay {
     StartRequest r = Request(s, q, admission);
     r.held_back = QueuedBehind(q.id);
     r.work_cv2 = WorkCv2();
+    r.gang_queued = GangQueued();
     r.backlog_per_gpu = static_cast<double>(QueuedBehind(q.id)) /
                         static_cast<double>(pool_gpus_.size());
     const StartDecision d =
@@ -421,14 +422,24 @@ class Replay {
     return std::nullopt;
   }
 
+  // Whether a queued job needs several whole GPUs (StartRequest::gang_queued).
+  bool GangQueued() const {
+    return std::any_of(queue_.begin(), queue_.end(),
+                       [this](const QueuedJob& q) {
+                         return whole_demand_[jobs_[q.id - 1].kind].gpus > 1;
+                       });
+  }
+
   // The squared coefficient of variation of the queued and running jobs'
   // work (StartRequest::work_cv2).
   double WorkCv2() const {
     std::vector<double> work;
-    for (const QueuedJob& q : queue_)
+    for (const QueuedJob& q : queue_) {
       work.push_back(jobs_[q.id - 1].duration_s);
-    for (const auto& [id, r] : running_)
+    }
+    for (const auto& [id, r] : running_) {
       work.push_back(jobs_[r.job].duration_s);
+    }
     return SquaredCv(work);
   }
 
