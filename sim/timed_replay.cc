@@ -323,7 +323,8 @@ class Replay {
   // one's GPU time counts as lost.
   void Stop(int p, double now, bool preempted) {
     const JobId id = pods_[p].job.id;
-    const std::vector<int> gpus = GpusOf(state_.AllocationOf(id));
+    const std::vector<int> gpus =
+        any_model_ ? GpusOf(state_.AllocationOf(id)) : std::vector<int>{};
     if (const Allocation* a = state_.AllocationOf(id)) {
       const int64_t milli = GpuMilliOf(*a);
       milli_ -= milli;

@@ -469,7 +469,9 @@ TEST(TimedReplay, DeclaresModelIsAStableHashOfTheName) {
   // A model pod at 20% is one at 30%: the set grows with the percentage.
   for (int i = 0; i < 1000; ++i) {
     const std::string name = "pod-" + std::to_string(i);
-    if (DeclaresModel(name, 20)) EXPECT_TRUE(DeclaresModel(name, 30)) << name;
+    if (DeclaresModel(name, 20)) {
+      EXPECT_TRUE(DeclaresModel(name, 30)) << name;
+    }
   }
 }
 
@@ -572,6 +574,28 @@ TEST(TimedReplay, AnIdleGpuIsTakenWholeRatherThanSharedUnderInterference) {
   const TimedRun tessera = ReplayModels(t, pods, TimedAdmission::kTessera, law);
   EXPECT_THAT(tessera.pod_jct_s, ElementsAre(1000, 100));
   EXPECT_EQ(tessera.model.waited, 0);
+  EXPECT_EQ(tessera.model.whole, 1);
+}
+
+TEST(TimedReplay, AModelPodWaitsForAGpuOfAKindItMayUse) {
+  // Node 0 has kind-a GPUs, node 1 one kind-b GPU. X holds half of a0 for
+  // 1000 s, Y all of a1 until 300, Z all of b0 until 20. M (kind a only,
+  // alpha 4) would end at 510 beside X; b0 frees at 20 but is not its
+  // kind: it waits for a1 (300) and ends at 400.
+  Topology t = MakeTopology({{32, 32}, {32}});
+  for (GpuInfo& g : t.gpus) g.kind = g.node == 0 ? "a" : "b";
+  auto on = [](TracePod p, const char* kind, bool model) {
+    p = Named(std::move(p), model);
+    p.gpu_spec = {kind};
+    return p;
+  };
+  const std::vector<TracePod> pods = {
+      on(Pod(0, 1000, 1, 500), "a", false), on(Pod(0, 300, 1), "a", false),
+      on(Pod(0, 20, 1), "b", false), on(Pod(10, 100, 1, 500), "a", true)};
+  const TimedRun tessera = ReplayModels(t, pods, TimedAdmission::kTessera,
+                                        InterferenceLaw::Linear(4));
+  EXPECT_THAT(tessera.pod_jct_s, ElementsAre(1000, 300, 20, 390));
+  EXPECT_EQ(tessera.model.waited, 1);
   EXPECT_EQ(tessera.model.whole, 1);
 }
 
