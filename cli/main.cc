@@ -319,6 +319,9 @@ Examples:
   tessera simulate --nodes N.csv --pods P.csv --policy all --plot alloc.svg
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \
                    --queue-policy all --cluster-fraction 0.02 --plot util.svg
+  tessera simulate --nodes N.csv --pods P.csv --mode timed --policy fgd \
+                   --cluster-fraction 0.05 --load 4 --model-pods 20 \
+                   --interference 0.5      # fixed vs tessera for model pods
   tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
                    --duration lognormal:7.0,1.0 --sharing mps
   tessera simulate --mode models --interference-sweep 0,0.25,0.5,1
@@ -329,7 +332,9 @@ requests reach --inflation % of capacity; they never leave; one that fits
 nowhere fails. The GPU allocation ratio is read when the arrived requests
 reach 80, 90, 100, 110 and 120% of capacity. timed: pods arrive at their
 creation_time, leave after their duration and wait in a queue policy
-(fifo, backfill, priority, fair-share). models: training jobs from the model
+(fifo, backfill, priority, fair-share); with --model-pods, some declare
+a model and are admitted by their request (fixed) or by the split-or-wait
+decision (tessera). models: training jobs from the model
 zoo arriving as a Poisson process under three admissions (whole GPUs,
 fractions, fractions plus splitting); co-located jobs slow each other as
 measured on an H100 (--sharing timeslice or mps), or by a linear law
@@ -391,6 +396,16 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "nodes, at least one node per GPU model")
       ->type_name("F")
       ->capture_default_str();
+  cmd->add_option("--model-pods", args.model_pods,
+                  "timed: this % of the GPU pods declare a model: they slow "
+                  "down when sharing a GPU and may be admitted by the "
+                  "split-or-wait decision")
+      ->type_name("PCT")
+      ->capture_default_str();
+  cmd->add_option("--admission", args.admission,
+                  "timed, with --model-pods: fixed (their request), tessera "
+                  "(the decision) or both (default)")
+      ->type_name("MODE");
   cmd->add_option("--config", args.config,
                   "models: the serve configuration whose cluster the jobs "
                   "run on")
@@ -421,11 +436,12 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
       ->type_name("B,B,...")
       ->delimiter(',');
   cmd->add_option("--sharing", args.sharing,
-                  "models: how jobs share a GPU, for the co-location "
+                  "models, timed: how jobs share a GPU, for the co-location "
                   "slowdown measured on an H100: timeslice (default) or mps")
       ->type_name("MODE");
   cmd->add_option("--interference", args.interference,
-                  "models: instead of the measured slowdown, a linear law: "
+                  "models, timed: instead of the measured slowdown, a linear "
+                  "law: "
                   "time x (1 + F (k - 1)) with k jobs on a GPU")
       ->type_name("F");
   cmd->add_option("--interference-sweep", args.interference_sweep,

@@ -38,6 +38,12 @@ struct SimulateArgs {
   // cluster in time: these make queues form (docs/simulate_timed.md).
   double load = 1;
   double cluster_fraction = 1;
+  // timed: this % of the GPU pods declare a model (--model-pods), admitted
+  // under --admission: fixed (their request), tessera (split-or-wait's
+  // decision) or both (the default), side by side. The law is --sharing /
+  // --interference's, as in models mode.
+  int model_pods = 0;
+  std::optional<std::string> admission;
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";

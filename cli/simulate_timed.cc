@@ -7,18 +7,26 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/output.h"
 #include "cli/simulate.h"
 #include "cli/svg_chart.h"
 #include "common/strings.h"
+#include "estimator/interference.h"
 #include "scheduler/policy.h"
+#include "scheduler/start_decision.h"
 #include "sim/timed_replay.h"
 
 namespace tessera::cli {
 namespace {
 
+using scheduler::AdmissionComparison;
 using scheduler::DelayStats;
+using scheduler::InterferenceLaw;
+using scheduler::TimedAdmission;
 using scheduler::TimedRun;
 
 constexpr double kDay = 86400, kHour = 3600;
@@ -64,6 +72,99 @@ TraceDelays TraceOwnDelays(const std::vector<scheduler::TracePod>& pods) {
   return t;
 }
 
+// The model pods' flags: --model-pods, --admission and the law
+// (--interference or --sharing). kBadInput naming the flag.
+struct ModelPodArgs {
+  std::vector<TimedAdmission> admissions;  // empty: no model pods
+  InterferenceLaw law;
+};
+
+Result<ModelPodArgs> ParseModelPodArgs(const SimulateArgs& args) {
+  ModelPodArgs out;
+  if (args.model_pods < 0 || args.model_pods > 100) {
+    return BadInput(
+        "--model-pods: a percentage of the GPU pods in 0..100, "
+        "got " +
+        std::to_string(args.model_pods));
+  }
+  if (args.interference && !(*args.interference >= 0)) {
+    return BadInput("--interference: must be >= 0");
+  }
+  if (!args.interference_sweep.empty()) {
+    return BadInput(
+        "--interference-sweep: models mode only; timed mode takes one "
+        "--interference F");
+  }
+  if (args.sharing) {
+    auto sharing = estimator::ParseGpuSharing(*args.sharing);
+    if (!sharing) return sharing.error();
+    if (args.interference) {
+      return BadInput(
+          "--sharing: applies to the measured co-location slowdown, which "
+          "--interference replaces");
+    }
+    out.law = InterferenceLaw::Measured(*sharing);
+  }
+  if (args.interference) out.law = InterferenceLaw::Linear(*args.interference);
+  const std::string admission = args.admission.value_or("both");
+  if (admission == "fixed") {
+    out.admissions = {TimedAdmission::kFixed};
+  } else if (admission == "tessera") {
+    out.admissions = {TimedAdmission::kTessera};
+  } else if (admission == "both") {
+    out.admissions = {TimedAdmission::kFixed, TimedAdmission::kTessera};
+  } else {
+    return BadInput("--admission: fixed, tessera or both, got '" + admission +
+                    "'");
+  }
+  if (args.model_pods == 0) {
+    if (args.admission) {
+      return BadInput(
+          "--admission: applies to model pods; none without --model-pods "
+          "PCT");
+    }
+    out.admissions.clear();
+  }
+  return out;
+}
+
+// The fixed and tessera runs of one scorer x queue policy, side by side.
+struct Pair {
+  const TimedRun* fixed = nullptr;
+  const TimedRun* tessera = nullptr;
+};
+std::vector<Pair> Pairs(const std::vector<TimedRun>& runs) {
+  std::vector<Pair> out;
+  for (const TimedRun& f : runs) {
+    if (f.admission != "fixed") continue;
+    for (const TimedRun& t : runs) {
+      if (t.admission == "tessera" && t.scorer == f.scorer &&
+          t.queue_policy == f.queue_policy) {
+        out.push_back({&f, &t});
+      }
+    }
+  }
+  return out;
+}
+
+// "+12.5%" / "-3.0%" of b against a; "-" when a is 0.
+std::string Change(double a, double b) {
+  if (!(a > 0)) return "-";
+  const double pct = 100 * (b - a) / a;
+  return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%";
+}
+
+nlohmann::json ModelStatsJson(const scheduler::ModelPodStats& m) {
+  return {{"pods", m.pods},
+          {"fractional", m.fractional},
+          {"finished", m.finished},
+          {"mean_jct_s", m.mean_jct_s},
+          {"mean_queueing_delay_s", m.mean_delay_s},
+          {"mean_slowdown", m.mean_slowdown},
+          {"waited", m.waited},
+          {"whole_gpu", m.whole}};
+}
+
 nlohmann::json DelayJson(const DelayStats& d) {
   return {{"mean", d.mean},
           {"p50", d.p50},
@@ -74,6 +175,7 @@ nlohmann::json DelayJson(const DelayStats& d) {
 
 nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
                          size_t all_nodes, const TraceDelays& trace,
+                         const ModelPodArgs& model,
                          const std::vector<TimedRun>& runs) {
   nlohmann::json results = nlohmann::json::array();
   for (const TimedRun& r : runs) {
@@ -99,26 +201,115 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
          {"policy_rounds", r.rounds},
          {"seconds", r.seconds},
          {"utilization_over_time", curve}});
+    if (!r.admission.empty()) {
+      results.back()["admission"] = r.admission;
+      results.back()["model_pods"] = ModelStatsJson(r.model);
+    }
   }
-  return {{"mode", "timed"},
-          {"nodes_file", args.nodes},
-          {"pods_file", args.pods},
-          {"seed", args.first_seed},
-          {"load_factor", args.load},
-          {"cluster",
-           {{"nodes", in.topology.nodes.size()},
-            {"gpus", in.topology.gpus.size()},
-            {"fraction", args.cluster_fraction},
-            {"nodes_in_file", all_nodes}}},
-          {"pods", in.pods.size()},
-          {"trace_queueing_delay_s",
-           {{"pods", trace.scheduled}, {"delay", DelayJson(trace.delay_s)}}},
-          {"results", results}};
+  nlohmann::json out = {
+      {"mode", "timed"},
+      {"nodes_file", args.nodes},
+      {"pods_file", args.pods},
+      {"seed", args.first_seed},
+      {"load_factor", args.load},
+      {"cluster",
+       {{"nodes", in.topology.nodes.size()},
+        {"gpus", in.topology.gpus.size()},
+        {"fraction", args.cluster_fraction},
+        {"nodes_in_file", all_nodes}}},
+      {"pods", in.pods.size()},
+      {"trace_queueing_delay_s",
+       {{"pods", trace.scheduled}, {"delay", DelayJson(trace.delay_s)}}},
+      {"results", results}};
+  if (model.admissions.empty()) return out;
+  nlohmann::json compared = nlohmann::json::array();
+  for (const Pair& p : Pairs(runs)) {
+    const AdmissionComparison c =
+        scheduler::CompareAdmissions(*p.fixed, *p.tessera);
+    compared.push_back(
+        {{"policy", p.fixed->scorer},
+         {"queue_policy", p.fixed->queue_policy},
+         {"model_pods", c.model_pods},
+         {"mean_jct_s",
+          {{"fixed", c.fixed_jct_s}, {"tessera", c.tessera_jct_s}}},
+         {"earlier", c.earlier},
+         {"later", c.later},
+         {"other_pods", c.other_pods},
+         {"other_mean_queueing_delay_s",
+          {{"fixed", c.fixed_other_delay_s},
+           {"tessera", c.tessera_other_delay_s}}},
+         {"makespan_s",
+          {{"fixed", c.fixed_makespan_s}, {"tessera", c.tessera_makespan_s}}}});
+  }
+  const InterferenceLaw& law = model.law;
+  out["model_pods"] = {
+      {"pct", args.model_pods},
+      {"interference_law", law.alpha ? "linear" : "measured"},
+      {"interference",
+       law.alpha ? nlohmann::json(*law.alpha) : nlohmann::json(nullptr)},
+      {"sharing", law.alpha ? nlohmann::json(nullptr)
+                            : nlohmann::json(std::string(
+                                  estimator::GpuSharingName(law.sharing)))},
+      {"busy_fraction", estimator::kTrainingBusyFraction},
+      {"tessera_vs_fixed", compared}};
+  return out;
+}
+
+void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
+                    const std::vector<TimedRun>& runs) {
+  const scheduler::ModelPodStats& m = runs.front().model;
+  std::cout << "\nModel pods: " << WithThousands(m.pods) << " ("
+            << args.model_pods << "% of the GPU pods by name; "
+            << WithThousands(m.fractional) << " ask a fraction of a GPU), busy "
+            << Fixed(estimator::kTrainingBusyFraction, 2) << ", interference "
+            << scheduler::InterferenceName(model.law)
+            << ".\nfixed: their request; tessera: their request, a whole GPU "
+               "of their own, or wait\nfor one, by predicted finish "
+               "(DecideStart).\n\n";
+  TextTable table({"policy", "queue", "admission", "finished", "mean JCT",
+                   "delay mean", "slowdown", "waited", "whole GPU"},
+                  {false, false, false, true, true, true, true, true, true});
+  for (const TimedRun& r : runs) {
+    const bool tessera = r.admission == "tessera";
+    table.AddRow(
+        {r.scorer, r.queue_policy, r.admission, WithThousands(r.model.finished),
+         HumanDuration(r.model.mean_jct_s), HumanDuration(r.model.mean_delay_s),
+         "x" + Fixed(r.model.mean_slowdown, 2),
+         tessera ? WithThousands(r.model.waited) : "-",
+         tessera ? WithThousands(r.model.whole) : "-"});
+  }
+  std::cout << table.Render()
+            << "  slowdown: run time / duration (co-location); waited: held "
+               "back at least once\n  while their request fitted; whole GPU: "
+               "started alone on a GPU instead of a fraction.\n";
+  const std::vector<Pair> pairs = Pairs(runs);
+  if (pairs.empty()) return;
+  std::cout << "\nWhere the decision changes the outcome (same arrivals, "
+               "tessera against fixed):\n\n";
+  TextTable diff(
+      {"policy", "queue", "model JCT fixed", "tessera", "change", "earlier",
+       "later", "others' delay fixed", "tessera", "makespan change"},
+      {false, false, true, true, true, true, true, true, true, true});
+  for (const Pair& p : pairs) {
+    const AdmissionComparison c =
+        scheduler::CompareAdmissions(*p.fixed, *p.tessera);
+    diff.AddRow({p.fixed->scorer, p.fixed->queue_policy,
+                 HumanDuration(c.fixed_jct_s), HumanDuration(c.tessera_jct_s),
+                 Change(c.fixed_jct_s, c.tessera_jct_s),
+                 WithThousands(c.earlier), WithThousands(c.later),
+                 HumanDuration(c.fixed_other_delay_s),
+                 HumanDuration(c.tessera_other_delay_s),
+                 Change(c.fixed_makespan_s, c.tessera_makespan_s)});
+  }
+  std::cout << diff.Render()
+            << "  over the model pods that finished in both runs (earlier / "
+               "later: model pods whose JCT\n  tessera shortened / "
+               "lengthened); others' delay: the pods without a model.\n";
 }
 
 void PrintTimed(const SimulateArgs& args, const TraceInput& in,
                 size_t all_nodes, const TraceDelays& trace,
-                const std::vector<TimedRun>& runs) {
+                const ModelPodArgs& model, const std::vector<TimedRun>& runs) {
   std::cout << "Cluster " << WithThousands(int64_t(in.topology.nodes.size()));
   if (in.topology.nodes.size() != all_nodes) {
     std::cout << " of " << WithThousands(int64_t(all_nodes)) << " nodes ("
@@ -139,26 +330,42 @@ void PrintTimed(const SimulateArgs& args, const TraceInput& in,
             << ": pods arrive at creation_time, run deletion_time - "
                "scheduled_time,\nqueue when they do not fit. Delay = time "
                "queued before starting.\n\n";
-  TextTable table({"policy", "queue", "started", "never", "delay mean", "p50",
-                   "p95", "p99", "max", "makespan", "util mean", "peak",
-                   "queued", "peak queue", "preempted", "run s"},
-                  {false, false, true, true, true, true, true, true, true, true,
-                   true, true, true, true, true, true});
+  std::vector<std::string> header = {
+      "policy", "queue",      "started",   "never",    "delay mean", "p50",
+      "p95",    "p99",        "max",       "makespan", "util mean",  "peak",
+      "queued", "peak queue", "preempted", "run s"};
+  std::vector<bool> right = {false, false, true, true, true, true, true, true,
+                             true,  true,  true, true, true, true, true, true};
+  const bool models = !model.admissions.empty();
+  if (models) {
+    header.insert(header.begin() + 2, "admission");
+    right.insert(right.begin() + 2, false);
+  }
+  TextTable table(header, right);
   for (const TimedRun& r : runs) {
     std::string never = WithThousands(r.never_started());
     if (r.unplaceable > 0) {
       never += " (" + WithThousands(r.unplaceable) + " unplaceable)";
     }
-    table.AddRow(
-        {r.scorer, r.queue_policy, WithThousands(r.started), never,
-         HumanDuration(r.delay_s.mean), HumanDuration(r.delay_s.p50),
-         HumanDuration(r.delay_s.p95), HumanDuration(r.delay_s.p99),
-         HumanDuration(r.delay_s.max), HumanDuration(r.makespan_s),
-         Fixed(r.mean_utilization_pct, 1) + "%",
-         Fixed(r.peak_utilization_pct, 1) + "%",
-         r.peak_queue > 0 ? Fixed(r.queued_utilization_pct, 1) + "%" : "-",
-         WithThousands(r.peak_queue), WithThousands(r.preemptions),
-         Fixed(r.seconds, 1)});
+    std::vector<std::string> row = {
+        r.scorer,
+        r.queue_policy,
+        WithThousands(r.started),
+        never,
+        HumanDuration(r.delay_s.mean),
+        HumanDuration(r.delay_s.p50),
+        HumanDuration(r.delay_s.p95),
+        HumanDuration(r.delay_s.p99),
+        HumanDuration(r.delay_s.max),
+        HumanDuration(r.makespan_s),
+        Fixed(r.mean_utilization_pct, 1) + "%",
+        Fixed(r.peak_utilization_pct, 1) + "%",
+        r.peak_queue > 0 ? Fixed(r.queued_utilization_pct, 1) + "%" : "-",
+        WithThousands(r.peak_queue),
+        WithThousands(r.preemptions),
+        Fixed(r.seconds, 1)};
+    if (models) row.insert(row.begin() + 2, r.admission);
+    table.AddRow(row);
   }
   std::cout << table.Render() << "\n  never: unplaceable (fit no node even "
             << "when empty) plus still queued at the end.\n"
@@ -171,6 +378,7 @@ void PrintTimed(const SimulateArgs& args, const TraceInput& in,
             << HumanDuration(trace.delay_s.p95) << ", p99 "
             << HumanDuration(trace.delay_s.p99) << " over "
             << WithThousands(trace.scheduled) << " scheduled pods.\n";
+  if (models) PrintModelPods(args, model, runs);
 }
 
 Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
@@ -191,7 +399,8 @@ Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
   chart.step = true;
   for (const TimedRun& r : runs) {
     ChartSeries s;
-    s.name = r.scorer + " / " + r.queue_policy;
+    s.name = r.scorer + " / " + r.queue_policy +
+             (r.admission.empty() ? "" : " / " + r.admission);
     for (const auto& [t, pct] : r.utilization) {
       s.points.emplace_back(t / unit, pct);
     }
@@ -227,15 +436,30 @@ int RunSimulateTimed(const SimulateArgs& args) {
   if (!scorers) return ReportError(scorers.error());
   auto queue_policies = QueuePolicyList(args.queue_policy);
   if (!queue_policies) return ReportError(queue_policies.error());
+  auto model = ParseModelPodArgs(args);
+  if (!model) return ReportError(model.error());
+  // Without model pods one run per pair, as before; with them one per
+  // admission.
+  std::vector<std::optional<TimedAdmission>> admissions = {std::nullopt};
+  if (!model->admissions.empty()) {
+    admissions.assign(model->admissions.begin(), model->admissions.end());
+  }
   std::vector<scheduler::TimedOptions> options;
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
-      scheduler::TimedOptions o;
-      o.scorer = scorer;
-      o.queue_policy = queue_policy;
-      o.seed = args.first_seed;
-      o.load_factor = args.load;
-      options.push_back(std::move(o));
+      for (const std::optional<TimedAdmission>& admission : admissions) {
+        scheduler::TimedOptions o;
+        o.scorer = scorer;
+        o.queue_policy = queue_policy;
+        o.seed = args.first_seed;
+        o.load_factor = args.load;
+        if (admission) {
+          o.model_pods_pct = args.model_pods;
+          o.admission = *admission;
+          o.law = model->law;
+        }
+        options.push_back(std::move(o));
+      }
     }
   }
   Progress progress("simulate --mode timed");
@@ -249,9 +473,10 @@ int RunSimulateTimed(const SimulateArgs& args) {
   if (!runs) return ReportError(runs.error());
   const TraceDelays trace = TraceOwnDelays(in->pods);
   if (args.json) {
-    std::cout << TimedJson(args, *in, all_nodes, trace, *runs).dump(2) << "\n";
+    std::cout << TimedJson(args, *in, all_nodes, trace, *model, *runs).dump(2)
+              << "\n";
   } else {
-    PrintTimed(args, *in, all_nodes, trace, *runs);
+    PrintTimed(args, *in, all_nodes, trace, *model, *runs);
   }
   if (!args.plot.empty()) {
     if (Status s = PlotTimed(args, *in, *runs); !s.ok()) {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/stats.h"
+#include "estimator/interference.h"
 #include "scheduler/admission.h"
 #include "scheduler/parallel.h"
 #include "sim/replay.h"
@@ -119,9 +120,10 @@ class StepSeries {
 class Replay {
  public:
   Replay(const Topology& topology, const std::vector<TimedPod>& pods,
-         const GpuScorer& scorer, QueuePolicy& policy,
+         std::vector<char> model, const GpuScorer& scorer, QueuePolicy& policy,
          const TimedOptions& options, TimedRun& run)
       : pods_(pods),
+        model_(std::move(model)),
         scorer_(scorer),
         policy_(policy),
         options_(options),
@@ -133,6 +135,19 @@ class Replay {
         queued_since_(pods.size(), 0),
         waited_(pods.size(), 0),
         epoch_(pods.size(), 0) {
+    for (const char m : model_) any_model_ = any_model_ || m != 0;
+    if (any_model_) {
+      remaining_.assign(pods.size(), 0);
+      rate_.assign(pods.size(), 1);
+      since_.assign(pods.size(), 0);
+      ends_at_.assign(pods.size(), 0);
+      started_at_.assign(pods.size(), 0);
+      held_back_once_.assign(pods.size(), 0);
+      whole_once_.assign(pods.size(), 0);
+      for (const NodeInfo& n : topology.nodes) {
+        if (n.pool == pool_) pool_gpus_ += static_cast<int>(n.gpus.size());
+      }
+    }
     // Ties between nodes go by one fixed random order per seed, as in the
     // snapshot replay.
     node_order_.resize(topology.nodes.size());
@@ -151,6 +166,7 @@ class Replay {
   Status Run() {
     run_.pods = static_cast<int64_t>(pods_.size());
     run_.pod_delay_s.assign(pods_.size(), -1);
+    run_.pod_jct_s.assign(pods_.size(), -1);
     run_.first_arrival = pods_.empty() ? 0 : pods_[arrivals_[0]].arrival;
     double now = run_.first_arrival;
     double last_departure = run_.first_arrival;
@@ -191,6 +207,7 @@ class Replay {
     }
     run_.mean_queue = queue_length_.MeanUntil(end);
     run_.peak_queue = static_cast<int64_t>(queue_length_.peak());
+    if (any_model_) SummarizeModelPods();
     return {};
   }
 
@@ -244,17 +261,74 @@ class Replay {
     running_at_[p] = static_cast<int>(running_.size());
     running_.push_back({job.id, job.user, job.team, job.priority,
                         job.preemptible, now, job.time_limit_s});
+    const Allocation& a = *state_.AllocationOf(job.id);
+    milli_ += GpuMilliOf(a);
+    if (!model_.empty() && model_[p]) {
+      // Its whole work again (a preempted pod restarts from scratch), at
+      // the rate of its GPU's holders now.
+      remaining_[p] = pods_[p].duration;
+      since_[p] = now;
+      started_at_[p] = now;
+      rate_[p] = ModelRate(p);
+      ends_at_[p] = now + remaining_[p] / rate_[p];
+      departures_.push({ends_at_[p], p, ++epoch_[p]});
+      if (options_.admission == TimedAdmission::kTessera && a.exclusive &&
+          pods_[p].request.demand.gpus == 0 && !whole_once_[p]) {
+        whole_once_[p] = 1;
+        ++run_.model.whole;
+      }
+      return;
+    }
     departures_.push({now + pods_[p].duration, p, ++epoch_[p]});
-    milli_ += GpuMilliOf(*state_.AllocationOf(job.id));
   }
 
-  // Releases a running pod's resources and forgets its run.
-  void Stop(int p, double now) {
+  // A model pod's progress rate with the holders of its GPUs now.
+  double ModelRate(int p) const {
+    int k = 1;
+    for (const GpuShare& s : state_.AllocationOf(pods_[p].job.id)->gpus) {
+      k = std::max(k, state_.holders_on(s.gpu));
+    }
+    return InterferenceRate(options_.law, estimator::kTrainingBusyFraction, k);
+  }
+
+  // The running model pods on `gpus` (whose holders just changed): their
+  // progress so far at the old rate, and their end at the new one.
+  void UpdateRates(const std::vector<int>& gpus, double now) {
+    if (!any_model_) return;
+    for (const int g : gpus) {
+      for (const JobId id : state_.JobsOn(g)) {
+        const auto p = static_cast<int>(id - 1);
+        if (!model_[p] || running_at_[p] < 0) continue;
+        const double rate = ModelRate(p);
+        if (rate == rate_[p]) continue;
+        remaining_[p] =
+            std::max(0.0, remaining_[p] - rate_[p] * (now - since_[p]));
+        since_[p] = now;
+        rate_[p] = rate;
+        ends_at_[p] = now + remaining_[p] / rate;
+        departures_.push({ends_at_[p], p, ++epoch_[p]});
+      }
+    }
+  }
+
+  static std::vector<int> GpusOf(const Allocation* a) {
+    std::vector<int> gpus;
+    if (a != nullptr) {
+      for (const GpuShare& s : a->gpus) gpus.push_back(s.gpu);
+    }
+    return gpus;
+  }
+
+  // Releases a running pod's resources and forgets its run; a preempted
+  // one's GPU time counts as lost.
+  void Stop(int p, double now, bool preempted) {
     const JobId id = pods_[p].job.id;
+    const std::vector<int> gpus =
+        any_model_ ? GpusOf(state_.AllocationOf(id)) : std::vector<int>{};
     if (const Allocation* a = state_.AllocationOf(id)) {
       const int64_t milli = GpuMilliOf(*a);
       milli_ -= milli;
-      if (now < running_[running_at_[p]].started_at + pods_[p].duration) {
+      if (preempted) {
         run_.lost_gpu_hours += static_cast<double>(milli) / kFullGpuMilli *
                                (now - running_[running_at_[p]].started_at) /
                                3600;
@@ -267,29 +341,37 @@ class Replay {
     running_.pop_back();
     running_at_[p] = -1;
     ++epoch_[p];
+    UpdateRates(gpus, now);
   }
 
   void Depart(int p, double now) {
-    Stop(p, now);
+    Stop(p, now, false);
     ++run_.started;
     delays_.push_back(waited_[p]);
     run_.pod_delay_s[p] = waited_[p];
+    run_.pod_jct_s[p] = now - pods_[p].arrival;
   }
 
   Status Round(double now) {
     if (!queue_.empty()) {
       ++run_.rounds;
+      now_ = now;
       const Allocator allocate = [this](const ClusterState& s,
                                         const QueuedJob& job) {
-        return FindAllocation(s, pool_, pods_[job.id - 1].request, scorer_,
-                              admission_);
+        std::optional<Allocation> a = FindAllocation(
+            s, pool_, pods_[job.id - 1].request, scorer_, admission_);
+        if (a && options_.admission == TimedAdmission::kTessera &&
+            model_[job.id - 1]) {
+          return Decide(s, job, *a);
+        }
+        return a;
       };
       const Decision d =
           policy_.Schedule(queue_, running_, state_, allocate, now);
       for (const JobId victim : d.preempt) {
         const auto p = static_cast<int>(victim - 1);
         if (running_at_[p] < 0) continue;
-        Stop(p, now);
+        Stop(p, now, true);
         ++run_.preemptions;
         Enqueue(p, now);
       }
@@ -301,6 +383,16 @@ class Replay {
                           " where it does not fit");
         }
         Start(p, now);
+      }
+      if (any_model_) {
+        // The pods that joined a GPU slow the model pods already there.
+        std::vector<int> gpus;
+        for (const auto& [id, allocation] : d.start) {
+          for (const GpuShare& s : allocation.gpus) gpus.push_back(s.gpu);
+        }
+        std::sort(gpus.begin(), gpus.end());
+        gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+        UpdateRates(gpus, now);
       }
       if (!d.start.empty()) {
         std::erase_if(queue_, [this](const QueuedJob& q) {
@@ -316,7 +408,167 @@ class Replay {
     return {};
   }
 
+  // The tessera admission of model pod `job`, whose request fits `s` at
+  // `fraction`: that, a whole GPU of its own now (FindAllocation for one
+  // whole GPU, exclusive), or wait for one to free (CapacityFreesAt with
+  // the running pods' predicted ends), by DecideStart. Re-taken in every
+  // state a policy asks about while the pod is queued. No split: trace
+  // pods have no graph.
+  std::optional<Allocation> Decide(const ClusterState& s, const QueuedJob& job,
+                                   const Allocation& fraction) {
+    const auto p = static_cast<int>(job.id - 1);
+    const PlacementRequest& request = pods_[p].request;
+    // Whole GPUs (exclusive) never share; a fraction on a GPU nobody holds
+    // is as good as a GPU of its own (DecideStart's ties go to it).
+    if (fraction.exclusive || request.demand.gpu_milli == 0) return fraction;
+    const bool shares =
+        std::any_of(fraction.gpus.begin(), fraction.gpus.end(),
+                    [&](const GpuShare& g) { return s.holders_on(g.gpu) > 0; });
+    if (!shares) return fraction;
+    StartRequest r;
+    r.now = now_;
+    r.work_s = pods_[p].duration;
+    r.busy_fraction = estimator::kTrainingBusyFraction;
+    r.law = options_.law;
+    PlacementRequest whole = request;
+    whole.demand.gpus = 1;
+    whole.demand.gpu_milli = 0;
+    whole.demand.gpu_memory_mib = 0;
+    const std::optional<Allocation> own =
+        FindAllocation(s, pool_, whole, scorer_, admission_);
+    if (own) r.candidates.push_back({StartOption::kWhole, *own, 1.0});
+    r.candidates.push_back({StartOption::kFraction, fraction, 1.0});
+    if (!own) {
+      // No GPU is free for it now: when one of its kinds empties.
+      const auto ends_at = [this](JobId id) {
+        return now_ + RemainingSeconds(static_cast<int>(id - 1));
+      };
+      r.whole =
+          request.gpu_kinds.empty()
+              ? CapacityFreesAt(s, pool_, 1, kFullGpuMilli, 0, now_, ends_at)
+              : CapacityFreesAt(OfKinds(s, request.gpu_kinds), pool_, 1,
+                                kFullGpuMilli, 0, now_, ends_at);
+      // An empty GPU now that FindAllocation would not give it (its node's
+      // CPU or memory is taken) is no opening: waiting for it could last
+      // forever.
+      if (r.whole.at <= now_) r.whole = {};
+    }
+    r.held_back = QueuedBehind(job);
+    r.backlog_per_gpu = static_cast<double>(r.held_back) /
+                        static_cast<double>(std::max(1, pool_gpus_));
+    r.work_cv2 = WorkCv2();
+    const StartDecision d = DecideStart(r, s, [this](JobId id) {
+      return OccupantOf(static_cast<int>(id - 1));
+    });
+    const OptionForecast* c = d.Chosen();
+    if (c == nullptr) return std::nullopt;
+    if (d.waits()) {
+      // Counted where `s` is the cluster of this round (not a policy's
+      // what-if with running pods released).
+      if (!held_back_once_[p] && HoldsEveryRunningPod(s)) {
+        held_back_once_[p] = 1;
+        ++run_.model.waited;
+      }
+      return std::nullopt;
+    }
+    return c->allocation;
+  }
+
+  // `s` with the nodes whose GPUs are none of `kinds` drained.
+  static ClusterState OfKinds(const ClusterState& s,
+                              const std::vector<std::string>& kinds) {
+    ClusterState out = s;
+    const Topology& t = s.topology();
+    for (size_t n = 0; n < t.nodes.size(); ++n) {
+      const NodeInfo& node = t.nodes[n];
+      const bool any =
+          std::any_of(node.gpus.begin(), node.gpus.end(), [&](int g) {
+            return std::find(kinds.begin(), kinds.end(), t.gpus[g].kind) !=
+                   kinds.end();
+          });
+      if (!any && !node.drained) out.SetDrained(static_cast<int>(n), true);
+    }
+    return out;
+  }
+
+  bool HoldsEveryRunningPod(const ClusterState& s) const {
+    return std::all_of(
+        running_.begin(), running_.end(),
+        [&](const RunningJob& r) { return s.AllocationOf(r.id) != nullptr; });
+  }
+
+  // Seconds until pod `p` (holding a share) ends: a model pod at its rate
+  // now, another at start + duration (the oracle the replay also gives
+  // backfill); one started in this round's plan, its whole duration.
+  double RemainingSeconds(int p) const {
+    if (running_at_[p] < 0) return pods_[p].duration;
+    if (model_[p]) return std::max(0.0, ends_at_[p] - now_);
+    return std::max(
+        0.0, running_[running_at_[p]].started_at + pods_[p].duration - now_);
+  }
+  // A model pod is slowed by its GPU's holders; another pod runs at rate
+  // 1 whatever shares its GPU, which the measured law says of a job that
+  // keeps the GPU busy 0% of the time.
+  Occupant OccupantOf(int p) const {
+    return {model_[p] ? estimator::kTrainingBusyFraction : 0.0,
+            RemainingSeconds(p)};
+  }
+
+  // The pods queued after `job` (fifo: all of them wait while it waits).
+  int QueuedBehind(const QueuedJob& job) const {
+    const auto it = std::upper_bound(queue_.begin(), queue_.end(), job,
+                                     [](const auto& a, const auto& b) {
+                                       return std::pair(a.submitted_at, a.id) <
+                                              std::pair(b.submitted_at, b.id);
+                                     });
+    return static_cast<int>(queue_.end() - it);
+  }
+
+  // StartRequest::work_cv2 over the queued and running pods' durations,
+  // once per round.
+  double WorkCv2() {
+    if (cv2_round_ != run_.rounds) {
+      std::vector<double> work;
+      work.reserve(queue_.size() + running_.size());
+      for (const QueuedJob& q : queue_)
+        work.push_back(pods_[q.id - 1].duration);
+      for (const RunningJob& r : running_) {
+        work.push_back(pods_[r.id - 1].duration);
+      }
+      cv2_ = SquaredCv(work);
+      cv2_round_ = run_.rounds;
+    }
+    return cv2_;
+  }
+
+  void SummarizeModelPods() {
+    ModelPodStats& m = run_.model;
+    run_.pod_model = model_;
+    double jct = 0, delay = 0, slowdown = 0;
+    for (size_t p = 0; p < pods_.size(); ++p) {
+      if (!model_[p]) continue;
+      ++m.pods;
+      m.fractional += pods_[p].request.demand.gpu_milli > 0 ? 1 : 0;
+      if (run_.pod_jct_s[p] < 0) continue;
+      ++m.finished;
+      jct += run_.pod_jct_s[p];
+      delay += run_.pod_delay_s[p];
+      const double end = pods_[p].arrival + run_.pod_jct_s[p];
+      slowdown += pods_[p].duration > 0
+                      ? (end - started_at_[p]) / pods_[p].duration
+                      : 1.0;
+    }
+    if (m.finished > 0) {
+      const auto n = static_cast<double>(m.finished);
+      m.mean_jct_s = jct / n;
+      m.mean_delay_s = delay / n;
+      m.mean_slowdown = slowdown / n;
+    }
+  }
+
   const std::vector<TimedPod>& pods_;
+  const std::vector<char> model_;  // per pod: declares a model
+  bool any_model_ = false;
   const GpuScorer& scorer_;
   QueuePolicy& policy_;
   const TimedOptions& options_;
@@ -342,9 +594,65 @@ class Replay {
   StepSeries utilization_, queue_length_;
   StepSeries waiting_, waiting_milli_;  // 1 / milli_ while the queue is not
                                         // empty, else 0
+  // Model pods (sized only when there are any): the work left at `since_`
+  // in seconds at rate 1, the rate since then, the predicted end, the last
+  // start; whether the decision held one back while its request fitted.
+  std::vector<double> remaining_, rate_, since_, ends_at_, started_at_;
+  std::vector<char> held_back_once_, whole_once_;
+  int pool_gpus_ = 0;
+  double now_ = 0;  // the round's time
+  int64_t cv2_round_ = -1;
+  double cv2_ = 0;
 };
 
 }  // namespace
+
+std::string_view TimedAdmissionName(TimedAdmission a) {
+  return a == TimedAdmission::kTessera ? "tessera" : "fixed";
+}
+
+bool DeclaresModel(std::string_view name, int pct) {
+  if (pct <= 0) return false;
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a 64
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return static_cast<int>(h % 100) < pct;
+}
+
+AdmissionComparison CompareAdmissions(const TimedRun& fixed,
+                                      const TimedRun& tessera) {
+  AdmissionComparison c;
+  c.fixed_makespan_s = fixed.makespan_s;
+  c.tessera_makespan_s = tessera.makespan_s;
+  const size_t n = std::min({fixed.pod_jct_s.size(), tessera.pod_jct_s.size(),
+                             fixed.pod_model.size()});
+  for (size_t p = 0; p < n; ++p) {
+    const double a = fixed.pod_jct_s[p], b = tessera.pod_jct_s[p];
+    if (a < 0 || b < 0) continue;
+    if (fixed.pod_model[p]) {
+      ++c.model_pods;
+      c.fixed_jct_s += a;
+      c.tessera_jct_s += b;
+      c.earlier += b < a - 1e-3 ? 1 : 0;
+      c.later += b > a + 1e-3 ? 1 : 0;
+    } else {
+      ++c.other_pods;
+      c.fixed_other_delay_s += fixed.pod_delay_s[p];
+      c.tessera_other_delay_s += tessera.pod_delay_s[p];
+    }
+  }
+  if (c.model_pods > 0) {
+    c.fixed_jct_s /= static_cast<double>(c.model_pods);
+    c.tessera_jct_s /= static_cast<double>(c.model_pods);
+  }
+  if (c.other_pods > 0) {
+    c.fixed_other_delay_s /= static_cast<double>(c.other_pods);
+    c.tessera_other_delay_s /= static_cast<double>(c.other_pods);
+  }
+  return c;
+}
 
 Result<std::vector<TimedPod>> MakeTimedPods(const std::vector<TracePod>& pods) {
   std::vector<TimedPod> out;
@@ -452,6 +760,13 @@ Result<TimedRun> RunTimed(const Topology& topology,
     return BadInput("load factor: must be positive, got " +
                     std::to_string(options.load_factor));
   }
+  if (options.model_pods_pct < 0 || options.model_pods_pct > 100) {
+    return BadInput("--model-pods: a percentage in 0..100, got " +
+                    std::to_string(options.model_pods_pct));
+  }
+  if (options.law.alpha && !(*options.law.alpha >= 0)) {
+    return BadInput("--interference: must be >= 0");
+  }
   auto timed = MakeTimedPods(pods);
   if (!timed) return timed.error();
   if (options.load_factor != 1) Compress(*timed, options.load_factor);
@@ -469,11 +784,21 @@ Result<TimedRun> RunTimed(const Topology& topology,
   auto scorer = MakeScorer(options.scorer, scorer_options);
   if (!scorer) return scorer.error();
 
+  std::vector<char> model(pods.size(), 0);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    model[i] = pods[i].wants_gpu() &&
+               DeclaresModel(pods[i].name, options.model_pods_pct);
+  }
+
   TimedRun run;
   run.scorer = options.scorer;
   run.queue_policy = options.queue_policy;
   run.load_factor = options.load_factor;
-  Replay replay(topology, *timed, **scorer, **policy, options, run);
+  if (options.model_pods_pct > 0) {
+    run.admission = TimedAdmissionName(options.admission);
+  }
+  Replay replay(topology, *timed, std::move(model), **scorer, **policy, options,
+                run);
   TESSERA_RETURN_IF_ERROR(replay.Run());
   run.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/policy.h"
+#include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 #include "sim/trace.h"
 
@@ -41,6 +43,18 @@ struct TimedPod {
 // or with times out of order (deletion before creation or scheduling).
 Result<std::vector<TimedPod>> MakeTimedPods(const std::vector<TracePod>& pods);
 
+// How model pods (TimedOptions::model_pods_pct) are admitted: fixed, on
+// their request like any pod; tessera, by DecideStart (their request now,
+// a GPU of their own now, or wait for one).
+enum class TimedAdmission { kFixed, kTessera };
+// "fixed", "tessera".
+std::string_view TimedAdmissionName(TimedAdmission a);
+
+// Whether the pod named `name` declares a model when `pct`% of the GPU
+// pods do: FNV-1a 64 of the name, mod 100, below pct. A pure function of
+// the name, so the same pods declare one in every run.
+bool DeclaresModel(std::string_view name, int pct);
+
 struct TimedOptions {
   std::string scorer = "fgd";         // ScorerNames()
   std::string queue_policy = "fifo";  // PolicyNames()
@@ -57,6 +71,15 @@ struct TimedOptions {
   const Workload* workload = nullptr;
   // Points of TimedRun::utilization (time-weighted bucket means).
   int utilization_points = 400;
+  // Model pods (docs/simulate_timed.md, "Model pods: split or wait"):
+  // this % of the GPU pods (DeclaresModel) declare a model. Their work is
+  // their duration; they progress at InterferenceRate(law,
+  // kTrainingBusyFraction, k) while k pods hold their GPU, and are admitted
+  // by `admission`. Other pods run at rate 1 as in the trace. 0: none (the
+  // replay is the plain one).
+  int model_pods_pct = 0;
+  TimedAdmission admission = TimedAdmission::kFixed;
+  InterferenceLaw law;  // default: measured, timeslicing
   // Called after every policy round with the clock and the cluster (tests
   // check invariants with it); may be empty.
   std::function<void(double now, const ClusterState& state)> on_round;
@@ -72,8 +95,27 @@ struct DelayStats {
   double mean = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
 };
 
+// The model pods of one run (TimedOptions::model_pods_pct > 0).
+struct ModelPodStats {
+  int64_t pods = 0;        // declare a model (GPU pods only)
+  int64_t fractional = 0;  // of which ask a fraction of one GPU: the ones
+                           // that can share a GPU, and so have a choice
+  int64_t finished = 0;
+  double mean_jct_s = 0;    // finish - arrival, over the finished ones
+  double mean_delay_s = 0;  // queueing delay, over the finished ones
+  // Last run's time / duration, over the finished ones (>= 1).
+  double mean_slowdown = 1;
+  // tessera: pods the decision held back at least once while their
+  // request fitted (it chose to wait for a whole GPU to free).
+  int64_t waited = 0;
+  // tessera: pods that started on a whole GPU of their own although their
+  // request was a fraction (it chose not to share).
+  int64_t whole = 0;
+};
+
 struct TimedRun {
   std::string scorer, queue_policy;
+  std::string admission;  // "fixed" or "tessera"; "" without model pods
   double load_factor = 1;
   int64_t pods = 0;         // in the list
   int64_t started = 0;      // ran to their end
@@ -87,6 +129,11 @@ struct TimedRun {
   // Each pod's queueing delay, in the order of the pod list; -1 for a pod
   // that never started.
   std::vector<double> pod_delay_s;
+  // Each pod's JCT (departure - arrival), -1 for a pod that never started;
+  // and whether it declared a model (empty without model pods).
+  std::vector<double> pod_jct_s;
+  std::vector<char> pod_model;
+  ModelPodStats model;
   double first_arrival = 0;  // trace seconds
   double makespan_s = 0;     // last departure - first arrival
   // Allocated GPU milli / the cluster's, time-weighted over the makespan,
@@ -106,8 +153,9 @@ struct TimedRun {
 };
 
 // One replay on this thread. kBadInput for an unknown scorer or policy, no
-// pods, a cluster without GPUs, pods without times (MakeTimedPods) or a
-// load factor that is not positive;
+// pods, a cluster without GPUs, pods without times (MakeTimedPods), a
+// load factor that is not positive, model_pods_pct outside 0..100 or a
+// negative linear interference factor;
 // kInternal if a policy returned starts that do not fit.
 Result<TimedRun> RunTimed(const Topology& topology,
                           const std::vector<TracePod>& pods,
@@ -129,6 +177,23 @@ Result<std::vector<TimedRun>> RunTimedAll(
 // REQUIRES: fraction in (0, 1].
 Topology SampleCluster(const Topology& topology, double fraction,
                        uint64_t seed);
+
+// Where the tessera admission changes the outcome: the same pods (same
+// scorer, queue policy, seed and arrivals) under fixed and under tessera.
+struct AdmissionComparison {
+  // Model pods that finished in both runs: their mean JCT in each, and how
+  // many finished earlier / later under tessera (by more than 1 ms).
+  int64_t model_pods = 0;
+  double fixed_jct_s = 0, tessera_jct_s = 0;
+  int64_t earlier = 0, later = 0;
+  // The other pods that started in both: their mean queueing delay.
+  int64_t other_pods = 0;
+  double fixed_other_delay_s = 0, tessera_other_delay_s = 0;
+  double fixed_makespan_s = 0, tessera_makespan_s = 0;
+};
+// REQUIRES: both runs of the same pods with model pods.
+AdmissionComparison CompareAdmissions(const TimedRun& fixed,
+                                      const TimedRun& tessera);
 
 // The delay statistics of `delays` (any order; empty gives zeros).
 DelayStats SummarizeDelays(std::vector<double> delays);

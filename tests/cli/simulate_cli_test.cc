@@ -1,7 +1,8 @@
 // End-to-end tests of `tessera simulate` (snapshot mode): the table, the
 // JSON contract, the chart, and the errors a user meets (missing columns,
-// bad rows, unplaceable pods, unknown flags' values); and of models mode's
-// interference laws (--sharing, --interference).
+// bad rows, unplaceable pods, unknown flags' values); of models mode's
+// interference laws (--sharing, --interference); and of timed mode's model
+// pods (--model-pods, --admission).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/cli/cli_runner.h"
 #include "tests/testlib/repo_paths.h"
@@ -250,6 +253,112 @@ TEST(SimulateCli, ModelsModeRejectsAnUnknownSharingOrOneWithALinearLaw) {
   r = RunTessera(ModelsArgs() + " --interference -0.5", dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--interference: must be >= 0"));
+}
+
+// Timed mode with model pods: two nodes of two GPUs and pods with times,
+// several sharing GPUs.
+struct TimedTrace {
+  TempDir dir;
+  std::string nodes, pods;
+  TimedTrace() {
+    nodes = Write(dir, "nodes.csv",
+                  "sn,cpu_milli,memory_mib,gpu,model\n"
+                  "n0,32000,131072,2,T4\nn1,32000,131072,2,T4\n");
+    std::string rows =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,"
+        "pod_phase,creation_time,deletion_time,scheduled_time\n";
+    for (int i = 0; i < 24; ++i) {
+      const int milli = i % 4 == 3 ? 1000 : 250 + 125 * (i % 4);
+      const int start = 30 * i;
+      rows += "p" + std::to_string(i) + ",1000,1024,1," +
+              std::to_string(milli) + ",,LS,Running," + std::to_string(start) +
+              "," + std::to_string(start + 200 + 40 * (i % 5)) + "," +
+              std::to_string(start) + "\n";
+    }
+    pods = Write(dir, "pods.csv", rows);
+  }
+  std::string Args() const {
+    return "simulate --mode timed --nodes " + nodes + " --pods " + pods +
+           " --policy best-fit --threads 1";
+  }
+};
+
+// The JSON without the wall times.
+Json WithoutSeconds(Json j) {
+  for (Json& r : j["results"]) r.erase("seconds");
+  return j;
+}
+
+TEST(SimulateCli, TimedModelPodsOffIsThePlainReplay) {
+  TimedTrace t;
+  RunResult plain = RunTessera(t.Args() + " --json", t.dir);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  RunResult off =
+      RunTessera(t.Args() + " --json --model-pods 0 --interference 2", t.dir);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(WithoutSeconds(Json::parse(plain.out)),
+            WithoutSeconds(Json::parse(off.out)));
+  EXPECT_FALSE(Json::parse(off.out).contains("model_pods"));
+}
+
+TEST(SimulateCli, TimedModelPodsCompareFixedAndTessera) {
+  TimedTrace t;
+  RunResult r = RunTessera(
+      t.Args() + " --json --model-pods 100 --interference 1 --load 2", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);  // fixed, tessera
+  EXPECT_EQ(j["results"][0]["admission"], "fixed");
+  EXPECT_EQ(j["results"][1]["admission"], "tessera");
+  const Json& m = j["results"][1]["model_pods"];
+  EXPECT_EQ(m["pods"], 24);
+  EXPECT_EQ(m["fractional"], 18);
+  EXPECT_EQ(m["finished"], 24);
+  for (const char* key : {"mean_jct_s", "mean_queueing_delay_s",
+                          "mean_slowdown", "waited", "whole_gpu"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  EXPECT_EQ(j["model_pods"]["pct"], 100);
+  EXPECT_EQ(j["model_pods"]["interference_law"], "linear");
+  EXPECT_EQ(j["model_pods"]["interference"], 1.0);
+  ASSERT_EQ(j["model_pods"]["tessera_vs_fixed"].size(), 1u);
+  const Json& c = j["model_pods"]["tessera_vs_fixed"][0];
+  EXPECT_EQ(c["model_pods"], 24);
+  EXPECT_EQ(c["other_pods"], 0);
+  EXPECT_TRUE(c["mean_jct_s"].contains("fixed"));
+  EXPECT_TRUE(c["mean_jct_s"].contains("tessera"));
+
+  RunResult text =
+      RunTessera(t.Args() + " --model-pods 100 --admission both", t.dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("Model pods: 24"));
+  EXPECT_THAT(text.out, HasSubstr("measured (timeslice)"));
+  EXPECT_THAT(text.out, HasSubstr("Where the decision changes the outcome"));
+  RunResult one = RunTessera(
+      t.Args() + " --model-pods 50 --admission tessera --sharing mps", t.dir);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("measured (mps)"));
+  EXPECT_THAT(one.out, Not(HasSubstr("Where the decision changes")));
+}
+
+TEST(SimulateCli, TimedModelPodFlagsRefuseBadValues) {
+  TimedTrace t;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--model-pods 101", "--model-pods"},
+      {"--model-pods -5", "--model-pods"},
+      {"--model-pods 20 --admission sometimes", "--admission"},
+      {"--admission tessera", "--admission"},
+      {"--model-pods 20 --interference -1", "--interference"},
+      {"--model-pods 20 --sharing mig", "--sharing"},
+      {"--model-pods 20 --sharing mps --interference 0.5", "--sharing"},
+      {"--model-pods 20 --interference-sweep 0,1", "--interference-sweep"},
+  };
+  for (const auto& [flags, named] : cases) {
+    SCOPED_TRACE(flags);
+    RunResult r = RunTessera(t.Args() + " " + flags, t.dir);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr(named));
+  }
 }
 
 // The real trace, one seed: the paper's FGD figure and tessera above it.
