@@ -168,7 +168,7 @@ std::string ClockTime(double unix_s) {
 
 // The split-or-wait decision: each option with its predicted end, the
 // chosen one marked.
-void PrintDecision(const json& d) {
+void PrintDecision(const json& d, bool queued) {
   const std::string chosen = Str(d, "chosen");
   std::cout << "decision (work " << HumanDuration(d.value("work_s", 0.0))
             << " on a whole GPU, from " << Str(d, "work_from")
@@ -205,7 +205,9 @@ void PrintDecision(const json& d) {
               << (chosen == "wait" || chosen == "wait-fraction"
                       ? "waiting"
                       : "start: " + chosen)
-              << " (re-taken every round while queued)\n";
+              << (queued ? " (re-taken every round while it waits)"
+                         : " (the decision it started under)")
+              << "\n";
   }
 }
 
@@ -247,7 +249,8 @@ void PrintJob(const json& job) {
   // The empty header row: drop the table's first line.
   std::cout << rendered.substr(rendered.find('\n') + 1);
   if (job.contains("decision") && job["decision"].is_object()) {
-    PrintDecision(job["decision"]);
+    const std::string state = Str(job, "state");
+    PrintDecision(job["decision"], state == "queued" || state == "preempted");
   }
 }
 
