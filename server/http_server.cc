@@ -143,6 +143,10 @@ struct HttpServer::Impl {
   void GetJob(const Request& req, Response& res);
   void Cancel(const Request& req, Response& res);
   void Progress(const Request& req, Response& res);
+  // The path's job when `user` owns it or is an admin; else a 403 saying
+  // who may `act` ("cancel another user's job") and nullopt.
+  std::optional<Job> OwnedJob(const Request& req, Response& res,
+                              const User& user, const std::string& act);
   void Events(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
@@ -195,6 +199,33 @@ std::optional<Job> HttpServer::Impl::PathJob(const Request& req,
   return std::move(**job);
 }
 
+std::optional<Job> HttpServer::Impl::OwnedJob(const Request& req, Response& res,
+                                              const User& user,
+                                              const std::string& act) {
+  std::optional<Job> job = PathJob(req, res);
+  if (job && job->user != user.name && !user.admin) {
+    SendError(res, 403,
+              "job " + std::to_string(job->id) + " belongs to " + job->user +
+                  "; only an admin may " + act);
+    return std::nullopt;
+  }
+  return job;
+}
+
+namespace {
+
+// The request's body as JSON, or a 400 and nullopt.
+std::optional<json> JsonBody(const Request& req, Response& res) {
+  try {
+    return json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    SendError(res, 400, std::string("malformed JSON: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void HttpServer::Impl::Submit(const Request& req, Response& res) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
@@ -204,14 +235,9 @@ void HttpServer::Impl::Submit(const Request& req, Response& res) {
                   std::to_string(max_body_bytes) + " bytes)");
     return;
   }
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    SendError(res, 400, std::string("malformed JSON: ") + e.what());
-    return;
-  }
-  Result<JobRequest> request = ParseJobRequest(body);
+  const std::optional<json> body = JsonBody(req, res);
+  if (!body) return;
+  Result<JobRequest> request = ParseJobRequest(*body);
   if (!request) {
     SendError(res, request.error().code == ErrorCode::kInternal ? 500 : 400,
               request.error().message);
@@ -278,21 +304,12 @@ void HttpServer::Impl::GetJob(const Request& req, Response& res) {
 void HttpServer::Impl::Progress(const Request& req, Response& res) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
-  const std::optional<Job> job = PathJob(req, res);
+  const std::optional<Job> job =
+      OwnedJob(req, res, *user, "report another user's job's progress");
   if (!job) return;
-  if (job->user != user->name && !user->admin) {
-    SendError(res, 403,
-              "job " + std::to_string(job->id) + " belongs to " + job->user +
-                  "; only its owner or an admin reports its progress");
-    return;
-  }
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    SendError(res, 400, std::string("malformed JSON: ") + e.what());
-    return;
-  }
+  const std::optional<json> parsed = JsonBody(req, res);
+  if (!parsed) return;
+  const json& body = *parsed;
   if (!body.is_object() || !body.contains("steps") || body.size() != 1) {
     SendError(res, 400,
               "the body must be {\"steps\": N}: the steps done in all");
@@ -350,14 +367,9 @@ void HttpServer::Impl::Events(const Request& req, Response& res) {
 void HttpServer::Impl::Cancel(const Request& req, Response& res) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
-  const std::optional<Job> job = PathJob(req, res);
+  const std::optional<Job> job =
+      OwnedJob(req, res, *user, "cancel another user's job");
   if (!job) return;
-  if (job->user != user->name && !user->admin) {
-    SendError(res, 403,
-              "job " + std::to_string(job->id) + " belongs to " + job->user +
-                  "; only an admin may cancel another user's job");
-    return;
-  }
   Result<Job> cancelled =
       service.Cancel(job->id, "cancelled by " + user->name, &*user);
   if (!cancelled) {

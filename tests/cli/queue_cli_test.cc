@@ -285,7 +285,9 @@ TEST_F(QueueCli, JobShowsTheDecisionAndTakesProgress) {
   EXPECT_THAT(r.err, HasSubstr("went back"));
   r = Cli("progress " + id + " 20", kBob);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("only its owner or an admin"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("only an admin may report another user's job's progress"));
   r = Cli("submit --steps 5 --gpu-milli 100 --gpu-memory 1GiB -- true", kAlice);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--steps: only a model job"));
