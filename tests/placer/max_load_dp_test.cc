@@ -1,0 +1,192 @@
+// SolveContiguousMaxLoad against brute force on random small DAGs: its
+// optimum equals the best contiguous placement found by trying every
+// assignment (each device's nodes convex, the devices' quotient graph
+// acyclic), is never below the best placement of all, and its own
+// placement evaluates (EvaluateMaxLoad) to what it claims.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "placer/max_load.h"
+
+namespace tessera::placer {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A random DAG on `n` nodes (edges only from lower to higher index).
+MaxLoadProblem RandomProblem(std::mt19937_64& rng, int n, int accelerators,
+                             int cpus) {
+  MaxLoadProblem p;
+  p.source = "random";
+  p.accelerators = accelerators;
+  p.cpus = cpus;
+  std::uniform_real_distribution<double> time(0.5, 10);
+  std::uniform_int_distribution<int> size(1, 10);
+  std::bernoulli_distribution edge(0.35), unsupported(0.1), colored(0.2);
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    MaxLoadNode node;
+    node.id = 100 + i;
+    node.accelerator_time = time(rng);
+    node.cpu_time = node.accelerator_time * 4;
+    node.size = size(rng);
+    node.on_accelerator = !unsupported(rng);
+    node.color = colored(rng) ? 7 : -1;
+    total += node.size;
+    p.nodes.push_back(node);
+  }
+  std::vector<double> cost(n);
+  for (double& c : cost) c = time(rng) / 3;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      if (edge(rng)) p.edges.push_back({i, j, cost[i]});
+    }
+  }
+  p.accelerator_memory = total / 2 + 3;
+  return p;
+}
+
+// Whether every device's nodes form a convex set and the devices can be
+// ordered so that every edge goes forward: a contiguous split.
+bool Contiguous(const MaxLoadProblem& p, const std::vector<int>& device,
+                int devices) {
+  const int n = static_cast<int>(p.nodes.size());
+  // reach[u][v]: a path from u to v (indices are topological here).
+  std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
+  for (int u = n - 1; u >= 0; --u) {
+    reach[u][u] = 1;
+    for (const MaxLoadEdge& e : p.edges) {
+      if (e.from != u) continue;
+      for (int v = 0; v < n; ++v) reach[u][v] |= reach[e.to][v];
+    }
+  }
+  for (int u = 0; u < n; ++u) {
+    for (int w = 0; w < n; ++w) {
+      if (u == w || device[u] != device[w] || !reach[u][w]) continue;
+      for (int v = 0; v < n; ++v) {
+        if (reach[u][v] && reach[v][w] && device[v] != device[u]) return false;
+      }
+    }
+  }
+  // The quotient graph of devices must be acyclic.
+  std::vector<std::vector<char>> q(devices, std::vector<char>(devices, 0));
+  for (const MaxLoadEdge& e : p.edges) {
+    if (device[e.from] != device[e.to]) q[device[e.from]][device[e.to]] = 1;
+  }
+  for (int k = 0; k < devices; ++k) {
+    for (int a = 0; a < devices; ++a) {
+      for (int b = 0; b < devices; ++b) {
+        if (q[a][k] && q[k][b]) q[a][b] = 1;
+      }
+    }
+  }
+  for (int a = 0; a < devices; ++a) {
+    if (q[a][a]) return false;
+  }
+  return true;
+}
+
+struct Brute {
+  double contiguous = INFINITY, any = INFINITY;
+};
+
+Brute BruteForce(const MaxLoadProblem& p) {
+  const int n = static_cast<int>(p.nodes.size());
+  const int devices = p.accelerators + p.cpus;
+  Brute out;
+  MaxLoadPlacement x;
+  x.device.assign(n, 0);
+  std::function<void(int)> go = [&](int i) {
+    if (i == n) {
+      const MaxLoadEvaluation e = EvaluateMaxLoad(p, x);
+      if (!e.violation.empty()) return;
+      out.any = std::min(out.any, e.max_load);
+      if (Contiguous(p, x.device, devices)) {
+        out.contiguous = std::min(out.contiguous, e.max_load);
+      }
+      return;
+    }
+    for (int d = 0; d < devices; ++d) {
+      x.device[i] = d;
+      go(i + 1);
+    }
+  };
+  go(0);
+  return out;
+}
+
+TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
+  std::mt19937_64 rng(20201206);
+  int compared = 0, strictly_better_non_contiguous = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 2 + trial % 6;  // 2..7 nodes
+    const int accelerators = 1 + trial % 3;
+    const int cpus = trial % 2;
+    const MaxLoadProblem p = RandomProblem(rng, n, accelerators, cpus);
+    const Brute brute = BruteForce(p);
+    auto dp = SolveContiguousMaxLoad(p);
+    if (std::isinf(brute.contiguous)) {
+      EXPECT_FALSE(dp) << "trial " << trial;
+      if (!dp) {
+        EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
+      }
+      continue;
+    }
+    ASSERT_TRUE(dp) << "trial " << trial << ": " << dp.error().message;
+    ++compared;
+    EXPECT_TRUE(dp->optimal);
+    EXPECT_NEAR(dp->max_load, brute.contiguous, 1e-9) << "trial " << trial;
+    EXPECT_GE(dp->max_load, brute.any - 1e-9) << "trial " << trial;
+    if (brute.any < brute.contiguous - 1e-9) ++strictly_better_non_contiguous;
+    // Its placement is contiguous, feasible and as good as claimed.
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, dp->placement);
+    EXPECT_EQ(e.violation, "") << "trial " << trial;
+    EXPECT_NEAR(e.max_load, dp->max_load, 1e-9) << "trial " << trial;
+    EXPECT_TRUE(Contiguous(p, dp->placement.device, accelerators + cpus));
+  }
+  EXPECT_GT(compared, 80);
+  // The brute force is not vacuous: some instances gain from a
+  // non-contiguous split (the ILP's business).
+  EXPECT_GT(strictly_better_non_contiguous, 0);
+}
+
+TEST(MaxLoadDp, RefusesWhatCannotBePlaced) {
+  MaxLoadProblem p;
+  p.source = "tiny.json";
+  p.accelerators = 1;
+  p.cpus = 0;
+  p.accelerator_memory = 5;
+  p.nodes = {MaxLoadNode{1, true, 1, 1, false, -1, 10}};
+  auto dp = SolveContiguousMaxLoad(p);
+  ASSERT_FALSE(dp);
+  EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
+  EXPECT_THAT(dp.error().message, HasSubstr("tiny.json: no contiguous split"));
+  p.cpus = 1;  // the CPU holds it (no memory limit there)
+  dp = SolveContiguousMaxLoad(p);
+  ASSERT_TRUE(dp) << dp.error().message;
+  EXPECT_EQ(dp->placement.device[0], 1);
+  EXPECT_DOUBLE_EQ(dp->max_load, 1);
+
+  // 30 independent nodes have 2^30 ideals: the cap says so.
+  MaxLoadProblem wide;
+  wide.source = "wide.json";
+  wide.accelerators = 2;
+  wide.accelerator_memory = 1 << 20;
+  for (int i = 0; i < 30; ++i) {
+    wide.nodes.push_back(MaxLoadNode{i, true, 1, 1, false, -1, 1});
+  }
+  MaxLoadDpOptions small;
+  small.max_states = 1000;
+  dp = SolveContiguousMaxLoad(wide, small);
+  ASSERT_FALSE(dp);
+  EXPECT_THAT(dp.error().message, HasSubstr("more than 1000 ideals"));
+}
+
+}  // namespace
+}  // namespace tessera::placer
