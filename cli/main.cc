@@ -153,6 +153,7 @@ Examples:
   tessera plan model.onnx --cluster cluster.yaml --algo all  # every algorithm, side by side
   tessera plan models/zoo/gpt2.onnx --cluster models/clusters/two_nodes.yaml \
       --algo pipeline --microbatches 8 --dot plan.dot
+  tessera plan --cost-graph data/dnn-partitioning/throughput-inputs/LayerGraphs/resnet50_inference.json --json
 
 Cluster: --cluster FILE is a YAML spec of nodes, GPUs (catalog kind, with
 the memory_free and compute_share left on each) and links
@@ -173,7 +174,13 @@ void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
       "Split a model across a cluster's residual GPU capacity: which "
       "operator runs where, memory per GPU, predicted step time");
   cmd->footer(kPlanExamples);
-  cmd->add_option("model", args.model, "ONNX model file")->required();
+  cmd->add_option("model", args.model, "ONNX model file");
+  cmd->add_option("--cost-graph", args.cost_graph,
+                  "Instead of a model, a graph given by its costs: the "
+                  "max-load inputs of Tarnawski et al. (NeurIPS'20; "
+                  "docs/placer_max_load.md), placed exactly over "
+                  "contiguous splits")
+      ->type_name("FILE.json");
   cmd->add_option("--cluster", args.cluster,
                   "Cluster spec YAML (default: one node, 4x a100-80gb)")
       ->type_name("FILE");

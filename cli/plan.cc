@@ -464,6 +464,11 @@ int RunAll(const Setup& s, const PlanArgs& args) {
 }  // namespace
 
 int RunPlan(const PlanArgs& args) {
+  if (!args.cost_graph.empty()) return RunPlanCostGraph(args);
+  if (args.model.empty()) {
+    return ReportError(
+        BadInput("give an ONNX model, or --cost-graph FILE.json"));
+  }
   auto setup = Prepare(args);
   if (!setup) return ReportError(setup.error());
   return args.algo == "all" ? RunAll(*setup, args) : RunOne(*setup, args);

@@ -26,11 +26,17 @@ struct PlanArgs {
   std::string timeline;            // --timeline: Chrome trace JSON
   std::string dot;                 // --dot: Graphviz
   bool json = false;
+  // --cost-graph: a graph given by its costs instead of `model`
+  // (plan_cost_graph.cc).
+  std::string cost_graph;
 };
 
 // `tessera plan`: places a model's operators over a cluster's residual
 // capacity and prints the plan. Returns the process exit code.
 int RunPlan(const PlanArgs& args);
+// `tessera plan --cost-graph FILE.json`: the max-load inputs of Tarnawski
+// et al. (placer/max_load.h), placed by the exact contiguous DP.
+int RunPlanCostGraph(const PlanArgs& args);
 
 }  // namespace tessera::cli
 

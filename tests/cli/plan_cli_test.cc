@@ -60,6 +60,43 @@ class PlanCli : public ::testing::Test {
   testlib::TempDir dir_;
 };
 
+// A max-load input of Tarnawski et al., placed by the exact contiguous DP:
+// the placement names every node, the objective is what the evaluator
+// gives, and what the DP cannot finish or read is refused.
+TEST_F(PlanCli, CostGraphOfThePublishedBenchmark) {
+  const std::string data =
+      std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning/";
+  RunResult r = Run("plan --json --cost-graph " + data +
+                    "throughput-inputs/LayerGraphs/resnet50_inference.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["format"], "tarnawski");
+  EXPECT_EQ(j["placement"].size(), 177u);
+  EXPECT_TRUE(j["optimal"].get<bool>());
+  EXPECT_NEAR(j["objective"]["max_load"].get<double>(), 33.7747, 1e-3);
+  EXPECT_EQ(j["devices"].size(), 7u);  // acc0..acc5, cpu0
+  EXPECT_EQ(j["devices"][0]["id"], "acc0");
+  EXPECT_EQ(j["devices"][6]["id"], "cpu0");
+  for (const auto& [id, device] : j["placement"].items()) {
+    const std::string d = device;
+    EXPECT_TRUE(d.rfind("acc", 0) == 0 || d == "cpu0") << id << " " << d;
+  }
+  r = Run("plan --cost-graph " + data +
+          "throughput-inputs/LayerGraphs/gnmt_inference.json");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("ideals"));
+  r = Run("plan --cost-graph " + data + "README.md");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("malformed JSON"));
+  r = Run("plan --cost-graph " + data +
+          "human-experts/resnet50_inference_expert.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not a format tessera reads"));
+  r = Run("plan");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--cost-graph"));
+}
+
 TEST_F(PlanCli, PrintsTheDeviceTableAndTheStep) {
   const RunResult r = Run("plan " + kResNet);
   ASSERT_EQ(r.exit_code, 0) << r.err;
