@@ -43,23 +43,30 @@ struct GpuJob {
   double work = 0;  // seconds at rate 1; infinity: never ends
   double busy = 0, speed = 1;
 };
+// The replay: each job's finish, and the piecewise-constant rates between
+// events, from which the work done by any time follows exactly.
 struct GpuReplay {
   std::vector<double> finish;  // absolute; infinity if never
-  std::vector<double> done;    // work done by `horizon`
+  std::vector<double> times;   // segment starts (the first is `now`)
+  std::vector<std::vector<double>> done, rate;  // per segment, per job
+  // Job i's work done by time `t` (t >= the first segment's start).
+  double DoneAt(size_t i, double t) const {
+    size_t e = 0;
+    while (e + 1 < times.size() && times[e + 1] <= t) ++e;
+    return done[e][i] + rate[e][i] * (t - times[e]);
+  }
 };
 GpuReplay ReplayGpu(const std::vector<GpuJob>& jobs, const InterferenceLaw& law,
-                    double now, double horizon) {
+                    double now) {
   GpuReplay out;
   out.finish.assign(jobs.size(), kInf);
-  out.done.assign(jobs.size(), 0);
-  std::vector<double> left;
+  std::vector<double> left, done(jobs.size(), 0);
   for (const GpuJob& j : jobs) left.push_back(j.work);
   double t = now;
-  while (t < horizon) {
+  while (true) {
     int k = 0;
     for (size_t i = 0; i < jobs.size(); ++i)
       k += std::isfinite(out.finish[i]) ? 0 : 1;
-    if (k == 0) break;
     std::vector<double> rate(jobs.size(), 0);
     double dt = kInf;
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -67,13 +74,16 @@ GpuReplay ReplayGpu(const std::vector<GpuJob>& jobs, const InterferenceLaw& law,
       rate[i] = jobs[i].speed * InterferenceRate(law, jobs[i].busy, k);
       dt = std::min(dt, left[i] / rate[i]);
     }
-    if (!std::isfinite(dt)) dt = horizon - t;  // only endless jobs are left
-    dt = std::min(dt, horizon - t);
-    if (!std::isfinite(dt)) break;
+    out.times.push_back(t);
+    out.done.push_back(done);
+    out.rate.push_back(rate);
+    // Done: nobody is left, or only jobs that never end (they keep the
+    // last segment's rates for ever).
+    if (k == 0 || !std::isfinite(dt)) break;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (std::isfinite(out.finish[i])) continue;
       left[i] -= rate[i] * dt;
-      out.done[i] += rate[i] * dt;
+      done[i] += rate[i] * dt;
       if (left[i] <= 1e-9 * std::max(1.0, jobs[i].work)) out.finish[i] = t + dt;
     }
     t += dt;
@@ -111,7 +121,7 @@ OptionForecast ForecastNow(const StartRequest& r, const StartCandidate& c,
            o.busy_fraction, 1.0});
     }
     jobs.push_back({r.work_s, r.busy_fraction, f.speed});
-    const GpuReplay with = ReplayGpu(jobs, r.law, r.now, kInf);
+    const GpuReplay with = ReplayGpu(jobs, r.law, r.now);
     const double end = with.finish.back();
     f.finish_s = std::max(f.finish_s, end);
     if (!r.charge_others) continue;
@@ -123,26 +133,18 @@ OptionForecast ForecastNow(const StartRequest& r, const StartCandidate& c,
       continue;
     }
     jobs.pop_back();
-    const GpuReplay without = ReplayGpu(jobs, r.law, r.now, kInf);
-    const GpuReplay with_at = ReplayGpu(
-        [&] {
-          auto all = jobs;
-          all.push_back({r.work_s, r.busy_fraction, f.speed});
-          return all;
-        }(),
-        r.law, r.now, end);
-    const GpuReplay without_at = ReplayGpu(jobs, r.law, r.now, end);
+    const GpuReplay without = ReplayGpu(jobs, r.law, r.now);
     // The GPU's work over its stay, against without it: the co-runners
     // alone, then (once they are gone) a job of the backlog at full speed.
     double last = r.now;
     for (size_t i = 0; i < on.size(); ++i) {
-      last = std::max(last, std::min(end, without_at.finish[i]));
+      last = std::max(last, std::min(end, without.finish[i]));
     }
     // A split's parts share its work: each GPU does its part of it.
     const double parts = static_cast<double>(c.allocation.gpus.size());
-    gained_work += with_at.done.back() / parts - (end - last);
+    gained_work += r.work_s / parts - (end - last);
     for (size_t i = 0; i < on.size(); ++i) {
-      const double lost = without_at.done[i] - with_at.done[i];
+      const double lost = without.DoneAt(i, end) - with.DoneAt(i, end);
       gained_work -= lost;
       double d = 0;
       if (std::isfinite(without.finish[i])) {

@@ -380,7 +380,7 @@ class Replay {
     r.held_back = QueuedBehind(q.id);
     r.work_cv2 = WorkCv2();
     r.gang_queued = GangQueued();
-    r.backlog_per_gpu = static_cast<double>(QueuedBehind(q.id)) /
+    r.backlog_per_gpu = static_cast<double>(r.held_back) /
                         static_cast<double>(pool_gpus_.size());
     const StartDecision d =
         DecideStart(r, s, [this](JobId id) { return OccupantOf(id); });
