@@ -57,7 +57,7 @@ int RunPlanCostGraph(const PlanArgs& args) {
   if (!dp) return ReportError(dp.error());
   const placer::MaxLoadEvaluation eval =
       placer::EvaluateMaxLoad(*problem, dp->placement);
-  const int devices = problem->accelerators + problem->cpus;
+  const int devices = problem->Devices();
   nlohmann::ordered_json placement = nlohmann::ordered_json::object();
   std::vector<int> count(devices, 0);
   for (size_t v = 0; v < problem->nodes.size(); ++v) {
@@ -94,8 +94,8 @@ int RunPlanCostGraph(const PlanArgs& args) {
     return 0;
   }
   std::cout << args.cost_graph << ": " << problem->nodes.size() << " nodes, "
-            << problem->accelerators << " accelerators, " << problem->cpus
-            << " CPUs\n"
+            << problem->kinds[0].count << " accelerators, "
+            << problem->kinds[1].count << " CPUs\n"
             << "max load " << Fixed(eval.max_load, 4)
             << " (the optimum over contiguous splits, " << dp->ideals
             << " ideals, " << Fixed(dp->seconds * 1e3, 1) << " ms)\n";

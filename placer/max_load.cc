@@ -148,20 +148,44 @@ double MaxLoadProblem::OutCost(int node) const {
   return cost;
 }
 
+int MaxLoadProblem::Devices() const {
+  int n = 0;
+  for (const MaxLoadKind& k : kinds) n += k.count;
+  return n;
+}
+
+int MaxLoadProblem::KindOf(int device) const {
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    if (device < kinds[k].count) return static_cast<int>(k);
+    device -= kinds[k].count;
+  }
+  return -1;
+}
+
+int MaxLoadProblem::FirstDevice(int kind) const {
+  int first = 0;
+  for (int k = 0; k < kind; ++k) first += kinds[k].count;
+  return first;
+}
+
+std::vector<MaxLoadKind> TarnawskiKinds(int64_t memory, int accelerators,
+                                        int cpus) {
+  return {{"acc", accelerators, memory, true}, {"cpu", cpus, -1, false}};
+}
+
 std::string MaxLoadDeviceName(const MaxLoadProblem& p, int device) {
-  if (device >= 0 && device < p.accelerators) {
-    return "acc" + std::to_string(device);
-  }
-  if (device >= p.accelerators && device < p.accelerators + p.cpus) {
-    return "cpu" + std::to_string(device - p.accelerators);
-  }
-  return "device " + std::to_string(device) + " (none such)";
+  const int kind = device < 0 ? -1 : p.KindOf(device);
+  if (kind < 0) return "device " + std::to_string(device) + " (none such)";
+  const std::string& name = p.kinds[kind].name;
+  const bool digit = !name.empty() && name.back() >= '0' && name.back() <= '9';
+  return name + (digit ? "_" : "") +
+         std::to_string(device - p.FirstDevice(kind));
 }
 
 MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
                                   const MaxLoadPlacement& x) {
   MaxLoadEvaluation ev;
-  const int devices = p.accelerators + p.cpus;
+  const int devices = p.Devices();
   ev.loads.assign(static_cast<size_t>(std::max(devices, 0)), 0.0);
   const size_t n = p.nodes.size();
   if (x.device.size() != n) {
@@ -178,16 +202,20 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
       return ev;
     }
   }
+  std::vector<int> kind_of(static_cast<size_t>(devices));
+  for (int d = 0; d < devices; ++d) kind_of[d] = p.KindOf(d);
+  const auto charged = [&](int d) {
+    return p.kinds[kind_of[d]].charges_communication;
+  };
 
-  // Compute.
+  // Compute (an unsupported node adds nothing here; reported below).
   for (size_t v = 0; v < n; ++v) {
     const int d = x.device[v];
-    ev.loads[d] +=
-        d < p.accelerators ? p.nodes[v].accelerator_time : p.nodes[v].cpu_time;
+    ev.loads[d] += std::max(p.nodes[v].time[kind_of[d]], 0.0);
   }
   // Communication: u's device pays OutCost(u) once if any successor is
-  // elsewhere; each distinct other device receiving u pays it once. CPUs
-  // are charged nothing.
+  // elsewhere; each distinct other device receiving u pays it once. Kinds
+  // that are not charged (the CPU of the published inputs) pay nothing.
   std::vector<std::vector<int>> succ(n);
   std::vector<double> out_cost(n, 0.0);
   for (const MaxLoadEdge& e : p.edges) {
@@ -205,9 +233,9 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
     std::sort(receivers.begin(), receivers.end());
     receivers.erase(std::unique(receivers.begin(), receivers.end()),
                     receivers.end());
-    if (du < p.accelerators) ev.loads[du] += out_cost[u];
+    if (charged(du)) ev.loads[du] += out_cost[u];
     for (const int r : receivers) {
-      if (r < p.accelerators) ev.loads[r] += out_cost[u];
+      if (charged(r)) ev.loads[r] += out_cost[u];
     }
   }
   for (const double l : ev.loads) ev.max_load = std::max(ev.max_load, l);
@@ -215,23 +243,21 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
   // Constraints, the first violated one reported.
   for (size_t v = 0; v < n; ++v) {
     const int d = x.device[v];
-    if (d < p.accelerators && !p.nodes[v].on_accelerator) {
+    if (!p.nodes[v].RunsOn(kind_of[d])) {
       ev.violation = "node " + std::to_string(p.nodes[v].id) +
-                     " is not supported on accelerators but is on " +
-                     MaxLoadDeviceName(p, d);
+                     " cannot run on " + p.kinds[kind_of[d]].name +
+                     " devices but is on " + MaxLoadDeviceName(p, d);
       return ev;
     }
   }
-  std::vector<int64_t> memory(static_cast<size_t>(p.accelerators), 0);
-  for (size_t v = 0; v < n; ++v) {
-    const int d = x.device[v];
-    if (d < p.accelerators) memory[d] += p.nodes[v].size;
-  }
-  for (int d = 0; d < p.accelerators; ++d) {
-    if (memory[d] > p.accelerator_memory) {
+  std::vector<int64_t> memory(static_cast<size_t>(devices), 0);
+  for (size_t v = 0; v < n; ++v) memory[x.device[v]] += p.nodes[v].size;
+  for (int d = 0; d < devices; ++d) {
+    const int64_t limit = p.kinds[kind_of[d]].memory;
+    if (limit >= 0 && memory[d] > limit) {
       ev.violation = MaxLoadDeviceName(p, d) + " holds " +
                      std::to_string(memory[d]) + " bytes, over its " +
-                     std::to_string(p.accelerator_memory);
+                     std::to_string(limit);
       return ev;
     }
   }
@@ -268,14 +294,13 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
 
   auto memory = r.WholeField(j, "maxSizePerFPGA", "", 0, kMaxInt64 / 4);
   if (!memory) return memory.error();
-  p.accelerator_memory = *memory;
   auto accelerators = r.WholeField(j, "maxFPGAs", "", 0, kMaxDevices);
   if (!accelerators) return accelerators.error();
-  p.accelerators = static_cast<int>(*accelerators);
   auto cpus = r.WholeField(j, "maxCPUs", "", 0, kMaxDevices);
   if (!cpus) return cpus.error();
-  p.cpus = static_cast<int>(*cpus);
-  if (p.accelerators + p.cpus < 1) {
+  p.kinds = TarnawskiKinds(*memory, static_cast<int>(*accelerators),
+                           static_cast<int>(*cpus));
+  if (*accelerators + *cpus < 1) {
     return r.Bad("maxFPGAs, maxCPUs", "at least one device needed");
   }
 
@@ -300,13 +325,15 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
     node.id = *id;
     auto on = r.FlagField(o, "supportedOnFpga", prefix);
     if (!on) return on.error();
-    node.on_accelerator = *on;
     auto cpu = r.NonNegative(o, "cpuLatency", prefix);
     if (!cpu) return cpu.error();
-    node.cpu_time = *cpu;
     auto acc = r.NonNegative(o, "fpgaLatency", prefix);
     if (!acc) return acc.error();
-    node.accelerator_time = *acc;
+    node.time = {*on ? *acc : kUnsupported, *cpu};
+    if (const auto name = o.find("name");
+        name != o.end() && name->is_string()) {
+      node.name = name->get<std::string>();
+    }
     auto backward = r.FlagField(o, "isBackwardNode", prefix);
     if (!backward) return backward.error();
     node.backward = *backward;
@@ -409,10 +436,14 @@ Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
   }
   MaxLoadPlacement x;
   x.device.assign(p.nodes.size(), -1);
-  const std::pair<const char*, int> groups[] = {{"fpgas", p.accelerators},
-                                                {"cpus", p.cpus}};
-  for (const auto& [key, count] : groups) {
-    const int first = key == std::string_view("fpgas") ? 0 : p.accelerators;
+  if (p.kinds.size() != 2) {
+    return BadInput("expert split: " + p.source +
+                    " is not an input of the published format");
+  }
+  const std::pair<const char*, int> groups[] = {{"fpgas", 0}, {"cpus", 1}};
+  for (const auto& [key, kind] : groups) {
+    const int count = p.kinds[kind].count;
+    const int first = p.FirstDevice(kind);
     const auto it = j.find(key);
     if (it == j.end()) continue;
     if (!it->is_array()) {

@@ -28,14 +28,30 @@
 
 namespace tessera::placer {
 
+// A kind of device: `count` identical devices named name + index ("acc0",
+// "cpu0", "h100_0" when the name ends in a digit).
+struct MaxLoadKind {
+  std::string name;
+  int count = 0;
+  int64_t memory = -1;  // bytes per device; -1: not limited
+  // Whether a device of this kind pays for sending and receiving (the
+  // published inputs charge accelerators, not the CPU).
+  bool charges_communication = true;
+};
+
+// A node's time on a kind it cannot run on.
+inline constexpr double kUnsupported = -1;
+
 struct MaxLoadNode {
-  int64_t id = 0;               // the input's id
-  bool on_accelerator = true;   // supportedOnFpga
-  double cpu_time = 0;          // cpuLatency
-  double accelerator_time = 0;  // fpgaLatency
-  bool backward = false;        // isBackwardNode
-  int64_t color = -1;           // colorClass; -1: none
-  int64_t size = 0;             // bytes on an accelerator
+  int64_t id = 0;    // the input's id
+  std::string name;  // "" when the input gives none
+  // Time per kind (index into MaxLoadProblem::kinds); kUnsupported (< 0)
+  // where the node cannot run.
+  std::vector<double> time;
+  bool backward = false;  // isBackwardNode
+  int64_t color = -1;     // colorClass: nodes sharing one share a device; -1
+  int64_t size = 0;       // bytes on a device of a kind with memory
+  bool RunsOn(int kind) const { return time[kind] >= 0; }
 };
 
 // An edge between node indices (not ids). `cost`: what sending the
@@ -46,19 +62,29 @@ struct MaxLoadEdge {
 };
 
 struct MaxLoadProblem {
-  std::string source;              // the file, for messages
-  int64_t accelerator_memory = 0;  // maxSizePerFPGA (bytes)
-  int accelerators = 0;            // maxFPGAs
-  int cpus = 0;                    // maxCPUs
+  std::string source;  // the file, for messages
+  std::vector<MaxLoadKind> kinds;
   std::vector<MaxLoadNode> nodes;
   std::vector<MaxLoadEdge> edges;
+
+  int Devices() const;
+  // The kind of device `device` (devices are numbered kind by kind).
+  int KindOf(int device) const;
+  // The first device of `kind`.
+  int FirstDevice(int kind) const;
   // A node's outgoing cost: the largest cost of its out-edges (the
   // published inputs give all of a node's out-edges the same cost).
   double OutCost(int node) const;
 };
 
-// Devices are numbered accelerators first (0 .. accelerators - 1, named
-// acc0 ...), then CPUs (named cpu0 ...).
+// The published inputs' two kinds: `accelerators` named acc with `memory`
+// bytes each, charged for communication; `cpus` named cpu, not limited,
+// not charged. A node's time is {fpgaLatency or kUnsupported, cpuLatency}.
+std::vector<MaxLoadKind> TarnawskiKinds(int64_t memory, int accelerators,
+                                        int cpus);
+
+// Devices are numbered kind by kind: for the published inputs the
+// accelerators first (acc0 ...), then the CPUs (cpu0 ...).
 std::string MaxLoadDeviceName(const MaxLoadProblem& p, int device);
 
 // A device per node (by node index).
@@ -88,24 +114,30 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
 Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
                                           const MaxLoadProblem& p);
 
-// The exact optimum over contiguous splits (max_load_dp.cc): every
-// device's nodes are an ideal of the DAG minus an ideal (a set closed
-// under "between"), the devices taken in a chain order; memory and color
-// classes respected. kInfeasible when no contiguous split is feasible, or
-// when the DAG has more than `max_states` ideals (the search would not
-// end in reasonable time: the message says so), or when it would try more
-// than `max_blocks` blocks.
+// The exact optimum over contiguous splits (max_load_dp.cc): devices take
+// J \ I for a chain of ideals I ⊂ J of the units' order
+// (max_load_units.h: color classes and free nodes joined; forward order,
+// backward nodes with their forward twins), memory and kinds respected.
+// Branch and bound: a first split from one topological order bounds the
+// search. When a cap or the time limit stops it, the best split found is
+// returned with `optimal` false and `stopped` saying why; kInfeasible when
+// no contiguous split fits.
 struct MaxLoadDpOptions {
-  int64_t max_states = 200'000;  // ideals enumerated at most
-  // Blocks (pairs of ideals I ⊂ J) tried at most: the search is quadratic
-  // in the ideals.
-  int64_t max_blocks = 5'000'000;
+  int64_t max_states = 1'000'000;  // ideals enumerated at most
+  // Blocks (pairs of ideals I ⊂ J) tried at most.
+  int64_t max_blocks = 4'000'000'000;
+  double time_limit_s = 0;  // 0: none
 };
 struct MaxLoadDpResult {
   MaxLoadPlacement placement;
   double max_load = 0;
   bool optimal = false;  // proven optimal among contiguous splits
-  int64_t ideals = 0;    // states explored
+  std::string stopped;   // why not, when not
+  int64_t units = 0;     // what the DP moves as one
+  int64_t free_nodes_joined = 0;
+  int64_t ideals = 0;        // states explored
+  int64_t blocks = 0;        // pairs of ideals tried
+  double seed_max_load = 0;  // the first bound (one topological order)
   double seconds = 0;
 };
 Result<MaxLoadDpResult> SolveContiguousMaxLoad(const MaxLoadProblem& p,

@@ -1,8 +1,19 @@
 // SolveContiguousMaxLoad: the exact optimum of the max-load model over
-// contiguous splits, by dynamic programming over the ideals of the DAG
-// (Tarnawski et al., NeurIPS 2020, section 4): f(I, a, c) is the least
-// largest load placing the ideal I on a accelerators and c CPUs, each
-// device taking I' \ I for a chain of ideals I ⊂ I'.
+// contiguous splits, by dynamic programming over the ideals of the units'
+// order DAG (Tarnawski et al., NeurIPS 2020, section 4; units in
+// placer/max_load_units.h): f(I, counts) is the least largest load placing
+// the ideal I on devices, `counts` of each kind used, each device taking
+// J \ I for a chain of ideals I ⊂ J.
+//
+// Made fast by branch and bound (docs/placer_max_load.md, "The DP"):
+// - an upper bound first, from the best split of one topological order
+//   into consecutive blocks (its prefixes are ideals);
+// - blocks J \ I grown unit by unit from I, their load kept incrementally
+//   (compute, sends and receives) so each costs the degree of what was
+//   added; a block whose compute alone reaches the bound on every kind it
+//   may go to is not grown further (compute only grows);
+// - a state whose value, or whose remaining work spread over its remaining
+//   devices, reaches the bound is not extended.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -11,11 +22,13 @@
 #include <vector>
 
 #include "placer/max_load.h"
+#include "placer/max_load_units.h"
 
 namespace tessera::placer {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+using Clock = std::chrono::steady_clock;
 
 using Bits = std::vector<uint64_t>;
 
@@ -30,227 +43,435 @@ struct BitsHash {
 bool Has(const Bits& b, int i) { return (b[i / 64] >> (i % 64)) & 1; }
 void Set(Bits& b, int i) { b[i / 64] |= uint64_t{1} << (i % 64); }
 
-class Dp {
+// One block's load on each kind, kept as units are added and removed.
+class Block {
  public:
-  Dp(const MaxLoadProblem& p, const MaxLoadDpOptions& o) : p_(p), o_(o) {
-    n_ = static_cast<int>(p.nodes.size());
-    words_ = (n_ + 63) / 64;
-    preds_.resize(n_);
-    succs_.resize(n_);
-    out_cost_.assign(n_, 0);
+  explicit Block(const MaxLoadProblem& p, const MaxLoadUnits& u)
+      : p_(p), u_(u) {
+    const int n = static_cast<int>(p.nodes.size());
+    preds_.resize(n);
+    outdeg_.assign(n, 0);
+    out_cost_.assign(n, 0);
     for (const MaxLoadEdge& e : p.edges) {
       preds_[e.to].push_back(e.from);
-      succs_[e.from].push_back(e.to);
+      ++outdeg_[e.from];
       out_cost_[e.from] = std::max(out_cost_[e.from], e.cost);
     }
-    for (const MaxLoadNode& node : p.nodes) {
-      if (node.color >= 0) ++color_total_[node.color];
+    in_.assign(n, 0);
+    succ_in_.assign(n, 0);
+    const size_t kinds = p.kinds.size();
+    time_.assign(kinds, 0);
+    unsupported_.assign(kinds, 0);
+  }
+
+  void Add(int unit) {
+    for (const int v : u_.members[unit]) AddNode(v);
+  }
+  void Remove(int unit) {
+    const auto& m = u_.members[unit];
+    for (auto it = m.rbegin(); it != m.rend(); ++it) RemoveNode(*it);
+  }
+
+  // The load on `kind`, or kInf where the block cannot go.
+  double Load(int kind) const {
+    if (unsupported_[kind] > 0) return kInf;
+    const int64_t limit = p_.kinds[kind].memory;
+    if (limit >= 0 && size_ > limit) return kInf;
+    return time_[kind] +
+           (p_.kinds[kind].charges_communication ? sends_ + receives_ : 0);
+  }
+  // A lower bound on Load(kind) for every block grown from this one.
+  double GrowsTo(int kind) const {
+    if (unsupported_[kind] > 0) return kInf;
+    const int64_t limit = p_.kinds[kind].memory;
+    if (limit >= 0 && size_ > limit) return kInf;
+    return time_[kind];
+  }
+
+ private:
+  void AddNode(int v) {
+    if (succ_in_[v] > 0) receives_ -= out_cost_[v];
+    in_[v] = 1;
+    if (outdeg_[v] > succ_in_[v]) sends_ += out_cost_[v];
+    for (const int q : preds_[v]) {
+      const int before = succ_in_[q]++;
+      if (in_[q]) {
+        if (outdeg_[q] - before == 1) sends_ -= out_cost_[q];
+      } else if (before == 0) {
+        receives_ += out_cost_[q];
+      }
+    }
+    Count(v, +1);
+  }
+  void RemoveNode(int v) {
+    Count(v, -1);
+    const auto& pr = preds_[v];
+    for (auto it = pr.rbegin(); it != pr.rend(); ++it) {
+      const int q = *it;
+      const int after = --succ_in_[q];
+      if (in_[q]) {
+        if (outdeg_[q] - after == 1) sends_ += out_cost_[q];
+      } else if (after == 0) {
+        receives_ -= out_cost_[q];
+      }
+    }
+    if (outdeg_[v] > succ_in_[v]) sends_ -= out_cost_[v];
+    in_[v] = 0;
+    if (succ_in_[v] > 0) receives_ += out_cost_[v];
+  }
+  void Count(int v, int sign) {
+    const MaxLoadNode& node = p_.nodes[v];
+    for (size_t k = 0; k < node.time.size(); ++k) {
+      if (node.time[k] < 0) {
+        unsupported_[k] += sign;
+      } else {
+        time_[k] += sign * node.time[k];
+      }
+    }
+    size_ += sign * node.size;
+  }
+
+  const MaxLoadProblem& p_;
+  const MaxLoadUnits& u_;
+  std::vector<std::vector<int>> preds_;
+  std::vector<int> outdeg_, succ_in_;
+  std::vector<double> out_cost_;
+  std::vector<char> in_;
+  std::vector<double> time_;
+  std::vector<int> unsupported_;
+  int64_t size_ = 0;
+  double sends_ = 0, receives_ = 0;
+};
+
+class Dp {
+ public:
+  Dp(const MaxLoadProblem& p, const MaxLoadDpOptions& o)
+      : p_(p), o_(o), units_(BuildMaxLoadUnits(p, /*order=*/true)) {
+    m_ = static_cast<int>(units_.members.size());
+    words_ = (m_ + 63) / 64;
+    kinds_ = static_cast<int>(p.kinds.size());
+    stride_.assign(kinds_, 1);
+    states_ = 1;
+    for (int k = kinds_ - 1; k >= 0; --k) {
+      stride_[k] = states_;
+      states_ *= p.kinds[k].count + 1;
+    }
+    // Each unit's least time on any kind it runs on (for the bound on the
+    // work left).
+    least_.assign(m_, 0);
+    for (int u = 0; u < m_; ++u) {
+      for (const int v : units_.members[u]) {
+        double best = kInf;
+        for (int k = 0; k < kinds_; ++k) {
+          if (p.kinds[k].count > 0 && p.nodes[v].RunsOn(k)) {
+            best = std::min(best, p.nodes[v].time[k]);
+          }
+        }
+        least_[u] += best == kInf ? 0 : best;
+      }
     }
   }
 
   Result<MaxLoadDpResult> Run() {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (Status s = Enumerate(); !s.ok()) return s.error();
-    const int ideals = static_cast<int>(ideals_.size());
-    const int k = p_.accelerators, cpus = p_.cpus;
-    const size_t per = static_cast<size_t>(k + 1) * (cpus + 1);
-    best_.assign(per * ideals, kInf);
-    from_.assign(per * ideals, {-1, -1});
-    best_[0] = 0;  // the empty ideal, no device used
-    for (int i = 0; i < ideals; ++i) {
-      bool any = false;
-      for (size_t s = 0; s < per; ++s) any = any || best_[per * i + s] < kInf;
-      if (!any) continue;
-      Extend(i, per);
-      if (blocks_ > o_.max_blocks) {
-        return Infeasible(
-            p_.source + ": more than " + std::to_string(o_.max_blocks) +
-            " blocks (pairs of ideals) to try over " + std::to_string(ideals) +
-            " ideals; the exact search stops there");
-      }
-    }
-    const int full = ideals - 1;  // enumerated by size: V is the last
+    started_ = Clock::now();
     MaxLoadDpResult out;
-    out.ideals = ideals;
-    double best = kInf;
-    size_t at = 0;
-    for (size_t s = 0; s < per; ++s) {
-      if (best_[per * full + s] < best) {
-        best = best_[per * full + s];
-        at = s;
-      }
-    }
-    if (best == kInf) {
+    out.units = m_;
+    out.free_nodes_joined = units_.free_nodes_joined;
+    SeedFromTopologicalOrder();
+    out.seed_max_load = bound_;
+    std::string stopped;
+    if (Status s = Enumerate(); !s.ok()) stopped = s.error().message;
+    if (stopped.empty()) stopped = Search();
+    out.ideals = static_cast<int64_t>(ideals_.size());
+    out.blocks = blocks_;
+    if (bound_ == kInf) {
+      if (!stopped.empty()) return Infeasible(stopped);
       return Infeasible(p_.source +
                         ": no contiguous split fits (memory, color classes "
-                        "or nodes only a CPU runs, on " +
-                        std::to_string(k) + " accelerators and " +
-                        std::to_string(cpus) + " CPUs)");
+                        "or nodes that run only on some kinds, on " +
+                        DeviceCounts() + ")");
     }
-    out.max_load = best;
-    out.optimal = true;
-    out.placement.device.assign(n_, -1);
-    // Walk back: each step's block goes to the device it was charged to.
-    int ideal = full;
-    size_t state = at;
-    while (ideal != 0) {
-      const auto [prev, prev_state] = from_[per * ideal + state];
-      const int a = static_cast<int>(state) / (cpus + 1);
-      const int c = static_cast<int>(state) % (cpus + 1);
-      const int pa = prev_state / (cpus + 1);
-      const int device = a != pa ? a - 1 : k + (c - 1);
-      for (int v = 0; v < n_; ++v) {
-        if (Has(ideals_[ideal], v) && !Has(ideals_[prev], v)) {
-          out.placement.device[v] = device;
-        }
-      }
-      ideal = prev;
-      state = static_cast<size_t>(prev_state);
-    }
-    out.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
+    out.placement.device = best_placement_;
+    out.max_load = EvaluateMaxLoad(p_, out.placement).max_load;
+    out.optimal = stopped.empty();
+    out.stopped = stopped;
+    out.seconds = Elapsed();
     return out;
   }
 
  private:
-  // Every ideal, in order of size (the empty one first, V last).
+  double Elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - started_).count();
+  }
+
+  std::string DeviceCounts() const {
+    std::string s;
+    for (const MaxLoadKind& k : p_.kinds) {
+      if (!s.empty()) s += ", ";
+      s += std::to_string(k.count) + " " + k.name;
+    }
+    return s;
+  }
+
+  int CountOf(size_t state, int kind) const {
+    return static_cast<int>(state / stride_[kind]) % (p_.kinds[kind].count + 1);
+  }
+  int DevicesLeft(size_t state) const {
+    int left = 0;
+    for (int k = 0; k < kinds_; ++k) {
+      left += p_.kinds[k].count - CountOf(state, k);
+    }
+    return left;
+  }
+
+  // The best split of one topological order of the units into
+  // consecutive blocks: a feasible contiguous split, the first bound.
+  void SeedFromTopologicalOrder() {
+    const std::vector<int>& order = units_.topological;
+    const int m = static_cast<int>(order.size());
+    std::vector<double> f(static_cast<size_t>(m + 1) * states_, kInf);
+    std::vector<std::pair<int, int>> from(f.size(), {-1, -1});
+    std::vector<int> kind_of(f.size(), -1);
+    f[0] = 0;
+    Block block(p_, units_);
+    std::vector<double> rest(m + 1, 0);
+    for (int i = m - 1; i >= 0; --i) rest[i] = rest[i + 1] + least_[order[i]];
+    double bound = kInf;
+    for (int i = 0; i < m; ++i) {
+      bool any = false;
+      for (size_t s = 0; s < states_; ++s) {
+        any = any || f[i * states_ + s] < bound;
+      }
+      if (!any) continue;
+      for (int j = i; j < m; ++j) {
+        block.Add(order[j]);
+        bool grows = false;
+        for (int k = 0; k < kinds_; ++k) {
+          if (p_.kinds[k].count > 0 && block.GrowsTo(k) < bound) grows = true;
+        }
+        if (!grows) {
+          for (int r = j; r >= i; --r) block.Remove(order[r]);
+          break;
+        }
+        for (int k = 0; k < kinds_; ++k) {
+          const double load = block.Load(k);
+          if (load >= bound) continue;
+          for (size_t s = 0; s < states_; ++s) {
+            const double v = std::max(f[i * states_ + s], load);
+            if (v >= bound || CountOf(s, k) == p_.kinds[k].count) continue;
+            const size_t t = (j + 1) * states_ + s + stride_[k];
+            if (v < f[t]) {
+              f[t] = v;
+              from[t] = {i, static_cast<int>(s)};
+              kind_of[t] = k;
+              if (j + 1 == m) bound = std::min(bound, v);
+            }
+          }
+        }
+        if (j + 1 == m) {
+          for (int r = j; r >= i; --r) block.Remove(order[r]);
+        }
+      }
+    }
+    size_t at = 0;
+    for (size_t s = 0; s < states_; ++s) {
+      if (f[m * states_ + s] < f[m * states_ + at]) at = s;
+    }
+    if (f[m * states_ + at] == kInf) return;
+    best_placement_.assign(p_.nodes.size(), -1);
+    int pos = m;
+    size_t state = at;
+    while (pos > 0) {
+      const size_t t = pos * states_ + state;
+      const auto [prev, prev_state] = from[t];
+      const int k = kind_of[t];
+      const int device = p_.FirstDevice(k) + CountOf(prev_state, k);
+      for (int r = prev; r < pos; ++r) {
+        for (const int v : units_.members[order[r]]) {
+          best_placement_[v] = device;
+        }
+      }
+      pos = prev;
+      state = static_cast<size_t>(prev_state);
+    }
+    bound_ = f[m * states_ + at];
+  }
+
+  // Every ideal of the units' order, in order of size, with the lattice's
+  // edges (ideal + one unit).
   Status Enumerate() {
     Bits empty(words_, 0);
     index_.emplace(empty, 0);
     ideals_.push_back(empty);
+    rest_.push_back(0);
+    for (const double l : least_) rest_[0] += l;
+    children_.emplace_back();
+    std::vector<int> missing(m_);
     for (size_t i = 0; i < ideals_.size(); ++i) {
-      for (int v = 0; v < n_; ++v) {
-        if (Has(ideals_[i], v) || !Ready(ideals_[i], v)) continue;
-        Bits next = ideals_[i];
-        Set(next, v);
-        if (index_.count(next)) continue;
-        if (static_cast<int64_t>(ideals_.size()) >= o_.max_states) {
-          return Infeasible(p_.source + ": more than " +
-                            std::to_string(o_.max_states) +
-                            " ideals (contiguous sets) to explore; the "
-                            "exact search stops there");
+      for (int u = 0; u < m_; ++u) {
+        if (Has(ideals_[i], u)) continue;
+        bool ready = true;
+        for (const int q : units_.preds[u]) {
+          if (!Has(ideals_[i], q)) {
+            ready = false;
+            break;
+          }
         }
-        index_.emplace(next, static_cast<int>(ideals_.size()));
-        ideals_.push_back(std::move(next));
+        if (!ready) continue;
+        Bits next = ideals_[i];
+        Set(next, u);
+        auto it = index_.find(next);
+        if (it == index_.end()) {
+          if (static_cast<int64_t>(ideals_.size()) >= o_.max_states) {
+            return Infeasible(p_.source + ": more than " +
+                              std::to_string(o_.max_states) +
+                              " ideals (contiguous sets) to explore; the "
+                              "exact search stops there");
+          }
+          it = index_.emplace(next, static_cast<int>(ideals_.size())).first;
+          ideals_.push_back(std::move(next));
+          rest_.push_back(rest_[i] - least_[u]);
+          children_.emplace_back();
+        }
+        children_[i].push_back({it->second, u});
       }
     }
     return {};
   }
 
-  bool Ready(const Bits& ideal, int v) const {
-    return std::all_of(preds_[v].begin(), preds_[v].end(),
-                       [&](int u) { return Has(ideal, u); });
-  }
-
-  // Every ideal J ⊋ ideals_[i], the block J \ I charged to one more
-  // accelerator or CPU.
-  void Extend(int i, size_t per) {
-    const Bits& base = ideals_[i];
-    std::unordered_map<Bits, bool, BitsHash> seen;
-    std::vector<Bits> stack = {base};
-    while (!stack.empty()) {
-      Bits cur = std::move(stack.back());
-      stack.pop_back();
-      for (int v = 0; v < n_; ++v) {
-        if (Has(cur, v) || !Ready(cur, v)) continue;
-        Bits next = cur;
-        Set(next, v);
-        if (!seen.emplace(next, true).second) continue;
-        if (++blocks_ > o_.max_blocks) return;
-        const Block b = BlockOf(base, next);
-        // Sizes only grow: a block too big for an accelerator can still
-        // go to a CPU, so keep extending.
-        Relax(i, index_.at(next), b, per);
-        stack.push_back(std::move(next));
+  // The DP proper; "" when it ran to the end, else why it stopped.
+  std::string Search() {
+    const size_t ideals = ideals_.size();
+    value_.assign(ideals * states_, kInf);
+    from_.assign(ideals * states_, {-1, -1});
+    value_[0] = 0;
+    stamp_.assign(ideals, -1);
+    const int full = static_cast<int>(ideals) - 1;
+    Block block(p_, units_);
+    struct Frame {
+      int ideal;
+      size_t next_child;
+    };
+    std::vector<Frame> stack;
+    std::vector<size_t> live;
+    for (int i = 0; i < full; ++i) {
+      live.clear();
+      for (size_t s = 0; s < states_; ++s) {
+        const double f = value_[i * states_ + s];
+        if (f >= bound_) continue;
+        const int left = DevicesLeft(s);
+        if (left == 0 || std::max(f, rest_[i] / left) >= bound_) continue;
+        live.push_back(s);
+      }
+      if (live.empty()) continue;
+      if (o_.time_limit_s > 0 && Elapsed() > o_.time_limit_s) {
+        return p_.source + ": the exact search passed its time limit";
+      }
+      stack.push_back({i, 0});
+      while (!stack.empty()) {
+        Frame& top = stack.back();
+        if (top.next_child == children_[top.ideal].size()) {
+          if (stack.size() > 1) {
+            block.Remove(children_[stack[stack.size() - 2].ideal]
+                                  [stack[stack.size() - 2].next_child - 1]
+                                      .second);
+          }
+          stack.pop_back();
+          continue;
+        }
+        const auto [j, unit] = children_[top.ideal][top.next_child++];
+        if (stamp_[j] == i) continue;
+        stamp_[j] = i;
+        block.Add(unit);
+        if (++blocks_ > o_.max_blocks) {
+          return p_.source + ": more than " + std::to_string(o_.max_blocks) +
+                 " blocks (pairs of ideals) to try over " +
+                 std::to_string(ideals) + " ideals; the exact search stops " +
+                 "there";
+        }
+        bool grows = false;
+        for (int k = 0; k < kinds_; ++k) {
+          if (p_.kinds[k].count > 0 && block.GrowsTo(k) < bound_) grows = true;
+        }
+        if (!grows) {
+          block.Remove(unit);
+          continue;
+        }
+        Relax(i, j, block, live);
+        stack.push_back({j, 0});
       }
     }
+    return "";
   }
 
-  struct Block {
-    double accelerator = 0, cpu = 0;
-    bool accelerator_ok = true, colors_ok = true;
-  };
-
-  Block BlockOf(const Bits& base, const Bits& with) const {
-    Block b;
-    int64_t size = 0;
-    std::unordered_map<int64_t, int> colors;
-    for (int v = 0; v < n_; ++v) {
-      if (!Has(with, v) || Has(base, v)) continue;
-      const MaxLoadNode& node = p_.nodes[v];
-      b.cpu += node.cpu_time;
-      b.accelerator += node.accelerator_time;
-      size += node.size;
-      if (!node.on_accelerator) b.accelerator_ok = false;
-      if (node.color >= 0) ++colors[node.color];
-      // Sends its output once if any successor is elsewhere.
-      const bool sends =
-          std::any_of(succs_[v].begin(), succs_[v].end(),
-                      [&](int w) { return !Has(with, w) || Has(base, w); });
-      if (sends) b.accelerator += out_cost_[v];
-    }
-    // Receives each outside predecessor's output once.
-    std::vector<char> charged(n_, 0);
-    for (int v = 0; v < n_; ++v) {
-      if (!Has(with, v) || Has(base, v)) continue;
-      for (const int u : preds_[v]) {
-        if (Has(base, u) && !charged[u]) {
-          charged[u] = 1;
-          b.accelerator += out_cost_[u];
+  void Relax(int i, int j, const Block& block,
+             const std::vector<size_t>& live) {
+    const int full = static_cast<int>(ideals_.size()) - 1;
+    for (int k = 0; k < kinds_; ++k) {
+      if (p_.kinds[k].count == 0) continue;
+      const double load = block.Load(k);
+      if (load >= bound_) continue;
+      for (const size_t s : live) {
+        if (CountOf(s, k) == p_.kinds[k].count) continue;
+        const double v = std::max(value_[i * states_ + s], load);
+        if (v >= bound_) continue;
+        const size_t t = j * states_ + s + stride_[k];
+        if (v < value_[t]) {
+          value_[t] = v;
+          from_[t] = {i, static_cast<int>(s)};
+          if (j == full) Improve(t);
         }
       }
     }
-    if (size > p_.accelerator_memory) b.accelerator_ok = false;
-    for (const auto& [color, count] : colors) {
-      if (count != color_total_.at(color)) b.colors_ok = false;
-    }
-    return b;
   }
 
-  void Relax(int i, int j, const Block& b, size_t per) {
-    if (!b.colors_ok) return;
-    const int k = p_.accelerators, cpus = p_.cpus;
-    for (int a = 0; a <= k; ++a) {
-      for (int c = 0; c <= cpus; ++c) {
-        const size_t s = static_cast<size_t>(a) * (cpus + 1) + c;
-        const double f = best_[per * i + s];
-        if (f == kInf) continue;
-        if (a < k && b.accelerator_ok) {
-          Improve(i, s, j, s + (cpus + 1), std::max(f, b.accelerator), per);
+  // A complete split better than the bound: it becomes the bound.
+  void Improve(size_t t) {
+    const int full = static_cast<int>(ideals_.size()) - 1;
+    bound_ = value_[t];
+    best_placement_.assign(p_.nodes.size(), -1);
+    int ideal = full;
+    size_t state = t - static_cast<size_t>(full) * states_;
+    while (ideal != 0) {
+      const auto [prev, prev_state] = from_[ideal * states_ + state];
+      int k = 0;
+      while (CountOf(state, k) == CountOf(prev_state, k)) ++k;
+      const int device = p_.FirstDevice(k) + CountOf(prev_state, k);
+      for (int u = 0; u < m_; ++u) {
+        if (Has(ideals_[ideal], u) && !Has(ideals_[prev], u)) {
+          for (const int v : units_.members[u]) best_placement_[v] = device;
         }
-        if (c < cpus) Improve(i, s, j, s + 1, std::max(f, b.cpu), per);
       }
-    }
-  }
-
-  void Improve(int i, size_t s, int j, size_t t, double value, size_t per) {
-    if (value < best_[per * j + t]) {
-      best_[per * j + t] = value;
-      from_[per * j + t] = {i, static_cast<int>(s)};
+      ideal = prev;
+      state = static_cast<size_t>(prev_state);
     }
   }
 
   const MaxLoadProblem& p_;
   const MaxLoadDpOptions& o_;
-  int n_ = 0, words_ = 0;
-  std::vector<std::vector<int>> preds_, succs_;
-  std::vector<double> out_cost_;
-  std::unordered_map<int64_t, int> color_total_;
-  int64_t blocks_ = 0;  // blocks tried
+  MaxLoadUnits units_;
+  int m_ = 0, words_ = 0, kinds_ = 0;
+  size_t states_ = 1;
+  std::vector<size_t> stride_;
+  std::vector<double> least_;
+  Clock::time_point started_;
+  double bound_ = kInf;
+  std::vector<int> best_placement_;
+  int64_t blocks_ = 0;
   std::vector<Bits> ideals_;
+  std::vector<double> rest_;  // least work outside each ideal
+  std::vector<std::vector<std::pair<int, int>>> children_;
   std::unordered_map<Bits, int, BitsHash> index_;
-  std::vector<double> best_;               // per (ideal, a, c)
-  std::vector<std::pair<int, int>> from_;  // (ideal, state) it came from
+  std::vector<double> value_;
+  std::vector<std::pair<int, int>> from_;
+  std::vector<int> stamp_;
 };
 
 }  // namespace
 
 Result<MaxLoadDpResult> SolveContiguousMaxLoad(const MaxLoadProblem& p,
                                                const MaxLoadDpOptions& o) {
-  if (p.accelerators < 0 || p.cpus < 0 || p.accelerators + p.cpus == 0) {
-    return BadInput(p.source + ": no device to place on");
-  }
+  if (p.Devices() <= 0) return BadInput(p.source + ": no device to place on");
   return Dp(p, o).Run();
 }
 

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--max-states") == 0 && i + 1 < argc) {
       options.max_states = std::atoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc) {
+      options.time_limit_s = std::atof(argv[++i]);
     } else {
       files.emplace_back(argv[i]);
     }
@@ -59,8 +61,9 @@ int main(int argc, char** argv) {
       files.insert(files.end(), here.begin(), here.end());
     }
   }
-  std::printf("%-58s %6s %3s %10s %12s %9s %9s\n", "input", "nodes", "k",
-              "ideals", "max load", "seconds", "peak MiB");
+  std::printf("%-40s %5s %2s %5s %8s %11s %10s %10s %3s %8s %8s\n", "input",
+              "nodes", "k", "units", "ideals", "blocks", "seed", "max load",
+              "opt", "seconds", "peak MiB");
   for (const std::string& f : files) {
     auto problem = tessera::placer::ParseTarnawski(Read(f), f);
     if (!problem) {
@@ -71,14 +74,17 @@ int main(int argc, char** argv) {
     const std::string name = fs::path(f).parent_path().filename().string() +
                              "/" + fs::path(f).filename().string();
     if (!dp) {
-      std::printf("%-58s %6zu %3d  %s\n", name.c_str(), problem->nodes.size(),
-                  problem->accelerators, dp.error().message.c_str());
+      std::printf("%-40s %5zu %2d  %s\n", name.c_str(), problem->nodes.size(),
+                  problem->kinds[0].count, dp.error().message.c_str());
       continue;
     }
-    std::printf("%-58s %6zu %3d %10lld %12.4f %9.3f %9.1f\n", name.c_str(),
-                problem->nodes.size(), problem->accelerators,
-                static_cast<long long>(dp->ideals), dp->max_load, dp->seconds,
-                PeakMiB());
+    std::printf(
+        "%-40s %5zu %2d %5lld %8lld %11lld %10.4f %10.4f %3s %8.3f %8.1f\n",
+        name.c_str(), problem->nodes.size(), problem->kinds[0].count,
+        static_cast<long long>(dp->units), static_cast<long long>(dp->ideals),
+        static_cast<long long>(dp->blocks), dp->seed_max_load, dp->max_load,
+        dp->optimal ? "yes" : "no", dp->seconds, PeakMiB());
+    if (!dp->optimal) std::printf("    stopped: %s\n", dp->stopped.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -24,8 +24,6 @@ MaxLoadProblem RandomProblem(std::mt19937_64& rng, int n, int accelerators,
                              int cpus) {
   MaxLoadProblem p;
   p.source = "random";
-  p.accelerators = accelerators;
-  p.cpus = cpus;
   std::uniform_real_distribution<double> time(0.5, 10);
   std::uniform_int_distribution<int> size(1, 10);
   std::bernoulli_distribution edge(0.35), unsupported(0.1), colored(0.2);
@@ -33,10 +31,9 @@ MaxLoadProblem RandomProblem(std::mt19937_64& rng, int n, int accelerators,
   for (int i = 0; i < n; ++i) {
     MaxLoadNode node;
     node.id = 100 + i;
-    node.accelerator_time = time(rng);
-    node.cpu_time = node.accelerator_time * 4;
+    const double t = time(rng);
+    node.time = {unsupported(rng) ? kUnsupported : t, t * 4};
     node.size = size(rng);
-    node.on_accelerator = !unsupported(rng);
     node.color = colored(rng) ? 7 : -1;
     total += node.size;
     p.nodes.push_back(node);
@@ -48,7 +45,7 @@ MaxLoadProblem RandomProblem(std::mt19937_64& rng, int n, int accelerators,
       if (edge(rng)) p.edges.push_back({i, j, cost[i]});
     }
   }
-  p.accelerator_memory = total / 2 + 3;
+  p.kinds = TarnawskiKinds(total / 2 + 3, accelerators, cpus);
   return p;
 }
 
@@ -98,7 +95,7 @@ struct Brute {
 
 Brute BruteForce(const MaxLoadProblem& p) {
   const int n = static_cast<int>(p.nodes.size());
-  const int devices = p.accelerators + p.cpus;
+  const int devices = p.Devices();
   Brute out;
   MaxLoadPlacement x;
   x.device.assign(n, 0);
@@ -156,36 +153,45 @@ TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
   EXPECT_GT(strictly_better_non_contiguous, 0);
 }
 
+MaxLoadNode Node(int64_t id, double acc, double cpu, int64_t size) {
+  MaxLoadNode node;
+  node.id = id;
+  node.time = {acc, cpu};
+  node.size = size;
+  return node;
+}
+
 TEST(MaxLoadDp, RefusesWhatCannotBePlaced) {
   MaxLoadProblem p;
   p.source = "tiny.json";
-  p.accelerators = 1;
-  p.cpus = 0;
-  p.accelerator_memory = 5;
-  p.nodes = {MaxLoadNode{1, true, 1, 1, false, -1, 10}};
+  p.kinds = TarnawskiKinds(5, 1, 0);
+  p.nodes = {Node(1, 1, 1, 10)};
   auto dp = SolveContiguousMaxLoad(p);
   ASSERT_FALSE(dp);
   EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
   EXPECT_THAT(dp.error().message, HasSubstr("tiny.json: no contiguous split"));
-  p.cpus = 1;  // the CPU holds it (no memory limit there)
+  p.kinds[1].count = 1;  // the CPU holds it (no memory limit there)
   dp = SolveContiguousMaxLoad(p);
   ASSERT_TRUE(dp) << dp.error().message;
   EXPECT_EQ(dp->placement.device[0], 1);
   EXPECT_DOUBLE_EQ(dp->max_load, 1);
+}
 
-  // 30 independent nodes have 2^30 ideals: the cap says so.
+TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
+  // 30 independent nodes have 2^30 ideals: the cap stops the search, and
+  // the split of one topological order is returned, not proven optimal.
   MaxLoadProblem wide;
   wide.source = "wide.json";
-  wide.accelerators = 2;
-  wide.accelerator_memory = 1 << 20;
-  for (int i = 0; i < 30; ++i) {
-    wide.nodes.push_back(MaxLoadNode{i, true, 1, 1, false, -1, 1});
-  }
+  wide.kinds = TarnawskiKinds(1 << 20, 2, 0);
+  for (int i = 0; i < 30; ++i) wide.nodes.push_back(Node(i, 1, 1, 1));
   MaxLoadDpOptions small;
   small.max_states = 1000;
-  dp = SolveContiguousMaxLoad(wide, small);
-  ASSERT_FALSE(dp);
-  EXPECT_THAT(dp.error().message, HasSubstr("more than 1000 ideals"));
+  auto dp = SolveContiguousMaxLoad(wide, small);
+  ASSERT_TRUE(dp) << dp.error().message;
+  EXPECT_FALSE(dp->optimal);
+  EXPECT_THAT(dp->stopped, HasSubstr("more than 1000 ideals"));
+  EXPECT_DOUBLE_EQ(dp->max_load, 15);  // 30 unit nodes on 2 devices
+  EXPECT_EQ(EvaluateMaxLoad(wide, dp->placement).violation, "");
 }
 
 }  // namespace

@@ -66,17 +66,20 @@ MaxLoadProblem Small() {
 TEST(MaxLoadTest, ParsesTheSmallProblem) {
   const MaxLoadProblem p = Small();
   EXPECT_EQ(p.source, "small.json");
-  EXPECT_EQ(p.accelerator_memory, 100);
-  EXPECT_EQ(p.accelerators, 2);
-  EXPECT_EQ(p.cpus, 1);
+  ASSERT_EQ(p.kinds.size(), 2u);
+  EXPECT_EQ(p.kinds[0].memory, 100);
+  EXPECT_EQ(p.kinds[0].count, 2);
+  EXPECT_EQ(p.kinds[1].count, 1);
+  EXPECT_EQ(p.kinds[1].memory, -1);
+  EXPECT_FALSE(p.kinds[1].charges_communication);
   ASSERT_EQ(p.nodes.size(), 4U);
   EXPECT_EQ(p.nodes[1].id, 20);
-  EXPECT_TRUE(p.nodes[1].on_accelerator);
+  EXPECT_TRUE(p.nodes[1].RunsOn(0));
   EXPECT_FALSE(p.nodes[1].backward);
   EXPECT_EQ(p.nodes[1].color, -1);
   EXPECT_EQ(p.nodes[1].size, 30);
-  EXPECT_DOUBLE_EQ(p.nodes[1].cpu_time, 200);
-  EXPECT_DOUBLE_EQ(p.nodes[1].accelerator_time, 20);
+  EXPECT_DOUBLE_EQ(p.nodes[1].time[1], 200);
+  EXPECT_DOUBLE_EQ(p.nodes[1].time[0], 20);
   ASSERT_EQ(p.edges.size(), 5U);
   EXPECT_EQ(p.edges[3].from, 1);  // indices, not ids
   EXPECT_EQ(p.edges[3].to, 3);
@@ -146,9 +149,9 @@ TEST(MaxLoadTest, EveryViolation) {
               HasSubstr("acc0 holds 120 bytes, over its 100"));
 
   MaxLoadProblem unsupported = p;
-  unsupported.nodes[3].on_accelerator = false;
+  unsupported.nodes[3].time[0] = kUnsupported;
   EXPECT_THAT(EvaluateMaxLoad(unsupported, {{0, 1, 1, 1}}).violation,
-              HasSubstr("node 40 is not supported on accelerators but is on "
+              HasSubstr("node 40 cannot run on acc devices but is on "
                         "acc1"));
   EXPECT_EQ(EvaluateMaxLoad(unsupported, {{0, 1, 1, 2}}).violation, "");
 
@@ -315,7 +318,7 @@ TEST(MaxLoadTest, EveryPublishedInputParses) {
       ASSERT_TRUE(p) << p.error().message;
       EXPECT_EQ(p->nodes.size(), j["nodes"].size()) << path;
       EXPECT_EQ(p->edges.size(), j["edges"].size()) << path;
-      EXPECT_GE(p->accelerators, 1) << path;
+      EXPECT_GE(p->kinds[0].count, 1) << path;
       ++per_folder[folder];
     }
   }
