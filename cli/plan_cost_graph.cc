@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,118 @@ Result<nlohmann::json> ReadJson(const std::string& path) {
   return j;
 }
 
+// Default seconds for the ILP after the DP, unless --ilp-time-limit.
+constexpr double kDefaultIlpSeconds = 10;
+
+// Places a cost graph: the exact contiguous DP, then (unless --algo
+// contiguous) the ILP over all placements started from it; prints a table
+// or the plan JSON.
+int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
+                   const std::string& format) {
+  const std::string& algo = args.algo;
+  if (algo != "auto" && algo != "contiguous" && algo != "ilp") {
+    return ReportError(BadInput(
+        "--algo " + algo +
+        ": with --cost-graph, one of auto (the contiguous DP, then the ILP "
+        "from it), contiguous (the DP only) or ilp (the same as auto)"));
+  }
+  Result<placer::MaxLoadDpResult> dp = placer::SolveContiguousMaxLoad(problem);
+  if (!dp) return ReportError(dp.error());
+  placer::MaxLoadPlacement chosen = dp->placement;
+  std::optional<placer::MaxLoadIlpResult> ilp;
+  if (algo != "contiguous") {
+    placer::MaxLoadIlpOptions o;
+    o.time_limit_s = args.ilp_time_limit_s.value_or(kDefaultIlpSeconds);
+    o.warm = &dp->placement;
+    Result<placer::MaxLoadIlpResult> r = placer::SolveMaxLoadIlp(problem, o);
+    if (!r) return ReportError(r.error());
+    ilp = *r;
+    chosen = ilp->placement;
+  }
+  const placer::MaxLoadEvaluation eval =
+      placer::EvaluateMaxLoad(problem, chosen);
+  const int devices = problem.Devices();
+  nlohmann::ordered_json placement = nlohmann::ordered_json::object();
+  std::vector<int> count(devices, 0);
+  for (size_t v = 0; v < problem.nodes.size(); ++v) {
+    const int d = chosen.device[v];
+    placement[std::to_string(problem.nodes[v].id)] =
+        placer::MaxLoadDeviceName(problem, d);
+    ++count[d];
+  }
+  nlohmann::ordered_json device_list = nlohmann::ordered_json::array();
+  for (int d = 0; d < devices; ++d) {
+    device_list.push_back({{"id", placer::MaxLoadDeviceName(problem, d)},
+                           {"nodes", count[d]},
+                           {"load", eval.loads[d]}});
+  }
+  nlohmann::ordered_json contiguous = {
+      {"max_load", dp->max_load}, {"optimal", dp->optimal},
+      {"units", dp->units},       {"ideals", dp->ideals},
+      {"blocks", dp->blocks},     {"seconds", dp->seconds}};
+  if (!dp->optimal) contiguous["stopped"] = dp->stopped;
+  nlohmann::ordered_json out = {{"cost_graph", args.cost_graph},
+                                {"format", format},
+                                {"algorithm", ilp ? "ilp" : "contiguous-dp"},
+                                {"optimal", ilp ? ilp->optimal : dp->optimal},
+                                {"contiguous", std::move(contiguous)}};
+  double seconds = dp->seconds;
+  if (ilp) {
+    out["ilp"] = {{"max_load", ilp->max_load},
+                  {"lower_bound", ilp->lower_bound},
+                  {"gap", ilp->Gap()},
+                  {"optimal", ilp->optimal},
+                  {"improved_on_contiguous", ilp->improved_warm},
+                  {"units", ilp->units},
+                  {"seconds", ilp->seconds}};
+    seconds += ilp->seconds;
+  }
+  out["placement_time_ms"] = seconds * 1e3;
+  nlohmann::ordered_json objective = {{"max_load", eval.max_load}};
+  if (ilp) objective["lower_bound"] = ilp->lower_bound;
+  out["objective"] = std::move(objective);
+  out["devices"] = std::move(device_list);
+  out["placement"] = std::move(placement);
+  if (!args.output.empty()) {
+    std::ofstream f(args.output);
+    f << out.dump(2) << "\n";
+    if (!f) {
+      return ReportError(BadInput("-o " + args.output + ": cannot write"));
+    }
+  }
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << args.cost_graph << ": " << problem.nodes.size() << " nodes on";
+  for (const placer::MaxLoadKind& k : problem.kinds) {
+    std::cout << " " << k.count << " " << k.name;
+  }
+  std::cout << "\n"
+            << "contiguous: max load " << Fixed(dp->max_load, 4) << " ("
+            << (dp->optimal ? "the optimum over contiguous splits"
+                            : "the best found: " + dp->stopped)
+            << "; " << dp->units << " units, " << dp->ideals << " ideals, "
+            << Fixed(dp->seconds * 1e3, 1) << " ms)\n";
+  if (ilp) {
+    std::cout << "any split:  max load " << Fixed(ilp->max_load, 4) << " ("
+              << (ilp->optimal
+                      ? "proven optimal"
+                      : "lower bound " + Fixed(ilp->lower_bound, 4) + ", gap " +
+                            Fixed(ilp->Gap() * 100, 1) + "%")
+              << (ilp->improved_warm ? ", better than contiguous"
+                                     : ", the contiguous split kept")
+              << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";
+  }
+  TextTable t({"device", "nodes", "load"}, {false, true, true});
+  for (int d = 0; d < devices; ++d) {
+    t.AddRow({placer::MaxLoadDeviceName(problem, d), std::to_string(count[d]),
+              Fixed(eval.loads[d], 4)});
+  }
+  std::cout << t.Render();
+  return 0;
+}
+
 }  // namespace
 
 int RunPlanCostGraph(const PlanArgs& args) {
@@ -53,59 +166,7 @@ int RunPlanCostGraph(const PlanArgs& args) {
   Result<placer::MaxLoadProblem> problem =
       placer::ParseTarnawski(*j, args.cost_graph);
   if (!problem) return ReportError(problem.error());
-  Result<placer::MaxLoadDpResult> dp = placer::SolveContiguousMaxLoad(*problem);
-  if (!dp) return ReportError(dp.error());
-  const placer::MaxLoadEvaluation eval =
-      placer::EvaluateMaxLoad(*problem, dp->placement);
-  const int devices = problem->Devices();
-  nlohmann::ordered_json placement = nlohmann::ordered_json::object();
-  std::vector<int> count(devices, 0);
-  for (size_t v = 0; v < problem->nodes.size(); ++v) {
-    const int d = dp->placement.device[v];
-    placement[std::to_string(problem->nodes[v].id)] =
-        placer::MaxLoadDeviceName(*problem, d);
-    ++count[d];
-  }
-  nlohmann::ordered_json device_list = nlohmann::ordered_json::array();
-  for (int d = 0; d < devices; ++d) {
-    device_list.push_back({{"id", placer::MaxLoadDeviceName(*problem, d)},
-                           {"nodes", count[d]},
-                           {"load", eval.loads[d]}});
-  }
-  const nlohmann::ordered_json out = {
-      {"cost_graph", args.cost_graph},
-      {"format", "tarnawski"},
-      {"algorithm", "contiguous-dp"},
-      {"optimal", dp->optimal},
-      {"ideals", dp->ideals},
-      {"placement_time_ms", dp->seconds * 1e3},
-      {"objective", {{"max_load", eval.max_load}}},
-      {"devices", std::move(device_list)},
-      {"placement", std::move(placement)}};
-  if (!args.output.empty()) {
-    std::ofstream f(args.output);
-    f << out.dump(2) << "\n";
-    if (!f) {
-      return ReportError(BadInput("-o " + args.output + ": cannot write"));
-    }
-  }
-  if (args.json) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << args.cost_graph << ": " << problem->nodes.size() << " nodes, "
-            << problem->kinds[0].count << " accelerators, "
-            << problem->kinds[1].count << " CPUs\n"
-            << "max load " << Fixed(eval.max_load, 4)
-            << " (the optimum over contiguous splits, " << dp->ideals
-            << " ideals, " << Fixed(dp->seconds * 1e3, 1) << " ms)\n";
-  TextTable t({"device", "nodes", "load"}, {false, true, true});
-  for (int d = 0; d < devices; ++d) {
-    t.AddRow({placer::MaxLoadDeviceName(*problem, d), std::to_string(count[d]),
-              Fixed(eval.loads[d], 4)});
-  }
-  std::cout << t.Render();
-  return 0;
+  return PlaceCostGraph(args, *problem, "tarnawski");
 }
 
 }  // namespace tessera::cli

@@ -24,6 +24,7 @@
 
 #include "placer/algorithms.h"
 #include "placer/ilp_internal.h"
+#include "placer/mip.h"
 #include "placer/reductions.h"
 
 namespace tessera::placer {
@@ -37,38 +38,6 @@ constexpr double kTimeUnits = 1000.0;
 constexpr double kColMax = 1e30;
 
 using Clock = std::chrono::steady_clock;
-
-// CBC's C interface runs the standalone solver (CbcMain1), which keeps
-// global state: one model at a time per process.
-std::mutex& CbcMutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-// Owns a Cbc_Model; columns and rows added one by one.
-class Mip {
- public:
-  Mip() : m_(Cbc_newModel()) {}
-  ~Mip() { Cbc_deleteModel(m_); }
-  Mip(const Mip&) = delete;
-  Mip& operator=(const Mip&) = delete;
-
-  int AddCol(double lb, double ub, double obj, bool integer) {
-    Cbc_addCol(m_, "", lb, ub, obj, integer ? 1 : 0, 0, nullptr, nullptr);
-    return cols_++;
-  }
-  // sense: 'L' (<=), 'G' (>=), 'E' (=).
-  void AddRow(const std::vector<int>& cols, const std::vector<double>& coefs,
-              char sense, double rhs) {
-    Cbc_addRow(m_, "", static_cast<int>(cols.size()), cols.data(), coefs.data(),
-               sense, rhs);
-  }
-  Cbc_Model* get() { return m_; }
-
- private:
-  Cbc_Model* m_;
-  int cols_ = 0;
-};
 
 // The formulation's columns and scales.
 struct Columns {
@@ -456,6 +425,11 @@ Result<AlgoOutput> PlaceIlp(const Problem& p, const Cluster& c,
                           : "ilp: gap " + Format("%.1f", *out.ilp_gap * 100) +
                                 "% after " + Format("%.3g", elapsed) + " s");
   return out;
+}
+
+std::mutex& CbcMutex() {
+  static std::mutex mu;
+  return mu;
 }
 
 }  // namespace tessera::placer

@@ -428,7 +428,8 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
 }
 
 Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
-                                          const MaxLoadProblem& p) {
+                                          const MaxLoadProblem& p,
+                                          bool follow_colors) {
   if (!j.is_object()) return BadInput("expert split: must be a JSON object");
   std::unordered_map<int64_t, int> index;
   for (size_t v = 0; v < p.nodes.size(); ++v) {
@@ -477,6 +478,20 @@ Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
                           " already on " + MaxLoadDeviceName(p, slot));
         }
         slot = first + static_cast<int>(d);
+      }
+    }
+  }
+  if (follow_colors) {
+    std::unordered_map<int64_t, int> color_device;
+    for (size_t v = 0; v < p.nodes.size(); ++v) {
+      if (x.device[v] != -1 && p.nodes[v].color != -1) {
+        color_device.emplace(p.nodes[v].color, x.device[v]);
+      }
+    }
+    for (size_t v = 0; v < p.nodes.size(); ++v) {
+      const auto it = color_device.find(p.nodes[v].color);
+      if (x.device[v] == -1 && it != color_device.end()) {
+        x.device[v] = it->second;
       }
     }
   }

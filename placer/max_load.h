@@ -110,9 +110,13 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
 // A human-expert split as published (human-experts/*_expert.json):
 // `fpgas[i].nodes` = the ids on accelerator i, `cpus[i].nodes` on CPU i.
 // kBadInput for an unknown id, a node listed twice, more devices than `p`
-// has, or a node of `p` left on no device.
+// has, or a node of `p` left on no device. `follow_colors`: a node not
+// listed goes where a listed node of its color class is (a training graph
+// placed by its inference split: each backward node with its forward
+// twin).
 Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
-                                          const MaxLoadProblem& p);
+                                          const MaxLoadProblem& p,
+                                          bool follow_colors = false);
 
 // The exact optimum over contiguous splits (max_load_dp.cc): devices take
 // J \ I for a chain of ideals I ⊂ J of the units' order
@@ -142,6 +146,31 @@ struct MaxLoadDpResult {
 };
 Result<MaxLoadDpResult> SolveContiguousMaxLoad(const MaxLoadProblem& p,
                                                const MaxLoadDpOptions& o = {});
+
+// The best placement of all, contiguous or not (max_load_ilp.cc): a MIP
+// over the units a placement must keep together (color classes, free
+// nodes), solved by CBC within `time_limit_s`, started from `warm` (the
+// DP's split) when given. Reports the best placement found and CBC's proven
+// lower bound; `optimal` when they meet. kInfeasible when nothing fits;
+// kInternal when CBC found no placement in time and none was given.
+struct MaxLoadIlpOptions {
+  double time_limit_s = 60;
+  const MaxLoadPlacement* warm = nullptr;
+};
+struct MaxLoadIlpResult {
+  MaxLoadPlacement placement;
+  double max_load = 0;
+  double lower_bound = 0;  // no placement has a smaller max load
+  bool optimal = false;
+  bool improved_warm = false;  // better than `warm`
+  int64_t units = 0, columns = 0, rows = 0;
+  double seconds = 0;
+  double Gap() const {
+    return max_load > 0 ? (max_load - lower_bound) / max_load : 0;
+  }
+};
+Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
+                                         const MaxLoadIlpOptions& o = {});
 
 }  // namespace tessera::placer
 

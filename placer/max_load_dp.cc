@@ -170,6 +170,24 @@ class Dp {
         least_[u] += best == kInf ? 0 : best;
       }
     }
+    // A device of kind k whose load stays below a bound B holds units of
+    // least time below share_[k] × B: share_[k] = max over units of least
+    // time / time on k (the CPU of the published inputs, ten times slower,
+    // holds a tenth of an accelerator's work).
+    share_.assign(kinds_, 0);
+    for (int k = 0; k < kinds_; ++k) {
+      for (int u = 0; u < m_; ++u) {
+        double t = 0;
+        bool runs = true;
+        for (const int v : units_.members[u]) {
+          runs = runs && p.nodes[v].RunsOn(k);
+          t += std::max(p.nodes[v].time[k], 0.0);
+        }
+        if (!runs || least_[u] == 0) continue;
+        share_[k] = std::max(share_[k], t > 0 ? least_[u] / t : 1.0);
+      }
+      share_[k] = std::min(share_[k], 1.0);
+    }
   }
 
   Result<MaxLoadDpResult> Run() {
@@ -216,12 +234,15 @@ class Dp {
   int CountOf(size_t state, int kind) const {
     return static_cast<int>(state / stride_[kind]) % (p_.kinds[kind].count + 1);
   }
-  int DevicesLeft(size_t state) const {
-    int left = 0;
+  // Whether the devices `state` leaves could take `rest` (least time)
+  // with every load below `bound`.
+  bool RoomFor(size_t state, double rest, double bound) const {
+    if (rest <= 0 || bound == kInf) return true;
+    double room = 0;
     for (int k = 0; k < kinds_; ++k) {
-      left += p_.kinds[k].count - CountOf(state, k);
+      room += (p_.kinds[k].count - CountOf(state, k)) * share_[k] * bound;
     }
-    return left;
+    return rest < room;
   }
 
   // The best split of one topological order of the units into
@@ -240,7 +261,7 @@ class Dp {
     for (int i = 0; i < m; ++i) {
       bool any = false;
       for (size_t s = 0; s < states_; ++s) {
-        any = any || f[i * states_ + s] < bound;
+        any = any || (f[i * states_ + s] < bound && RoomFor(s, rest[i], bound));
       }
       if (!any) continue;
       for (int j = i; j < m; ++j) {
@@ -358,9 +379,7 @@ class Dp {
       live.clear();
       for (size_t s = 0; s < states_; ++s) {
         const double f = value_[i * states_ + s];
-        if (f >= bound_) continue;
-        const int left = DevicesLeft(s);
-        if (left == 0 || std::max(f, rest_[i] / left) >= bound_) continue;
+        if (f >= bound_ || !RoomFor(s, rest_[i], bound_)) continue;
         live.push_back(s);
       }
       if (live.empty()) continue;
@@ -454,6 +473,7 @@ class Dp {
   size_t states_ = 1;
   std::vector<size_t> stride_;
   std::vector<double> least_;
+  std::vector<double> share_;  // per kind
   Clock::time_point started_;
   double bound_ = kInf;
   std::vector<int> best_placement_;

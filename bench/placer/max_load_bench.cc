@@ -1,9 +1,16 @@
-// The exact contiguous max-load DP on the published throughput inputs
-// (data/dnn-partitioning/throughput-inputs; docs/placer_max_load.md):
-// per input, the ideals explored, the time, the optimum, and the
-// human-expert split's max load under the same model where one exists.
-//   build/bench/placer/max_load_bench [--max-states N] [FILE.json ...]
+// The max-load benchmark of Tarnawski et al. (data/dnn-partitioning;
+// docs/placer_max_load.md): per throughput input, the exact contiguous DP
+// (units, ideals, blocks, seconds), then the ILP over all placements
+// started from the DP's split (its max load, CBC's lower bound, seconds),
+// and the human-expert split under the same model where one is published
+// (a training graph without its own uses the inference split, backward
+// nodes with their forward twins). Each input runs in its own process so
+// its peak memory is its own.
+//   build/bench/placer/max_load_bench [--budget S] [--no-ilp] [FILE.json ...]
+// --budget: seconds per input for DP and ILP together (default 60).
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,7 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using tessera::placer::MaxLoadDpOptions;
+using namespace tessera::placer;
 
 nlohmann::json Read(const std::string& path) {
   std::ifstream in(path);
@@ -34,16 +41,89 @@ double PeakMiB() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// The expert split's max load, or -1 where none is published.
+double Expert(const std::string& root, const std::string& file,
+              const MaxLoadProblem& p) {
+  if (file.find("LayerGraphs") == std::string::npos) return -1;
+  std::string stem = fs::path(file).stem().string();  // resnet50_training
+  const std::string model = stem.substr(0, stem.find('_'));
+  bool follow = false;
+  std::string path = root + "human-experts/" + stem + "_expert.json";
+  if (!fs::exists(path)) {
+    path = root + "human-experts/" + model + "_inference_expert.json";
+    follow = true;
+  }
+  if (!fs::exists(path)) return -1;
+  auto x = ParseExpertSplit(Read(path), p, follow);
+  if (!x) {
+    std::printf("    expert: %s\n", x.error().message.c_str());
+    return -1;
+  }
+  const MaxLoadEvaluation e = EvaluateMaxLoad(p, *x);
+  if (!e.violation.empty()) {
+    std::printf("    expert: %s\n", e.violation.c_str());
+    return -1;
+  }
+  return e.max_load;
+}
+
+void RunOne(const std::string& root, const std::string& f, double budget,
+            bool ilp) {
+  const std::string name = fs::path(f).parent_path().filename().string() + "/" +
+                           fs::path(f).stem().string();
+  auto problem = ParseTarnawski(Read(f), f);
+  if (!problem) {
+    std::printf("%s: %s\n", name.c_str(), problem.error().message.c_str());
+    return;
+  }
+  MaxLoadDpOptions options;
+  options.time_limit_s = budget;
+  auto dp = SolveContiguousMaxLoad(*problem, options);
+  if (!dp) {
+    std::printf("%-32s %s\n", name.c_str(), dp.error().message.c_str());
+    return;
+  }
+  double ilp_load = -1, bound = -1, ilp_s = 0;
+  bool proven = false;
+  if (ilp) {
+    MaxLoadIlpOptions io;
+    io.time_limit_s = std::max(1.0, budget - dp->seconds);
+    io.warm = &dp->placement;
+    auto r = SolveMaxLoadIlp(*problem, io);
+    if (!r) {
+      std::printf("    ilp: %s\n", r.error().message.c_str());
+    } else {
+      ilp_load = r->max_load;
+      bound = r->lower_bound;
+      ilp_s = r->seconds;
+      proven = r->optimal;
+    }
+  }
+  const double expert = Expert(root, f, *problem);
+  std::printf(
+      "%-32s %5zu %2d %5lld %7lld %11lld %9.4f %3s %7.3f %9.4f %9.4f %3s "
+      "%6.1f %9s %7.1f\n",
+      name.c_str(), problem->nodes.size(), problem->kinds[0].count,
+      static_cast<long long>(dp->units), static_cast<long long>(dp->ideals),
+      static_cast<long long>(dp->blocks), dp->max_load,
+      dp->optimal ? "yes" : "no", dp->seconds, ilp_load, bound,
+      proven ? "yes" : "no", ilp_s,
+      expert < 0 ? "-" : std::to_string(expert).substr(0, 8).c_str(),
+      PeakMiB());
+  if (!dp->optimal) std::printf("    dp stopped: %s\n", dp->stopped.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  MaxLoadDpOptions options;
+  double budget = 60;
+  bool ilp = true;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--max-states") == 0 && i + 1 < argc) {
-      options.max_states = std::atoll(argv[++i]);
-    } else if (std::strcmp(argv[i], "--time-limit") == 0 && i + 1 < argc) {
-      options.time_limit_s = std::atof(argv[++i]);
+    if (std::strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
+      budget = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--no-ilp") == 0) {
+      ilp = false;
     } else {
       files.emplace_back(argv[i]);
     }
@@ -61,31 +141,20 @@ int main(int argc, char** argv) {
       files.insert(files.end(), here.begin(), here.end());
     }
   }
-  std::printf("%-40s %5s %2s %5s %8s %11s %10s %10s %3s %8s %8s\n", "input",
-              "nodes", "k", "units", "ideals", "blocks", "seed", "max load",
-              "opt", "seconds", "peak MiB");
+  std::printf(
+      "%-32s %5s %2s %5s %7s %11s %9s %3s %7s %9s %9s %3s %6s %9s %7s\n",
+      "input", "nodes", "k", "units", "ideals", "blocks", "dp", "opt", "dp s",
+      "ilp", "bound", "opt", "ilp s", "expert", "MiB");
+  std::fflush(stdout);
   for (const std::string& f : files) {
-    auto problem = tessera::placer::ParseTarnawski(Read(f), f);
-    if (!problem) {
-      std::printf("%s: %s\n", f.c_str(), problem.error().message.c_str());
-      continue;
+    const pid_t child = fork();
+    if (child == 0) {
+      RunOne(root, f, budget, ilp);
+      std::fflush(stdout);
+      std::_Exit(0);
     }
-    auto dp = tessera::placer::SolveContiguousMaxLoad(*problem, options);
-    const std::string name = fs::path(f).parent_path().filename().string() +
-                             "/" + fs::path(f).filename().string();
-    if (!dp) {
-      std::printf("%-40s %5zu %2d  %s\n", name.c_str(), problem->nodes.size(),
-                  problem->kinds[0].count, dp.error().message.c_str());
-      continue;
-    }
-    std::printf(
-        "%-40s %5zu %2d %5lld %8lld %11lld %10.4f %10.4f %3s %8.3f %8.1f\n",
-        name.c_str(), problem->nodes.size(), problem->kinds[0].count,
-        static_cast<long long>(dp->units), static_cast<long long>(dp->ideals),
-        static_cast<long long>(dp->blocks), dp->seed_max_load, dp->max_load,
-        dp->optimal ? "yes" : "no", dp->seconds, PeakMiB());
-    if (!dp->optimal) std::printf("    stopped: %s\n", dp->stopped.c_str());
-    std::fflush(stdout);
+    int status = 0;
+    waitpid(child, &status, 0);
   }
   return 0;
 }

@@ -60,13 +60,13 @@ class PlanCli : public ::testing::Test {
   testlib::TempDir dir_;
 };
 
-// A max-load input of Tarnawski et al., placed by the exact contiguous DP:
-// the placement names every node, the objective is what the evaluator
-// gives, and what the DP cannot finish or read is refused.
+// A max-load input of Tarnawski et al., placed by the exact contiguous DP
+// and then the ILP: the placement names every node, the objective is what
+// the evaluator gives, and what cannot be read is refused.
 TEST_F(PlanCli, CostGraphOfThePublishedBenchmark) {
   const std::string data =
       std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning/";
-  RunResult r = Run("plan --json --cost-graph " + data +
+  RunResult r = Run("plan --json --algo contiguous --cost-graph " + data +
                     "throughput-inputs/LayerGraphs/resnet50_inference.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json j = Json::parse(r.out);
@@ -81,10 +81,32 @@ TEST_F(PlanCli, CostGraphOfThePublishedBenchmark) {
     const std::string d = device;
     EXPECT_TRUE(d.rfind("acc", 0) == 0 || d == "cpu0") << id << " " << d;
   }
-  r = Run("plan --cost-graph " + data +
-          "throughput-inputs/LayerGraphs/gnmt_inference.json");
-  EXPECT_EQ(r.exit_code, 3);
-  EXPECT_THAT(r.err, HasSubstr("ideals"));
+  EXPECT_EQ(j["algorithm"], "contiguous-dp");
+  EXPECT_FALSE(j.contains("ilp"));
+
+  // The ILP from the DP's split: never worse, with a bound below.
+  r = Run("plan --json --ilp-time-limit 2 --cost-graph " + data +
+          "throughput-inputs/LayerGraphs/bert24_inference.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json k = Json::parse(r.out);
+  EXPECT_EQ(k["algorithm"], "ilp");
+  const double contiguous = k["contiguous"]["max_load"].get<double>();
+  EXPECT_NEAR(contiguous, 17.7899, 1e-3);
+  const double best = k["objective"]["max_load"].get<double>();
+  EXPECT_LE(best, contiguous + 1e-9);
+  EXPECT_LE(k["ilp"]["lower_bound"].get<double>(), best + 1e-9);
+  EXPECT_GT(k["ilp"]["lower_bound"].get<double>(), 0);
+  EXPECT_EQ(k["placement"].size(), 32u);
+  r = Run("plan --ilp-time-limit 1 --cost-graph " + data +
+          "throughput-inputs/LayerGraphs/bert24_inference.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("the optimum over contiguous splits"));
+  EXPECT_THAT(r.out, HasSubstr("any split:  max load"));
+
+  r = Run("plan --algo m-etf --cost-graph " + data +
+          "throughput-inputs/LayerGraphs/bert24_inference.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--algo m-etf: with --cost-graph"));
   r = Run("plan --cost-graph " + data + "README.md");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("malformed JSON"));

@@ -161,6 +161,54 @@ MaxLoadNode Node(int64_t id, double acc, double cpu, int64_t size) {
   return node;
 }
 
+TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
+  std::mt19937_64 rng(20201207);
+  int compared = 0, beat_the_dp = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 2 + trial % 6;
+    const MaxLoadProblem p = RandomProblem(rng, n, 1 + trial % 3, trial % 2);
+    const Brute brute = BruteForce(p);
+    auto dp = SolveContiguousMaxLoad(p);
+    MaxLoadIlpOptions o;
+    o.time_limit_s = 20;
+    if (dp) o.warm = &dp->placement;
+    auto ilp = SolveMaxLoadIlp(p, o);
+    if (std::isinf(brute.any)) {
+      ASSERT_FALSE(ilp) << "trial " << trial;
+      EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+      continue;
+    }
+    ASSERT_TRUE(ilp) << "trial " << trial << ": " << ilp.error().message;
+    ++compared;
+    EXPECT_TRUE(ilp->optimal) << "trial " << trial;
+    EXPECT_NEAR(ilp->max_load, brute.any, 1e-6) << "trial " << trial;
+    EXPECT_NEAR(ilp->lower_bound, brute.any, 1e-6) << "trial " << trial;
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, ilp->placement);
+    EXPECT_EQ(e.violation, "");
+    EXPECT_NEAR(e.max_load, ilp->max_load, 1e-9);
+    if (dp && ilp->max_load < dp->max_load - 1e-9) ++beat_the_dp;
+  }
+  EXPECT_GT(compared, 40);
+  EXPECT_GT(beat_the_dp, 0);  // non-contiguous splits help somewhere
+}
+
+TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
+  MaxLoadProblem p;
+  p.source = "tiny.json";
+  p.kinds = TarnawskiKinds(5, 2, 0);
+  p.nodes = {Node(1, 1, 1, 4), Node(2, 1, 1, 4)};
+  p.edges = {{0, 1, 0.5}};
+  auto ilp = SolveMaxLoadIlp(p);
+  ASSERT_TRUE(ilp) << ilp.error().message;
+  // Together they pass the 5 bytes: apart, each pays the transfer once.
+  EXPECT_NEAR(ilp->max_load, 1.5, 1e-9);
+  EXPECT_TRUE(ilp->optimal);
+  p.kinds[0].count = 1;
+  ilp = SolveMaxLoadIlp(p);
+  ASSERT_FALSE(ilp);
+  EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+}
+
 TEST(MaxLoadDp, RefusesWhatCannotBePlaced) {
   MaxLoadProblem p;
   p.source = "tiny.json";
