@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -229,6 +230,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   Cbc_setParameter(model, "log", "0");
   Cbc_setParameter(model, "slog", "0");
   Cbc_setParameter(model, "timeMode", "elapsed");
+  if (std::getenv("TESSERA_CBC_LOG")) Cbc_setParameter(model, "log", "3");
   double warm_load = kInf;
   if (o.warm != nullptr) {
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, *o.warm);

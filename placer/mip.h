@@ -9,6 +9,7 @@
 #include <coin/Cbc_C_Interface.h>
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace tessera::placer {
@@ -22,8 +23,12 @@ class Mip {
   Mip(const Mip&) = delete;
   Mip& operator=(const Mip&) = delete;
 
+  // Columns are named c0, c1, ...: CBC matches a MIP start to columns by
+  // name, so unnamed columns make every start unusable.
   int AddCol(double lb, double ub, double obj, bool integer) {
-    Cbc_addCol(m_, "", lb, ub, obj, integer ? 1 : 0, 0, nullptr, nullptr);
+    const std::string name = "c" + std::to_string(cols_);
+    Cbc_addCol(m_, name.c_str(), lb, ub, obj, integer ? 1 : 0, 0, nullptr,
+               nullptr);
     return cols_++;
   }
   // sense: 'L' (<=), 'G' (>=), 'E' (=).
