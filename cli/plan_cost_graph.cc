@@ -42,10 +42,13 @@ Result<nlohmann::json> ReadJson(const std::string& path) {
 
 // Default seconds for the ILP after the DP, unless --ilp-time-limit.
 constexpr double kDefaultIlpSeconds = 10;
+// Seconds of local search after an ILP that did not prove its split.
+constexpr double kLocalSeconds = 10;
 
 // Places a cost graph: the exact contiguous DP, then (unless --algo
-// contiguous) the ILP over all placements started from it; prints a table
-// or the plan JSON.
+// contiguous) the ILP over all placements started from it, then, unless
+// the ILP proved its split, local search from the best; prints a table or
+// the plan JSON.
 int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
                    const std::string& format) {
   const std::string& algo = args.algo;
@@ -67,6 +70,11 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
     if (!r) return ReportError(r.error());
     ilp = *r;
     chosen = ilp->placement;
+  }
+  std::optional<placer::MaxLoadLocalResult> local;
+  if (ilp && !ilp->optimal) {
+    local = placer::ImproveMaxLoadLocally(problem, chosen, kLocalSeconds);
+    chosen = local->placement;
   }
   const placer::MaxLoadEvaluation eval =
       placer::EvaluateMaxLoad(problem, chosen);
@@ -106,6 +114,12 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
                   {"seconds", ilp->seconds}};
     seconds += ilp->seconds;
   }
+  if (local) {
+    out["local_search"] = {{"max_load", local->max_load},
+                           {"moves", local->moves},
+                           {"seconds", local->seconds}};
+    seconds += local->seconds;
+  }
   out["placement_time_ms"] = seconds * 1e3;
   nlohmann::ordered_json objective = {{"max_load", eval.max_load}};
   if (ilp) objective["lower_bound"] = ilp->lower_bound;
@@ -142,6 +156,11 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
               << (ilp->improved_warm ? ", better than contiguous"
                                      : ", the contiguous split kept")
               << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";
+  }
+  if (local && local->moves > 0) {
+    std::cout << "then " << local->moves << " local moves: max load "
+              << Fixed(local->max_load, 4) << " (" << Fixed(local->seconds, 1)
+              << " s)\n";
   }
   TextTable t({"device", "nodes", "load"}, {false, true, true});
   for (int d = 0; d < devices; ++d) {

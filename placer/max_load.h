@@ -172,6 +172,22 @@ struct MaxLoadIlpResult {
 Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
                                          const MaxLoadIlpOptions& o = {});
 
+// Local search from a feasible placement (max_load_local.cc): moves one
+// unit (max_load_units.h) at a time to another device while that lowers
+// the largest load, or keeps it and lowers the sum of squared loads (to
+// leave plateaus), respecting memory, kinds and color classes; stops at a
+// local optimum or after `time_limit_s`. Returns the improved placement
+// (the same one when nothing helps) and how many moves it made.
+struct MaxLoadLocalResult {
+  MaxLoadPlacement placement;
+  double max_load = 0;
+  int64_t moves = 0;
+  double seconds = 0;
+};
+MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
+                                         const MaxLoadPlacement& start,
+                                         double time_limit_s = 10);
+
 }  // namespace tessera::placer
 
 #endif  // TESSERA_PLACER_MAX_LOAD_H_

@@ -97,6 +97,11 @@ TEST_F(PlanCli, CostGraphOfThePublishedBenchmark) {
   EXPECT_LE(k["ilp"]["lower_bound"].get<double>(), best + 1e-9);
   EXPECT_GT(k["ilp"]["lower_bound"].get<double>(), 0);
   EXPECT_EQ(k["placement"].size(), 32u);
+  // Not proven in 2 s: local search ran from the ILP's split.
+  ASSERT_TRUE(k.contains("local_search"));
+  EXPECT_LE(k["local_search"]["max_load"].get<double>(),
+            k["ilp"]["max_load"].get<double>() + 1e-9);
+  EXPECT_NEAR(k["local_search"]["max_load"].get<double>(), best, 1e-9);
   r = Run("plan --ilp-time-limit 1 --cost-graph " + data +
           "throughput-inputs/LayerGraphs/bert24_inference.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

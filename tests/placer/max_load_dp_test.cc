@@ -242,5 +242,47 @@ TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
   EXPECT_EQ(EvaluateMaxLoad(wide, dp->placement).violation, "");
 }
 
+TEST(MaxLoadLocal, NeverWorseAlwaysFeasibleAndReachesTheOptimumOften) {
+  std::mt19937_64 rng(20201208);
+  int improved = 0, optimal = 0, compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 3 + trial % 5;
+    const MaxLoadProblem p = RandomProblem(rng, n, 2 + trial % 2, trial % 2);
+    auto dp = SolveContiguousMaxLoad(p);
+    if (!dp) continue;
+    const Brute brute = BruteForce(p);
+    const MaxLoadLocalResult l = ImproveMaxLoadLocally(p, dp->placement, 5);
+    ++compared;
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, l.placement);
+    EXPECT_EQ(e.violation, "") << "trial " << trial;
+    EXPECT_NEAR(e.max_load, l.max_load, 1e-12);
+    EXPECT_LE(l.max_load, dp->max_load + 1e-9) << "trial " << trial;
+    EXPECT_GE(l.max_load, brute.any - 1e-9) << "trial " << trial;
+    if (l.max_load < dp->max_load - 1e-9) ++improved;
+    if (l.max_load < brute.any + 1e-9) ++optimal;
+  }
+  EXPECT_GT(compared, 40);
+  EXPECT_GT(improved, 0);            // it moves where moving helps
+  EXPECT_GT(optimal, compared / 2);  // and is not a no-op
+}
+
+TEST(MaxLoadLocal, ItsMoveOnAHandMadeCase) {
+  // Three independent nodes of time 4, 3, 3 on two accelerators, all
+  // started on acc0 (10): the best single move sends the 4 away (6 | 4;
+  // a 3 would give 7 | 3), and from there no single move helps.
+  MaxLoadProblem p;
+  p.kinds = TarnawskiKinds(1 << 20, 2, 0);
+  p.nodes = {Node(1, 4, 4, 1), Node(2, 3, 3, 1), Node(3, 3, 3, 1)};
+  const MaxLoadLocalResult l = ImproveMaxLoadLocally(p, {{0, 0, 0}});
+  EXPECT_DOUBLE_EQ(l.max_load, 6);
+  EXPECT_EQ(l.moves, 1);
+  EXPECT_EQ(l.placement.device[0], 1);
+  // A start that is not feasible is returned as it is.
+  MaxLoadProblem tight = p;
+  tight.kinds[0].memory = 2;
+  const MaxLoadLocalResult same = ImproveMaxLoadLocally(tight, {{0, 0, 0}});
+  EXPECT_EQ(same.moves, 0);
+}
+
 }  // namespace
 }  // namespace tessera::placer
