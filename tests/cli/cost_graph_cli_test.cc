@@ -61,14 +61,14 @@ TEST_F(CostGraphCli, PlansTesseraFormatAndTarnawskisByTheirKeys) {
   EXPECT_EQ(j["devices"][0]["id"], "gpu0");
   r = Run("plan --cost-graph '" + small + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("3 nodes, 2 gpu, 1 cpu"));
+  EXPECT_THAT(r.out, HasSubstr("3 nodes on 2 gpu 1 cpu"));
 
-  r = Run("plan --json --cost-graph '" + kTarnawski + "'");
+  r = Run("plan --algo contiguous --json --cost-graph '" + kTarnawski + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out)["format"], "tarnawski");
-  r = Run("plan --cost-graph '" + kTarnawski + "'");
+  r = Run("plan --algo contiguous --cost-graph '" + kTarnawski + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("177 nodes, 6 acc, 1 cpu"));
+  EXPECT_THAT(r.out, HasSubstr("177 nodes on 6 acc 1 cpu"));
 
   const std::string neither = dir_.Write("neither.json", R"({"nodes": []})");
   r = Run("plan --cost-graph '" + neither + "'");
@@ -126,10 +126,12 @@ TEST_F(CostGraphCli, ProfileWritesWhatPlanPlaces) {
   EXPECT_GT(total, 0);
   EXPECT_GT(j["edges"].size(), 175u);
 
-  r = Run("plan --json --cost-graph '" + graph + "'");
+  // The DP, then the ILP from its split.
+  r = Run("plan --json --ilp-time-limit 2 --cost-graph '" + graph + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json plan = Json::parse(r.out);
   EXPECT_EQ(plan["format"], "tessera-cost-graph");
+  EXPECT_EQ(plan["algorithm"], "ilp");
   EXPECT_EQ(plan["placement"].size(), 175u);
   EXPECT_EQ(plan["devices"].size(), 4u);
   EXPECT_EQ(plan["devices"][3]["id"], "a100-80gb3");
@@ -142,7 +144,7 @@ TEST_F(CostGraphCli, ProfileWritesWhatPlanPlaces) {
   Json patched = j;
   patched["operators"][0]["time_s"]["a100-80gb"] = total;
   const std::string patched_path = dir_.Write("patched.json", patched.dump(1));
-  r = Run("plan --json --cost-graph '" + patched_path + "'");
+  r = Run("plan --algo contiguous --json --cost-graph '" + patched_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json replanned = Json::parse(r.out);
   EXPECT_GE(replanned["objective"]["max_load"].get<double>(), total);
@@ -159,7 +161,7 @@ TEST_F(CostGraphCli, ProfileInTrainingWritesBackwardOperators) {
   ASSERT_EQ(j["operators"].size(), 350u);
   EXPECT_EQ(j["operators"][175]["backward_of"], 0);
   EXPECT_FALSE(j["operators"][0].contains("backward_of"));
-  r = Run("plan --json --cost-graph '" + graph + "'");
+  r = Run("plan --algo contiguous --json --cost-graph '" + graph + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json plan = Json::parse(r.out);
   EXPECT_EQ(plan["placement"].size(), 350u);
