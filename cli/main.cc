@@ -57,6 +57,7 @@ Examples:
   tessera profile models/zoo/vit_b_16.onnx --device l4 --csv > ops.csv
   tessera profile model.onnx --device my-gpu --devices my-devices.yaml
   tessera profile det.onnx --device cpu --input x=1x3x640x640 --calibration ort_profile.json
+  tessera profile models/zoo/resnet50.onnx --batch 32 --cost-graph resnet50.json   # then plan --cost-graph
 
 Calibration (--calibration): fits the per-class efficiencies and the
 per-operator overhead to measured times of this model's operators (ONNX
@@ -73,6 +74,11 @@ the live peak (totals.peak_memory_bytes) and the allocator's reserved peak
 Memory: weights + the peak of live activations (inference), or weights +
 gradients + optimizer state + activations kept for backward (--train); the
 headroom for the CUDA context and fragmentation is reported apart.
+Cost graph (--cost-graph FILE.json): also writes the model as tessera's
+cost graph on --cluster (default: one node, 4x a100-80gb): each operator's
+estimated time per device kind, memory, and the bytes between operators,
+to patch measured times into and place with `tessera plan --cost-graph`
+(docs/cost_graph.md).
 Exit codes: 0 success, 2 bad input (unknown device, unbound input, ...).)";
 
 constexpr const char* kDevicesExamples = R"(
@@ -131,6 +137,14 @@ void AddProfile(CLI::App& app, tessera::cli::ProfileArgs& args) {
                   "auto, fused (scaled_dot_product_attention) or unfused "
                   "(with --runtime)")
       ->capture_default_str();
+  cmd->add_option("--cost-graph", args.cost_graph,
+                  "Also write the model's cost graph (tessera-cost-graph "
+                  "JSON, docs/cost_graph.md) on --cluster to FILE")
+      ->type_name("FILE.json");
+  cmd->add_option("--cluster", args.cluster,
+                  "Cluster spec YAML for --cost-graph (default: one node, "
+                  "4x a100-80gb)")
+      ->type_name("FILE");
 }
 
 void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
@@ -154,6 +168,7 @@ Examples:
   tessera plan models/zoo/gpt2.onnx --cluster models/clusters/two_nodes.yaml \
       --algo pipeline --microbatches 8 --dot plan.dot
   tessera plan --cost-graph data/dnn-partitioning/throughput-inputs/LayerGraphs/resnet50_inference.json --json
+  tessera profile models/zoo/resnet50.onnx --cost-graph g.json && tessera plan --cost-graph g.json
 
 Cluster: --cluster FILE is a YAML spec of nodes, GPUs (catalog kind, with
 the memory_free and compute_share left on each) and links
@@ -176,10 +191,11 @@ void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
   cmd->footer(kPlanExamples);
   cmd->add_option("model", args.model, "ONNX model file");
   cmd->add_option("--cost-graph", args.cost_graph,
-                  "Instead of a model, a graph given by its costs: the "
-                  "max-load inputs of Tarnawski et al. (NeurIPS'20; "
-                  "docs/placer_max_load.md), placed exactly over "
-                  "contiguous splits")
+                  "Instead of a model, a graph given by its costs: "
+                  "tessera's cost graph (docs/cost_graph.md; tessera profile "
+                  "--cost-graph writes one) or the max-load inputs of "
+                  "Tarnawski et al. (NeurIPS'20; docs/placer_max_load.md), "
+                  "placed exactly over contiguous splits")
       ->type_name("FILE.json");
   cmd->add_option("--cluster", args.cluster,
                   "Cluster spec YAML (default: one node, 4x a100-80gb)")

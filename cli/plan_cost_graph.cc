@@ -1,6 +1,8 @@
-// `tessera plan --cost-graph FILE.json`: a graph given by its costs. Today
-// the max-load inputs of Tarnawski et al. (detected by their keys), placed
-// by the exact contiguous DP (placer/max_load.h, docs/placer_max_load.md).
+// `tessera plan --cost-graph FILE.json`: a graph given by its costs, in
+// tessera's own format (placer/cost_graph.h, docs/cost_graph.md) or as the
+// max-load inputs of Tarnawski et al. (placer/max_load.h), each detected by
+// its keys; placed by the exact contiguous DP, then the ILP
+// (docs/placer_max_load.md).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "cli/plan.h"
 #include "common/json_depth.h"
 #include "common/yaml_reader.h"
+#include "placer/cost_graph.h"
 #include "placer/max_load.h"
 
 namespace tessera::cli {
@@ -38,6 +41,28 @@ Result<nlohmann::json> ReadJson(const std::string& path) {
     return BadInput("--cost-graph " + path + ": malformed JSON");
   }
   return j;
+}
+
+// The problem in `path`, either format; `format` gets "tessera-cost-graph"
+// or "tarnawski".
+Result<placer::MaxLoadProblem> ReadCostGraph(const std::string& path,
+                                             std::string* format) {
+  Result<nlohmann::json> j = ReadJson(path);
+  if (!j) return j.error();
+  if (placer::IsTesseraCostGraph(*j)) {
+    *format = placer::kCostGraphFormat;
+    return placer::ParseCostGraph(*j, path);
+  }
+  if (placer::IsTarnawskiFormat(*j)) {
+    *format = "tarnawski";
+    return placer::ParseTarnawski(*j, path);
+  }
+  return BadInput(
+      "--cost-graph " + path +
+      ": not a format tessera reads: tessera's cost graph has \"format\": "
+      "\"tessera-cost-graph\" (docs/cost_graph.md); the max-load inputs of "
+      "Tarnawski et al. have maxSizePerFPGA, nodes and edges "
+      "(docs/placer_max_load.md)");
 }
 
 // Default seconds for the ILP after the DP, unless --ilp-time-limit.
@@ -174,18 +199,11 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
 }  // namespace
 
 int RunPlanCostGraph(const PlanArgs& args) {
-  Result<nlohmann::json> j = ReadJson(args.cost_graph);
-  if (!j) return ReportError(j.error());
-  if (!placer::IsTarnawskiFormat(*j)) {
-    return ReportError(BadInput(
-        "--cost-graph " + args.cost_graph +
-        ": not a format tessera reads: the max-load inputs of Tarnawski et "
-        "al. have maxSizePerFPGA, nodes and edges (docs/placer_max_load.md)"));
-  }
+  std::string format;
   Result<placer::MaxLoadProblem> problem =
-      placer::ParseTarnawski(*j, args.cost_graph);
+      ReadCostGraph(args.cost_graph, &format);
   if (!problem) return ReportError(problem.error());
-  return PlaceCostGraph(args, *problem, "tarnawski");
+  return PlaceCostGraph(args, *problem, format);
 }
 
 }  // namespace tessera::cli

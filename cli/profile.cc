@@ -2,6 +2,7 @@
 // peak memory, its time per step, and whether it fits.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,9 @@
 #include "common/strings.h"
 #include "estimator/calibration.h"
 #include "estimator/estimator.h"
+#include "placer/cluster.h"
+#include "placer/cost_graph.h"
+#include "placer/problem.h"
 
 namespace tessera::cli {
 namespace {
@@ -259,6 +263,52 @@ Status Calibrate(const Model& m, const ProfileArgs& args,
   return {};
 }
 
+// --cost-graph: the model's cost graph on --cluster (or the built-in
+// default), times from the estimator as `spec` and `options` have them
+// (the fitted time model and launch overhead of --calibration apply to
+// the cluster's devices of --device's kind).
+Status WriteCostGraph(const Model& m, const ProfileArgs& args,
+                      const estimator::DeviceCatalog& catalog,
+                      const estimator::DeviceSpec& spec,
+                      const estimator::ProfileOptions& options) {
+  placer::ClusterOptions cluster_options;
+  cluster_options.fragmentation = options.fragmentation;
+  Result<placer::Cluster> cluster =
+      args.cluster.empty()
+          ? placer::DefaultCluster(catalog, cluster_options)
+          : placer::LoadCluster(args.cluster, catalog, cluster_options);
+  if (!cluster) return cluster.error();
+  for (placer::ClusterDevice& d : cluster->devices) {
+    if (d.spec.name == spec.name) d.spec = spec;
+  }
+  placer::ProblemOptions problem_options;
+  problem_options.training = options.training;
+  problem_options.optimizer = options.optimizer;
+  problem_options.time_model = options.time_model;
+  auto problem = placer::BuildProblem(m, *cluster, problem_options);
+  if (!problem) return problem.error().WithContext(args.model);
+  auto graph = placer::CostGraphFromProblem(*problem, *cluster, args.model);
+  if (!graph) return graph.error().WithContext("--cost-graph");
+  std::ofstream f(args.cost_graph);
+  f << placer::CostGraphJson(graph->problem, graph->extras)
+           .dump(2, ' ', false,
+                 nlohmann::ordered_json::error_handler_t::replace)
+    << "\n";
+  if (!f) return BadInput("--cost-graph " + args.cost_graph + ": cannot write");
+  std::string kinds;
+  for (const placer::MaxLoadKind& k : graph->problem.kinds) {
+    kinds +=
+        (kinds.empty() ? "" : ", ") + std::to_string(k.count) + " " + k.name;
+  }
+  // Keep --json and --csv output machine-readable.
+  (args.json || args.csv ? std::cerr : std::cout)
+      << "cost graph: " << args.cost_graph << " ("
+      << graph->problem.nodes.size() << " operators, "
+      << graph->problem.edges.size() << " edges; " << kinds << " from "
+      << cluster->source << ")\n";
+  return {};
+}
+
 }  // namespace
 
 int RunProfile(const ProfileArgs& args) {
@@ -313,6 +363,16 @@ int RunProfile(const ProfileArgs& args) {
         "--calibration fits the operator roofline (--runtime none); the "
         "runtimes use the device's efficiency surface (tessera calibrate)"));
   }
+  if (!args.cluster.empty() && args.cost_graph.empty()) {
+    return ReportError(BadInput(
+        "--cluster gives the devices of --cost-graph; the profile itself is "
+        "for --device"));
+  }
+  if (!args.cost_graph.empty() && *runtime != estimator::Runtime::kRoofline) {
+    return ReportError(BadInput(
+        "--cost-graph writes the per-operator times placement uses (the "
+        "operator roofline): leave out --runtime"));
+  }
   auto model = LoadModelForCommand(args.model, args.inputs, args.batch, load,
                                    "profiling");
   if (!model) return ReportError(model.error());
@@ -324,6 +384,11 @@ int RunProfile(const ProfileArgs& args) {
   }
   auto profile = estimator::ProfileModel(*model, spec, options);
   if (!profile) return ReportError(profile.error().WithContext(args.model));
+  if (!args.cost_graph.empty()) {
+    if (Status s = WriteCostGraph(*model, args, *catalog, spec, options); !s) {
+      return ReportError(s.error());
+    }
+  }
   if (args.json) {
     PrintJson(*model, *profile, args);
   } else if (args.csv) {

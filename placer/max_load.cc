@@ -4,141 +4,20 @@
 #include "placer/max_load.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <limits>
-#include <optional>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "placer/max_load_internal.h"
+
 namespace tessera::placer {
-namespace {
 
+using max_load_internal::kMaxBytes;
+using max_load_internal::kMaxDevices;
+using max_load_internal::kMaxInt64;
+using max_load_internal::Reader;
+using max_load_internal::Whole;
 using Json = nlohmann::json;
-
-// Inputs larger than this are refused rather than read.
-constexpr size_t kMaxItems = 1'000'000;
-// Device counts above this are refused (they are stored in an int).
-constexpr int64_t kMaxDevices = 1'000'000;
-// Whole numbers given as JSON floats are exact up to 2^53.
-constexpr double kMaxExactWhole = 9007199254740992.0;
-
-// A finite JSON number, or nullopt.
-std::optional<double> Number(const Json& v) {
-  if (!v.is_number()) return std::nullopt;
-  const double d = v.get<double>();
-  if (!std::isfinite(d)) return std::nullopt;
-  return d;
-}
-
-// A whole JSON number (an integer, or a float with no fraction such as
-// 17185374208.0) in [lo, hi], or nullopt.
-std::optional<int64_t> Whole(const Json& v, int64_t lo, int64_t hi) {
-  int64_t w = 0;
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) return std::nullopt;
-    w = static_cast<int64_t>(u);
-  } else if (v.is_number_integer()) {
-    w = v.get<int64_t>();
-  } else if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || std::floor(d) != d ||
-        std::fabs(d) > kMaxExactWhole)
-      return std::nullopt;
-    w = static_cast<int64_t>(d);
-  } else {
-    return std::nullopt;
-  }
-  if (w < lo || w > hi) return std::nullopt;
-  return w;
-}
-
-// true/false, or the numbers 1/0.
-std::optional<bool> Flag(const Json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  const auto w = Whole(v, 0, 1);
-  if (!w) return std::nullopt;
-  return *w == 1;
-}
-
-class Reader {
- public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  Error Bad(const std::string& field, const std::string& what) const {
-    return BadInput(source_ + ": " + field + ": " + what);
-  }
-
-  // The member `key` of object `o`, or an error naming `field`.
-  Result<const Json*> Member(const Json& o, const char* key,
-                             const std::string& field) const {
-    const auto it = o.find(key);
-    if (it == o.end()) return Bad(field, "missing");
-    return &*it;
-  }
-
-  Result<double> NonNegative(const Json& o, const char* key,
-                             const std::string& prefix) const {
-    const std::string field = prefix + key;
-    auto m = Member(o, key, field);
-    if (!m) return m.error();
-    const auto d = Number(**m);
-    if (!d || *d < 0) return Bad(field, "must be a number >= 0");
-    return *d;
-  }
-
-  Result<int64_t> WholeField(const Json& o, const char* key,
-                             const std::string& prefix, int64_t lo,
-                             int64_t hi) const {
-    const std::string field = prefix + key;
-    auto m = Member(o, key, field);
-    if (!m) return m.error();
-    const auto w = Whole(**m, lo, hi);
-    if (!w) {
-      return Bad(field, "must be a whole number in [" + std::to_string(lo) +
-                            ", " + std::to_string(hi) + "]");
-    }
-    return *w;
-  }
-
-  Result<bool> FlagField(const Json& o, const char* key,
-                         const std::string& prefix) const {
-    const std::string field = prefix + key;
-    auto m = Member(o, key, field);
-    if (!m) return m.error();
-    const auto b = Flag(**m);
-    if (!b) return Bad(field, "must be true/false or 1/0");
-    return *b;
-  }
-
- private:
-  std::string source_;
-};
-
-constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
-
-// A node on a cycle among the nodes Kahn's algorithm left (each has a
-// predecessor among them): walk predecessors until one repeats.
-int NodeOnCycle(const std::vector<std::vector<int>>& preds,
-                const std::vector<int>& indegree) {
-  int v = 0;
-  while (indegree[v] == 0) ++v;
-  std::vector<bool> seen(indegree.size(), false);
-  while (!seen[v]) {
-    seen[v] = true;
-    for (const int u : preds[v]) {
-      if (indegree[u] > 0) {
-        v = u;
-        break;
-      }
-    }
-  }
-  return v;
-}
-
-}  // namespace
 
 double MaxLoadProblem::OutCost(int node) const {
   double cost = 0;
@@ -292,7 +171,7 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
   MaxLoadProblem p;
   p.source = source;
 
-  auto memory = r.WholeField(j, "maxSizePerFPGA", "", 0, kMaxInt64 / 4);
+  auto memory = r.WholeField(j, "maxSizePerFPGA", "", 0, kMaxBytes);
   if (!memory) return memory.error();
   auto accelerators = r.WholeField(j, "maxFPGAs", "", 0, kMaxDevices);
   if (!accelerators) return accelerators.error();
@@ -307,12 +186,8 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
   auto nodes = r.Member(j, "nodes", "nodes");
   if (!nodes) return nodes.error();
   const Json& jn = **nodes;
-  if (!jn.is_array()) return r.Bad("nodes", "must be an array");
-  if (jn.size() > kMaxItems) {
-    return r.Bad("nodes", std::to_string(jn.size()) + " nodes, at most " +
-                              std::to_string(kMaxItems));
-  }
-  std::unordered_map<int64_t, int> index;
+  TESSERA_RETURN_IF_ERROR(r.CheckArray(jn, "nodes", "nodes"));
+  max_load_internal::NodeIndex index;
   p.nodes.reserve(jn.size());
   for (size_t i = 0; i < jn.size(); ++i) {
     const std::string at = "nodes[" + std::to_string(i) + "]";
@@ -346,27 +221,18 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
       }
       node.color = *c;
     }
-    auto size = r.WholeField(o, "size", prefix, 0, kMaxInt64 / 4);
+    auto size = r.WholeField(o, "size", prefix, 0, kMaxBytes);
     if (!size) return size.error();
     node.size = *size;
-    const auto [it, fresh] =
-        index.emplace(node.id, static_cast<int>(p.nodes.size()));
-    if (!fresh) {
-      return r.Bad(prefix + "id", "duplicate id " + std::to_string(node.id) +
-                                      " (also nodes[" +
-                                      std::to_string(it->second) + "])");
-    }
     p.nodes.push_back(node);
+    TESSERA_RETURN_IF_ERROR(max_load_internal::IndexNode(
+        r, p, static_cast<int>(p.nodes.size()) - 1, prefix, index));
   }
 
   auto edges = r.Member(j, "edges", "edges");
   if (!edges) return edges.error();
   const Json& je = **edges;
-  if (!je.is_array()) return r.Bad("edges", "must be an array");
-  if (je.size() > kMaxItems) {
-    return r.Bad("edges", std::to_string(je.size()) + " edges, at most " +
-                              std::to_string(kMaxItems));
-  }
+  TESSERA_RETURN_IF_ERROR(r.CheckArray(je, "edges", "edges"));
   p.edges.reserve(je.size());
   for (size_t i = 0; i < je.size(); ++i) {
     const std::string at = "edges[" + std::to_string(i) + "]";
@@ -374,53 +240,15 @@ Result<MaxLoadProblem> ParseTarnawski(const nlohmann::json& j,
     if (!o.is_object()) return r.Bad(at, "must be an object");
     const std::string prefix = at + ".";
     MaxLoadEdge e;
-    int* ends[] = {&e.from, &e.to};
-    const char* keys[] = {"sourceId", "destId"};
-    for (int k = 0; k < 2; ++k) {
-      auto id = r.WholeField(o, keys[k], prefix, -kMaxInt64, kMaxInt64);
-      if (!id) return id.error();
-      const auto it = index.find(*id);
-      if (it == index.end()) {
-        return r.Bad(prefix + keys[k],
-                     "unknown node id " + std::to_string(*id));
-      }
-      *ends[k] = it->second;
-    }
-    if (e.from == e.to) {
-      return r.Bad(at,
-                   "self-loop on node " + std::to_string(p.nodes[e.from].id));
-    }
+    TESSERA_RETURN_IF_ERROR(max_load_internal::ReadEdgeEnds(
+        r, p, index, o, at, "sourceId", "destId", e));
     auto cost = r.NonNegative(o, "cost", prefix);
     if (!cost) return cost.error();
     e.cost = *cost;
     p.edges.push_back(e);
   }
 
-  // Acyclic (Kahn's algorithm).
-  const size_t n = p.nodes.size();
-  std::vector<std::vector<int>> succ(n);
-  std::vector<std::vector<int>> preds(n);
-  std::vector<int> indegree(n, 0);
-  for (const MaxLoadEdge& e : p.edges) {
-    succ[e.from].push_back(e.to);
-    preds[e.to].push_back(e.from);
-    ++indegree[e.to];
-  }
-  std::vector<int> ready;
-  for (size_t v = 0; v < n; ++v) {
-    if (indegree[v] == 0) ready.push_back(static_cast<int>(v));
-  }
-  size_t done = 0;
-  while (!ready.empty()) {
-    const int v = ready.back();
-    ready.pop_back();
-    ++done;
-    for (const int w : succ[v]) {
-      if (--indegree[w] == 0) ready.push_back(w);
-    }
-  }
-  if (done != n) {
-    const int v = NodeOnCycle(preds, indegree);
+  if (const int v = max_load_internal::NodeOnCycle(p); v >= 0) {
     return r.Bad("edges",
                  "a cycle through node " + std::to_string(p.nodes[v].id));
   }

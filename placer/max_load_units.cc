@@ -3,37 +3,16 @@
 #include "placer/max_load_units.h"
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 #include <unordered_map>
 #include <utility>
 
+#include "placer/max_load_internal.h"
+
 namespace tessera::placer {
 namespace {
 
-class UnionFind {
- public:
-  explicit UnionFind(int n) : parent_(n) {
-    std::iota(parent_.begin(), parent_.end(), 0);
-  }
-  int Find(int x) {
-    while (parent_[x] != x) {
-      parent_[x] = parent_[parent_[x]];
-      x = parent_[x];
-    }
-    return x;
-  }
-  bool Join(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    parent_[std::max(a, b)] = std::min(a, b);
-    return true;
-  }
-
- private:
-  std::vector<int> parent_;
-};
+using max_load_internal::UnionFind;
 
 // Strongly connected components of a graph on `n` vertices (iterative
 // Tarjan): the component of each vertex.
