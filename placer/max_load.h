@@ -175,13 +175,15 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
 // Local search from a feasible placement (max_load_local.cc): moves one
 // unit (max_load_units.h) at a time to another device while that lowers
 // the largest load, or keeps it and lowers the sum of squared loads (to
-// leave plateaus), respecting memory, kinds and color classes; stops at a
-// local optimum or after `time_limit_s`. Returns the improved placement
-// (the same one when nothing helps) and how many moves it made.
+// leave plateaus), respecting memory, kinds and color classes; then the
+// same from 10 random placements (a fixed seed), while `time_limit_s`
+// lasts. Returns the best placement (`start` when nothing beats it), the
+// moves that led to it and how many restarts beat what came before.
 struct MaxLoadLocalResult {
   MaxLoadPlacement placement;
   double max_load = 0;
   int64_t moves = 0;
+  int restarts_won = 0;
   double seconds = 0;
 };
 MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,

@@ -4,6 +4,7 @@
 // most-loaded device against every other device and takes the best move.
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <vector>
 
 #include "placer/max_load.h"
@@ -13,6 +14,8 @@ namespace tessera::placer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Random restarts after the descent from the given start.
+constexpr int kRestarts = 10;
 
 struct Score {
   double max = 0, squares = 0;
@@ -39,21 +42,17 @@ Score ScoreOf(const MaxLoadProblem& p, const MaxLoadPlacement& x) {
 
 }  // namespace
 
-MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
-                                         const MaxLoadPlacement& start,
-                                         double time_limit_s) {
-  const auto started = Clock::now();
-  const MaxLoadUnits units = BuildMaxLoadUnits(p, /*order=*/false);
+namespace {
+
+// Best-improvement descent from `x` until a local optimum or `deadline`.
+int64_t Descend(const MaxLoadProblem& p, const MaxLoadUnits& units,
+                MaxLoadPlacement& x, Clock::time_point deadline) {
   const int m = static_cast<int>(units.members.size());
   const int devices = p.Devices();
-  MaxLoadLocalResult out;
-  out.placement = start;
-  Score current = ScoreOf(p, start);
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - started).count();
-  };
-  while (current.feasible && elapsed() < time_limit_s) {
-    const MaxLoadEvaluation e = EvaluateMaxLoad(p, out.placement);
+  Score current = ScoreOf(p, x);
+  int64_t moves = 0;
+  while (current.feasible && Clock::now() < deadline) {
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, x);
     // Units on a most-loaded device: moving one of them off is what can
     // lower the largest load (moving others can only raise a load).
     std::vector<char> hot(devices, 0);
@@ -62,9 +61,9 @@ MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
     }
     Score best = current;
     int best_unit = -1, best_device = -1;
-    MaxLoadPlacement trial = out.placement;
-    for (int u = 0; u < m && elapsed() < time_limit_s; ++u) {
-      const int from = out.placement.device[units.members[u][0]];
+    MaxLoadPlacement trial = x;
+    for (int u = 0; u < m && Clock::now() < deadline; ++u) {
+      const int from = x.device[units.members[u][0]];
       if (!hot[from]) continue;
       for (int d = 0; d < devices; ++d) {
         if (d == from) continue;
@@ -79,14 +78,62 @@ MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
       for (const int v : units.members[u]) trial.device[v] = from;
     }
     if (best_unit < 0) break;
-    for (const int v : units.members[best_unit]) {
-      out.placement.device[v] = best_device;
-    }
+    for (const int v : units.members[best_unit]) x.device[v] = best_device;
     current = best;
-    ++out.moves;
+    ++moves;
+  }
+  return moves;
+}
+
+}  // namespace
+
+MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
+                                         const MaxLoadPlacement& start,
+                                         double time_limit_s) {
+  const auto started = Clock::now();
+  const auto deadline =
+      started + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(time_limit_s));
+  const MaxLoadUnits units = BuildMaxLoadUnits(p, /*order=*/false);
+  const int m = static_cast<int>(units.members.size());
+  const int devices = p.Devices();
+  MaxLoadLocalResult out;
+  out.placement = start;
+  out.moves = Descend(p, units, out.placement, deadline);
+  Score best = ScoreOf(p, out.placement);
+  // Restarts from random placements (a fixed seed: the same input gives
+  // the same answer), each unit on a random device it can run on.
+  std::mt19937_64 rng(20201206);
+  for (int restart = 0; restart < kRestarts && Clock::now() < deadline;
+       ++restart) {
+    MaxLoadPlacement x;
+    x.device.assign(p.nodes.size(), 0);
+    for (int u = 0; u < m; ++u) {
+      std::vector<int> can;
+      for (int d = 0; d < devices; ++d) {
+        const int k = p.KindOf(d);
+        bool runs = true;
+        for (const int v : units.members[u])
+          runs = runs && p.nodes[v].RunsOn(k);
+        if (runs) can.push_back(d);
+      }
+      if (can.empty()) break;
+      const int d =
+          can[std::uniform_int_distribution<size_t>(0, can.size() - 1)(rng)];
+      for (const int v : units.members[u]) x.device[v] = d;
+    }
+    if (!ScoreOf(p, x).feasible) continue;  // memory: no random start
+    const int64_t moves = Descend(p, units, x, deadline);
+    const Score s = ScoreOf(p, x);
+    if (s.Beats(best)) {
+      best = s;
+      out.placement = x;
+      out.moves = moves;
+      ++out.restarts_won;
+    }
   }
   out.max_load = EvaluateMaxLoad(p, out.placement).max_load;
-  out.seconds = elapsed();
+  out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return out;
 }
 
