@@ -142,6 +142,7 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
   if (local) {
     out["local_search"] = {{"max_load", local->max_load},
                            {"moves", local->moves},
+                           {"restarts_won", local->restarts_won},
                            {"seconds", local->seconds}};
     seconds += local->seconds;
   }
@@ -182,10 +183,15 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
                                      : ", the contiguous split kept")
               << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";
   }
-  if (local && local->moves > 0) {
-    std::cout << "then " << local->moves << " local moves: max load "
-              << Fixed(local->max_load, 4) << " (" << Fixed(local->seconds, 1)
-              << " s)\n";
+  if (local && local->max_load < ilp->max_load) {
+    std::cout << "local search: max load " << Fixed(local->max_load, 4)
+              << " (gap now "
+              << Fixed((local->max_load - ilp->lower_bound) / local->max_load *
+                           100,
+                       1)
+              << "%; " << local->moves << " moves"
+              << (local->restarts_won > 0 ? " from a random restart" : "")
+              << ", " << Fixed(local->seconds, 1) << " s)\n";
   }
   TextTable t({"device", "nodes", "load"}, {false, true, true});
   for (int d = 0; d < devices; ++d) {
