@@ -15,7 +15,13 @@ SLOW=build/bench/server/server_slow_clients_bench
 # The estimator against an H100 (data/gpu-truth): error table; the full run
 # also refits the PyTorch runtime's constants and reports held-out errors.
 TRUTH=build/bench/estimator/gpu_truth_bench
-for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY" "$SLOW" "$SLOW_LAUNCH" "$TRUTH"; do
+# The published placement benchmark (docs/placer_max_load.md,
+# docs/placer_latency_benchmark.md): max-load DP, ILP and local search;
+# single-sample latency.
+MAXLOAD=build/bench/placer/max_load_bench
+LATENCY=build/bench/placer/latency_bench
+DNN=data/dnn-partitioning
+for b in "${BENCHES[@]}" "$DECISION" "$SUBMIT" "$REPLAY" "$SLOW" "$SLOW_LAUNCH" "$TRUTH" "$MAXLOAD" "$LATENCY"; do
   [ -x "$b" ] || bash scripts/setup.sh build
 done
 smoke=false
@@ -45,6 +51,9 @@ if $smoke; then
   "$SLOW" --slow 20 --samples 5 --seconds 1
   "$SLOW_LAUNCH" --launch-s 1 --seconds 2
   "$TRUTH" | tail -14
+  "$MAXLOAD" --budget 5 $DNN/throughput-inputs/LayerGraphs/bert24_inference.json \
+    $DNN/throughput-inputs/LayerGraphs/inceptionv3_inference.json
+  "$LATENCY" --ilp-time-limit 2 $DNN/latency-inputs/LayerGraphs/bert24_inference.json
 else
   "$DECISION"
   "$SUBMIT" --clients 8 --seconds 5
@@ -53,4 +62,6 @@ else
   "$SLOW_LAUNCH" --launch-s 8 --seconds 20
   "$TRUTH"
   "$TRUTH" --holdout
+  "$MAXLOAD"
+  "$LATENCY"
 fi

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/placer/published_inputs.h"
 #include "placer/latency_input.h"
 
 namespace {
@@ -200,19 +201,8 @@ int main(int argc, char** argv) {
                 r.evaluation.violation.c_str());
     return r.computed ? 0 : 1;
   }
-  const std::string root =
-      std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning/";
-  if (files.empty()) {
-    for (const char* dir :
-         {"latency-inputs/LayerGraphs", "latency-inputs/OperatorGraphs"}) {
-      std::vector<std::string> here;
-      for (const auto& e : fs::directory_iterator(root + dir)) {
-        here.push_back(e.path().string());
-      }
-      std::sort(here.begin(), here.end());
-      files.insert(files.end(), here.begin(), here.end());
-    }
-  }
+  const std::string root = tessera::bench::PublishedRoot();
+  if (files.empty()) files = tessera::bench::PublishedInputs("latency-inputs");
   std::printf(
       "| input | nodes | k | lower bound | greedy | expert | m-topo | m-etf | "
       "m-sct | ilp |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/placer/published_inputs.h"
 #include "placer/max_load.h"
 
 namespace {
@@ -141,19 +142,9 @@ int main(int argc, char** argv) {
       files.emplace_back(argv[i]);
     }
   }
-  const std::string root =
-      std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning/";
-  if (files.empty()) {
-    for (const char* dir : {"throughput-inputs/LayerGraphs",
-                            "throughput-inputs/OperatorGraphs"}) {
-      std::vector<std::string> here;
-      for (const auto& e : fs::directory_iterator(root + dir)) {
-        here.push_back(e.path().string());
-      }
-      std::sort(here.begin(), here.end());
-      files.insert(files.end(), here.begin(), here.end());
-    }
-  }
+  const std::string root = tessera::bench::PublishedRoot();
+  if (files.empty())
+    files = tessera::bench::PublishedInputs("throughput-inputs");
   std::printf(
       "%-32s %5s %2s %5s %7s %11s %9s %3s %7s %9s %9s %3s %6s %9s %5s %9s "
       "%7s\n",
