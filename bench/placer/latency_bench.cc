@@ -133,6 +133,26 @@ std::vector<Row> RunAll(const std::string& root, const std::string& file,
   const std::string expert = ExpertFile(root, file);
   if (!expert.empty())
     rows.push_back(SplitFileRow("expert", parsed, Read(expert)));
+  {
+    // The paper's other baseline: the exact contiguous max-load split
+    // (balanced for throughput), judged for latency.
+    Row r;
+    r.name = "max-load-dp";
+    MaxLoadDpOptions o;
+    o.time_limit_s = 60;
+    auto dp = SolveContiguousMaxLoad(parsed, o);
+    if (!dp) {
+      r.evaluation.violation = dp.error().message;
+    } else {
+      r.split = SplitFromDeviceIndices(p, dp->placement.device);
+      r.evaluation = EvaluateLatency(p, r.split);
+      r.computed = true;
+      r.seconds = dp->seconds;
+      r.detail = std::string("max load ") + std::to_string(dp->max_load) +
+                 (dp->optimal ? ", the contiguous optimum" : "");
+    }
+    rows.push_back(r);
+  }
   for (const Algorithm a : {Algorithm::kMTopo, Algorithm::kMEtf,
                             Algorithm::kMSct, Algorithm::kIlp}) {
     Row r;
@@ -204,8 +224,9 @@ int main(int argc, char** argv) {
   const std::string root = tessera::bench::PublishedRoot();
   if (files.empty()) files = tessera::bench::PublishedInputs("latency-inputs");
   std::printf(
-      "| input | nodes | k | lower bound | greedy | expert | m-topo | m-etf | "
-      "m-sct | ilp |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "| input | nodes | k | lower bound | greedy | expert | max-load DP | "
+      "m-topo | m-etf | m-sct | ilp |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::string details;
   for (const std::string& f : files) {
     const std::string dir = fs::path(f).parent_path().filename().string();
@@ -224,11 +245,12 @@ int main(int argc, char** argv) {
       }
       return "-";
     };
-    std::printf(
-        "| %s | %zu | %d | %.3f | %s | %s | %s | %s | %s | %s |\n",
-        name.c_str(), p.nodes.size(), p.accelerators, LatencyLowerBound(p),
-        cell("greedy").c_str(), cell("expert").c_str(), cell("m-topo").c_str(),
-        cell("m-etf").c_str(), cell("m-sct").c_str(), cell("ilp").c_str());
+    std::printf("| %s | %zu | %d | %.3f | %s | %s | %s | %s | %s | %s | %s |\n",
+                name.c_str(), p.nodes.size(), p.accelerators,
+                LatencyLowerBound(p), cell("greedy").c_str(),
+                cell("expert").c_str(), cell("max-load-dp").c_str(),
+                cell("m-topo").c_str(), cell("m-etf").c_str(),
+                cell("m-sct").c_str(), cell("ilp").c_str());
     std::fflush(stdout);
     for (const Row& r : rows) {
       char buf[256];
