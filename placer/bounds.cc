@@ -17,22 +17,7 @@ double OpTime(const Problem& p, const Cluster& c, OpId op, int d) {
   return p.Forward(op, d, share) + p.Backward(op, d, share);
 }
 
-// The distinct (latency, bandwidth) pairs of links between two different
-// devices: the cheapest transfer of b bytes is the min over them.
-std::vector<std::pair<double, double>> DistinctLinks(const Cluster& c) {
-  std::vector<std::pair<double, double>> links;
-  for (size_t a = 0; a < c.size(); ++a) {
-    for (size_t b = 0; b < c.size(); ++b) {
-      if (a == b) continue;
-      const Link& l = c.link(a, b);
-      links.emplace_back(l.latency, l.bandwidth);
-    }
-  }
-  std::sort(links.begin(), links.end());
-  links.erase(std::unique(links.begin(), links.end()), links.end());
-  return links;
-}
-
+// The cheapest transfer of `bytes` over `links` (DistinctLinks).
 double CheapestTransfer(const std::vector<std::pair<double, double>>& links,
                         int64_t bytes) {
   double best = std::numeric_limits<double>::infinity();

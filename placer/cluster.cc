@@ -491,6 +491,20 @@ Status SpecParser::ParseLinks(const Field& f, Cluster* cluster) const {
 
 }  // namespace
 
+std::vector<std::pair<double, double>> DistinctLinks(const Cluster& c) {
+  std::vector<std::pair<double, double>> links;
+  for (size_t a = 0; a < c.size(); ++a) {
+    for (size_t b = 0; b < c.size(); ++b) {
+      if (a == b) continue;
+      const Link& l = c.link(a, b);
+      links.emplace_back(l.latency, l.bandwidth);
+    }
+  }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  return links;
+}
+
 std::string_view LinkKindName(LinkKind kind) {
   switch (kind) {
     case LinkKind::kLocal:

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -56,6 +57,10 @@ struct Cluster {
     return links[from * devices.size() + to];
   }
 };
+
+// The (latency, bandwidth) pairs of the links between two different
+// devices, sorted, without duplicates.
+std::vector<std::pair<double, double>> DistinctLinks(const Cluster& c);
 
 // The headroom a whole GPU keeps back: the CUDA context plus
 // `fragmentation` x its memory (estimator::kCudaContextBytes,

@@ -86,6 +86,9 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
   const auto charged = [&](int d) {
     return p.kinds[kind_of[d]].charges_communication;
   };
+  const auto charged_send = [&](int d) {
+    return charged(d) && p.kinds[kind_of[d]].charges_sends;
+  };
 
   // Compute (an unsupported node adds nothing here; reported below).
   for (size_t v = 0; v < n; ++v) {
@@ -94,7 +97,8 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
   }
   // Communication: u's device pays OutCost(u) once if any successor is
   // elsewhere; each distinct other device receiving u pays it once. Kinds
-  // that are not charged (the CPU of the published inputs) pay nothing.
+  // that are not charged (the CPU of the published inputs) pay nothing;
+  // kinds not charged for sends (tessera's pipeline stages) only receive.
   std::vector<std::vector<int>> succ(n);
   std::vector<double> out_cost(n, 0.0);
   for (const MaxLoadEdge& e : p.edges) {
@@ -112,7 +116,7 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
     std::sort(receivers.begin(), receivers.end());
     receivers.erase(std::unique(receivers.begin(), receivers.end()),
                     receivers.end());
-    if (charged(du)) ev.loads[du] += out_cost[u];
+    if (charged_send(du)) ev.loads[du] += out_cost[u];
     for (const int r : receivers) {
       if (charged(r)) ev.loads[r] += out_cost[u];
     }

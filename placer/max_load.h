@@ -37,6 +37,9 @@ struct MaxLoadKind {
   // Whether a device of this kind pays for sending and receiving (the
   // published inputs charge accelerators, not the CPU).
   bool charges_communication = true;
+  // With charges_communication: whether sends are charged too. tessera's
+  // pipeline stages pay only for what they receive (pipeline_exact.cc).
+  bool charges_sends = true;
 };
 
 // A node's time on a kind it cannot run on.

@@ -77,8 +77,9 @@ class Block {
     if (unsupported_[kind] > 0) return kInf;
     const int64_t limit = p_.kinds[kind].memory;
     if (limit >= 0 && size_ > limit) return kInf;
-    return time_[kind] +
-           (p_.kinds[kind].charges_communication ? sends_ + receives_ : 0);
+    const MaxLoadKind& k = p_.kinds[kind];
+    if (!k.charges_communication) return time_[kind];
+    return time_[kind] + receives_ + (k.charges_sends ? sends_ : 0);
   }
   // A lower bound on Load(kind) for every block grown from this one.
   double GrowsTo(int kind) const {
@@ -329,6 +330,12 @@ class Dp {
     children_.emplace_back();
     std::vector<int> missing(m_);
     for (size_t i = 0; i < ideals_.size(); ++i) {
+      if (o_.time_limit_s > 0 && i % 1024 == 0 && Elapsed() > o_.time_limit_s) {
+        return Infeasible(p_.source +
+                          ": the exact search passed its time limit while "
+                          "enumerating ideals (" +
+                          std::to_string(ideals_.size()) + " so far)");
+      }
       for (int u = 0; u < m_; ++u) {
         if (Has(ideals_[i], u)) continue;
         bool ready = true;

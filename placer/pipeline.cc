@@ -1,6 +1,10 @@
-// PlacePipeline: contiguous stages along a topological order, balanced by
-// dynamic programming (docs/placer_pipeline_ilp.md "pipeline").
+// PlacePipeline: contiguous stages, the better by the GPipe estimate of
+// two splits (docs/placer_pipeline_ilp.md "pipeline"): the block DP below
+// and, with several microbatches, the exact split over chains of ideals
+// (pipeline_exact.cc).
 //
+// The block DP: stages along one topological order, balanced by dynamic
+// programming.
 // The order is cut into at most kMaxBlocks blocks (balanced by time and
 // memory, plus the cut points of a greedy memory fill, so the DP is feasible
 // whenever some contiguous split is). For every block range [i, j) the
@@ -21,6 +25,7 @@
 #include "common/strings.h"
 #include "placer/algorithms.h"
 #include "placer/ledger.h"
+#include "placer/pipeline_internal.h"
 
 namespace tessera::placer {
 namespace {
@@ -397,23 +402,57 @@ std::vector<std::vector<int>> DeviceOrders(const Problem& p, const Cluster& c) {
   return orders;
 }
 
+// "pipeline: 3 stages (node0/gpu0 12 ops, ...), 8 microbatches, DP estimate
+// 1.234 ms" + how: the estimate per microbatch.
+std::string StagesNote(const Problem& p, const Cluster& c,
+                       const PipelineSplit& split, int microbatches,
+                       const std::string& how) {
+  std::vector<int> ops(c.size(), 0);
+  for (OpId op = 0; op < p.num_ops(); ++op) ++ops[split.placement.device[op]];
+  std::string layout;
+  const std::vector<int> stages = PipelineStageOrder(p, split.placement);
+  for (int d : stages) {
+    layout += (layout.empty() ? "" : ", ") + c.devices[d].id + " " +
+              std::to_string(ops[d]) + " ops";
+  }
+  const size_t n = stages.size();
+  return "pipeline: " + std::to_string(n) + " stage" + (n == 1 ? "" : "s") +
+         " (" + layout + "), " + std::to_string(microbatches) + " microbatch" +
+         (microbatches == 1 ? "" : "es") + ", DP estimate " +
+         FormatMs(split.times.Estimate(microbatches) / microbatches) + " ms" +
+         how;
+}
+
+// Whether the exact split won, its max load and whether it is optimal.
+std::string ExactNote(const ExactPipeline& e, bool won, int microbatches,
+                      std::optional<double> block_estimate) {
+  if (!e.split)
+    return "pipeline: no exact contiguous split (" + e.why_not + ")";
+  std::string s = "pipeline: the exact contiguous split ";
+  s += won ? "won" : "lost";
+  if (block_estimate) {
+    s += " (estimate " +
+         FormatMs(e.split->times.Estimate(microbatches) / microbatches) +
+         " ms vs the block DP's " + FormatMs(*block_estimate / microbatches) +
+         " ms)";
+  }
+  s += ": max load " + FormatMs(e.max_load) + " ms, " +
+       (e.optimal ? "proven optimal" : "best found, not proven optimal") +
+       (e.dearest_links ? " with every crossing at the dearest link's cost"
+                        : "") +
+       " (" + std::to_string(e.ideals) + " ideals, " + std::to_string(e.runs) +
+       " DP run" + (e.runs == 1 ? "" : "s") + ", " + FormatMs(e.seconds) +
+       " ms)";
+  if (!e.optimal && !e.stopped.empty()) s += "; " + e.stopped;
+  return s;
+}
+
 }  // namespace
 
-Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
-                                 const Budget& budget, const PlaceOptions& o) {
-  const size_t n = p.num_ops();
+Result<PipelineSplit> BlockPipelineSplit(const Problem& p, const Cluster& c,
+                                         const Budget& budget, int microbatches,
+                                         size_t* num_blocks) {
   const size_t nd = c.size();
-  const int microbatches = std::max(1, o.microbatches);
-  AlgoOutput out;
-  out.microbatches = microbatches;
-  out.placement.device.assign(n, 0);
-  out.placement.priority.assign(n, 0);
-  for (size_t pos = 0; pos < n; ++pos) {
-    out.placement.priority[p.topo[pos]] = static_cast<uint32_t>(pos);
-  }
-  if (n == 0) return out;
-  if (nd == 0) return Infeasible("pipeline: the cluster has no devices");
-
   const std::vector<std::vector<int>> orders = DeviceOrders(p, c);
   std::vector<uint32_t> greedy;
   bool any_greedy = false;
@@ -423,11 +462,10 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
     any_greedy = true;
     greedy.insert(greedy.end(), cuts->begin(), cuts->end());
   }
-  if (!any_greedy) {
-    return Infeasible("pipeline: no split of the topological order into " +
-                      std::to_string(nd) +
-                      " contiguous stages fits the devices' memory");
-  }
+  const std::string none = "no split of the topological order into " +
+                           std::to_string(nd) +
+                           " contiguous stages fits the devices' memory";
+  if (!any_greedy) return Infeasible(none);
 
   const size_t max_blocks = std::clamp<size_t>(
       static_cast<size_t>(std::sqrt(kMaxDpCells / static_cast<double>(nd))), 16,
@@ -435,6 +473,7 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
   const Blocks blocks = MakeBlocks(p, max_blocks, greedy);
   const RangeTables tables(p, blocks);
   const PipelineDp dp(p, c, budget, blocks, tables);
+  *num_blocks = blocks.size();
 
   Split best;
   const std::vector<int>* best_order = nullptr;
@@ -459,33 +498,74 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
       }
     }
   }
-  if (best_order == nullptr) {
-    return Infeasible("pipeline: no split of the topological order into " +
-                      std::to_string(nd) +
-                      " contiguous stages fits the devices' memory");
-  }
+  if (best_order == nullptr) return Infeasible(none);
 
-  int stages = 0;
-  std::string layout;
+  PipelineSplit split;
+  split.placement.device.assign(p.num_ops(), 0);
   for (size_t k = 0; k < nd; ++k) {
     if (best.begin[k] == best.end[k]) continue;
     const int d = (*best_order)[k];
-    ++stages;
+    split.stages.push_back(d);
     for (uint32_t pos = blocks.begin[best.begin[k]];
          pos < blocks.begin[best.end[k]]; ++pos) {
-      out.placement.device[p.topo[pos]] = static_cast<uint16_t>(d);
+      split.placement.device[p.topo[pos]] = static_cast<uint16_t>(d);
     }
-    layout += (layout.empty() ? "" : ", ") + c.devices[d].id + " " +
-              std::to_string(blocks.begin[best.end[k]] -
-                             blocks.begin[best.begin[k]]) +
-              " ops";
   }
-  out.notes.push_back("pipeline: " + std::to_string(stages) + " stage" +
-                      (stages == 1 ? "" : "s") + " (" + layout + "), " +
-                      std::to_string(microbatches) + " microbatch" +
-                      (microbatches == 1 ? "" : "es") + ", DP estimate " +
-                      FormatMs(best.Estimate(microbatches) / microbatches) +
-                      " ms over " + std::to_string(blocks.size()) + " blocks");
+  split.times = PipelineStageTimes(p, c, split.placement);
+  return split;
+}
+
+Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
+                                 const Budget& budget, const PlaceOptions& o) {
+  const size_t n = p.num_ops();
+  const int microbatches = std::max(1, o.microbatches);
+  AlgoOutput out;
+  out.microbatches = microbatches;
+  out.placement.device.assign(n, 0);
+  out.placement.priority.assign(n, 0);
+  for (size_t pos = 0; pos < n; ++pos) {
+    out.placement.priority[p.topo[pos]] = static_cast<uint32_t>(pos);
+  }
+  if (n == 0) return out;
+  if (c.size() == 0) return Infeasible("pipeline: the cluster has no devices");
+
+  size_t blocks = 0;
+  auto block = BlockPipelineSplit(p, c, budget, microbatches, &blocks);
+  if (!block && block.error().code != ErrorCode::kInfeasible) {
+    return block.error();
+  }
+  // With one microbatch the estimate is the sum of the stages, which the
+  // block DP minimizes and the exact DP (the bottleneck) does not: the
+  // exact DP runs then only when the block DP finds nothing.
+  std::optional<ExactPipeline> exact;
+  if (o.pipeline_exact_time_limit_s > 0 && (microbatches > 1 || !block)) {
+    ExactPipelineOptions eo;
+    eo.time_limit_s = o.pipeline_exact_time_limit_s;
+    eo.max_ideals = o.pipeline_exact_max_ideals;
+    eo.microbatches = microbatches;
+    exact = ExactPipelineSplit(p, c, budget, eo);
+  }
+  const bool exact_wins =
+      exact && exact->split &&
+      (!block || exact->split->times.Estimate(microbatches) <
+                     block->times.Estimate(microbatches));
+  if (!block && !exact_wins) {
+    std::string msg = "pipeline: " + block.error().message;
+    if (exact) msg += "; nor does an exact contiguous split: " + exact->why_not;
+    return Infeasible(msg);
+  }
+  const PipelineSplit& best = exact_wins ? *exact->split : *block;
+  out.placement.device = best.placement.device;
+  out.notes.push_back(
+      StagesNote(p, c, best, microbatches,
+                 exact_wins ? std::string(", the exact contiguous split")
+                            : " over " + std::to_string(blocks) + " blocks"));
+  if (exact) {
+    out.notes.push_back(ExactNote(
+        *exact, exact_wins, microbatches,
+        block ? std::optional<double>(block->times.Estimate(microbatches))
+              : std::nullopt));
+  }
   return out;
 }
 

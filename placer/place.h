@@ -9,6 +9,7 @@
 // times at most), so a returned plan never exceeds any device's memory in
 // the simulator.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,11 @@ struct PlaceOptions {
   bool fuse = true;
   // pipeline: microbatches simulated as a pipelined schedule.
   int microbatches = 1;
+  // pipeline, with microbatches > 1 (or when no split of the topological
+  // order fits): the exact contiguous DP's time limit (0: not run) and the
+  // most ideals it enumerates; past either it keeps its best split found.
+  double pipeline_exact_time_limit_s = 10.0;
+  int64_t pipeline_exact_max_ideals = 200'000;
   // ilp: CBC's time limit and the size of the coarsened graph.
   double ilp_time_limit_s = 10.0;
   int ilp_max_groups = 64;

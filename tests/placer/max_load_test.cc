@@ -136,6 +136,22 @@ TEST(MaxLoadTest, CpuSendsForFreeAndOneDeviceHasNoCommunication) {
   EXPECT_DOUBLE_EQ(e.max_load, 605);
 }
 
+TEST(MaxLoadTest, KindsNotChargedForSendsOnlyReceive) {
+  MaxLoadProblem p = Small();
+  p.kinds[0].charges_sends = false;
+  // As LoadsWorkedOutByHand: acc0 no longer pays for sending a (10, not
+  // 11); acc1 still receives a (+1) but sends b and c for free: 51.
+  const MaxLoadEvaluation e = EvaluateMaxLoad(p, {{0, 1, 1, 2}});
+  EXPECT_EQ(e.violation, "");
+  EXPECT_DOUBLE_EQ(e.loads[0], 10);
+  EXPECT_DOUBLE_EQ(e.loads[1], 51);
+  EXPECT_DOUBLE_EQ(e.loads[2], 5);
+  // The exact DP agrees with the evaluation of its own split.
+  const auto r = SolveContiguousMaxLoad(p);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->max_load, EvaluateMaxLoad(p, r->placement).max_load);
+}
+
 TEST(MaxLoadTest, EveryViolation) {
   MaxLoadProblem p = Small();
   EXPECT_THAT(EvaluateMaxLoad(p, {{0, 1, 1}}).violation,
