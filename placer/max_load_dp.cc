@@ -196,10 +196,16 @@ class Dp {
     MaxLoadDpResult out;
     out.units = m_;
     out.free_nodes_joined = units_.free_nodes_joined;
-    SeedFromTopologicalOrder();
-    out.seed_max_load = bound_;
     std::string stopped;
-    if (Status s = Enumerate(); !s.ok()) stopped = s.error().message;
+    if (!SeedFromTopologicalOrder()) {
+      stopped = p_.source +
+                ": the exact search passed its time limit before its first "
+                "split";
+    }
+    out.seed_max_load = bound_;
+    if (stopped.empty()) {
+      if (Status s = Enumerate(); !s.ok()) stopped = s.error().message;
+    }
     if (stopped.empty()) stopped = Search();
     out.ideals = static_cast<int64_t>(ideals_.size());
     out.blocks = blocks_;
@@ -248,7 +254,9 @@ class Dp {
 
   // The best split of one topological order of the units into
   // consecutive blocks: a feasible contiguous split, the first bound.
-  void SeedFromTopologicalOrder() {
+  // False when the time limit stopped it (quadratic in the units: seconds
+  // from about 20,000).
+  bool SeedFromTopologicalOrder() {
     const std::vector<int>& order = units_.topological;
     const int m = static_cast<int>(order.size());
     std::vector<double> f(static_cast<size_t>(m + 1) * states_, kInf);
@@ -260,6 +268,9 @@ class Dp {
     for (int i = m - 1; i >= 0; --i) rest[i] = rest[i + 1] + least_[order[i]];
     double bound = kInf;
     for (int i = 0; i < m; ++i) {
+      if (o_.time_limit_s > 0 && i % 64 == 0 && Elapsed() > o_.time_limit_s) {
+        return false;
+      }
       bool any = false;
       for (size_t s = 0; s < states_; ++s) {
         any = any || (f[i * states_ + s] < bound && RoomFor(s, rest[i], bound));
@@ -299,7 +310,7 @@ class Dp {
     for (size_t s = 0; s < states_; ++s) {
       if (f[m * states_ + s] < f[m * states_ + at]) at = s;
     }
-    if (f[m * states_ + at] == kInf) return;
+    if (f[m * states_ + at] == kInf) return true;
     best_placement_.assign(p_.nodes.size(), -1);
     int pos = m;
     size_t state = at;
@@ -317,6 +328,7 @@ class Dp {
       state = static_cast<size_t>(prev_state);
     }
     bound_ = f[m * states_ + at];
+    return true;
   }
 
   // Every ideal of the units' order, in order of size, with the lattice's

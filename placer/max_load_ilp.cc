@@ -10,7 +10,8 @@
 //   Σ_d x[u][d] = 1;
 //   s[a][d] ≥ x[U(a)][d] − x[W][d] and r[a][d] ≥ x[W][d] − x[U(a)][d] for
 //     each unit W ≠ U(a) holding a successor of a;
-//   Σ_u time(u, d) x[u][d] + Σ_a cost(a) (s[a][d] + r[a][d]) ≤ T;
+//   Σ_u time(u, d) x[u][d] + Σ_a cost(a) (s[a][d] + r[a][d]) ≤ T (s[a][d]
+//     at no cost where d's kind is not charged for sends);
 //   Σ_u size(u) x[u][d] ≤ memory(d);
 //   symmetry: devices of one kind are interchangeable, so unit i may use
 //     the j-th device of a kind only if j ≤ i (relabel each kind's devices
@@ -199,7 +200,8 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
       if (!used) continue;
       comm.push_back({a, d, s, r});
       load_cols[d].push_back(s);
-      load_coefs[d].push_back(out_cost[a] / unit);
+      load_coefs[d].push_back(
+          p.kinds[kind_of[d]].charges_sends ? out_cost[a] / unit : 0.0);
       load_cols[d].push_back(r);
       load_coefs[d].push_back(out_cost[a] / unit);
     }

@@ -40,6 +40,13 @@ constexpr double kMaxDpCells = 4e6;
 // of stage times under a cap (the GPipe estimate mixes both).
 constexpr double kCapFactors[] = {1.0 + 1e-9, 1.05, 1.15, 1.3, 1.6, 2.0, 3.0};
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The exact split is not tried on larger graphs: the max-load DP's first
+// bound alone (the best split of one topological order of its units) is
+// quadratic in them, 0.3 s at 5,000 ops and 6 s at 20,000 (2-core machine).
+constexpr size_t kExactMaxOps = 5000;
+// Enumerating an ideal scans every unit, so the exact split's ideals are
+// capped at this / ops as well (about 0.7 s of enumeration).
+constexpr double kExactEnumerationWork = 2e8;
 
 int64_t WeightBytes(const Problem& p, const ProblemTensor& t) {
   return p.training ? static_cast<int64_t>(static_cast<double>(t.bytes) *
@@ -429,8 +436,10 @@ std::string ExactNote(const ExactPipeline& e, bool won, int microbatches,
   if (!e.split)
     return "pipeline: no exact contiguous split (" + e.why_not + ")";
   std::string s = "pipeline: the exact contiguous split ";
-  s += won ? "won" : "lost";
-  if (block_estimate) {
+  if (!block_estimate) {
+    s += "(no split of the topological order fits)";
+  } else {
+    s += won ? "won" : "lost";
     s += " (estimate " +
          FormatMs(e.split->times.Estimate(microbatches) / microbatches) +
          " ms vs the block DP's " + FormatMs(*block_estimate / microbatches) +
@@ -538,10 +547,13 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
   // block DP minimizes and the exact DP (the bottleneck) does not: the
   // exact DP runs then only when the block DP finds nothing.
   std::optional<ExactPipeline> exact;
-  if (o.pipeline_exact_time_limit_s > 0 && (microbatches > 1 || !block)) {
+  if (o.pipeline_exact_time_limit_s > 0 && (microbatches > 1 || !block) &&
+      n <= kExactMaxOps) {
     ExactPipelineOptions eo;
     eo.time_limit_s = o.pipeline_exact_time_limit_s;
-    eo.max_ideals = o.pipeline_exact_max_ideals;
+    eo.max_ideals = std::min(
+        o.pipeline_exact_max_ideals,
+        static_cast<int64_t>(kExactEnumerationWork / static_cast<double>(n)));
     eo.microbatches = microbatches;
     exact = ExactPipelineSplit(p, c, budget, eo);
   }
@@ -560,6 +572,12 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
       StagesNote(p, c, best, microbatches,
                  exact_wins ? std::string(", the exact contiguous split")
                             : " over " + std::to_string(blocks) + " blocks"));
+  if (n > kExactMaxOps && microbatches > 1) {
+    out.notes.push_back(
+        "pipeline: the exact contiguous split is not tried on "
+        "more than " +
+        std::to_string(kExactMaxOps) + " ops");
+  }
   if (exact) {
     out.notes.push_back(ExactNote(
         *exact, exact_wins, microbatches,

@@ -47,6 +47,14 @@ std::vector<int64_t> LedgerBytes(const Problem& p, const Placement& x,
   return used;
 }
 
+// The DP's messages start with the problem's source, which says nothing
+// here.
+std::string WithoutSource(std::string message, const MaxLoadProblem& m) {
+  const std::string source = m.source + ": ";
+  if (message.rfind(source, 0) == 0) message.erase(0, source.size());
+  return message;
+}
+
 bool SameKind(const Problem& p, const Cluster& c, const Budget& budget,
               size_t a, size_t b) {
   return p.device_profile[a] == p.device_profile[b] &&
@@ -152,7 +160,7 @@ PipelineMaxLoad PipelineAsMaxLoad(const Problem& p, const Cluster& c,
       kind_of[d] = static_cast<int>(first.size());
       first.push_back(d);
       MaxLoadKind kind;
-      kind.name = c.devices[d].spec.name;
+      kind.name = c.devices[d].spec.name;  // the device's id when alone
       kind.memory = std::max<int64_t>(budget[d], 0);  // -1 would be no limit
       kind.charges_sends = false;
       m.kinds.push_back(kind);
@@ -160,6 +168,7 @@ PipelineMaxLoad PipelineAsMaxLoad(const Problem& p, const Cluster& c,
     ++m.kinds[kind_of[d]].count;
   }
   for (size_t k = 0; k < first.size(); ++k) {
+    if (m.kinds[k].count == 1) m.kinds[k].name = c.devices[first[k]].id;
     for (size_t d = 0; d < nd; ++d) {
       if (kind_of[d] == static_cast<int>(k)) {
         out.device.push_back(static_cast<int>(d));
@@ -226,12 +235,12 @@ ExactPipeline SolveExact(const Problem& p, const Cluster& c,
     auto r = SolveContiguousMaxLoad(m.problem, dpo);
     ++out.runs;
     if (!r) {
-      out.why_not = r.error().message;
+      out.why_not = WithoutSource(r.error().message, m.problem);
       break;
     }
     out.max_load = r->max_load;
     out.optimal = r->optimal;
-    out.stopped = r->stopped;
+    out.stopped = WithoutSource(r->stopped, m.problem);
     out.ideals = r->ideals;
     PipelineSplit split;
     split.placement.device.resize(p.num_ops());

@@ -55,8 +55,9 @@ struct PlaceOptions {
   // pipeline: microbatches simulated as a pipelined schedule.
   int microbatches = 1;
   // pipeline, with microbatches > 1 (or when no split of the topological
-  // order fits): the exact contiguous DP's time limit (0: not run) and the
-  // most ideals it enumerates; past either it keeps its best split found.
+  // order fits) on at most 5,000 ops: the exact contiguous DP's time limit
+  // (0: not run) and the most ideals it enumerates (fewer on graphs over
+  // 1,000 ops); past either it keeps its best split found.
   double pipeline_exact_time_limit_s = 10.0;
   int64_t pipeline_exact_max_ideals = 200'000;
   // ilp: CBC's time limit and the size of the coarsened graph.

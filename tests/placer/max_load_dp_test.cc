@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -156,6 +157,11 @@ TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
   EXPECT_GT(strictly_better_non_contiguous, 0);
 }
 
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
 MaxLoadNode Node(int64_t id, double acc, double cpu, int64_t size) {
   MaxLoadNode node;
   node.id = id;
@@ -195,12 +201,19 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
   EXPECT_GT(beat_the_dp, 0);  // non-contiguous splits help somewhere
 }
 
-TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
+// a (`a_time`) -> b (1) at cost 0.5, 4 bytes each, on two accelerators of
+// 5 bytes: they cannot share one.
+MaxLoadProblem TwoApart(double a_time) {
   MaxLoadProblem p;
   p.source = "tiny.json";
   p.kinds = TarnawskiKinds(5, 2, 0);
-  p.nodes = {Node(1, 1, 1, 4), Node(2, 1, 1, 4)};
+  p.nodes = {Node(1, a_time, a_time, 4), Node(2, 1, 1, 4)};
   p.edges = {{0, 1, 0.5}};
+  return p;
+}
+
+TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
+  MaxLoadProblem p = TwoApart(1);
   auto ilp = SolveMaxLoadIlp(p);
   ASSERT_TRUE(ilp) << ilp.error().message;
   // Together they pass the 5 bytes: apart, each pays the transfer once.
@@ -210,6 +223,23 @@ TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
   ilp = SolveMaxLoadIlp(p);
   ASSERT_FALSE(ilp);
   EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+}
+
+TEST(MaxLoadIlp, KindsNotChargedForSendsOnlyReceive) {
+  // Apart, a (2) pays the 0.5 of sending too when charged (2.5), only b
+  // for receiving when not (max(2, 1 + 0.5) = 2). The DP and the ILP agree.
+  MaxLoadProblem p = TwoApart(2);
+  for (const bool sends : {true, false}) {
+    p.kinds[0].charges_sends = sends;
+    const double expected = sends ? 2.5 : 2.0;
+    auto dp = SolveContiguousMaxLoad(p);
+    ASSERT_TRUE(dp) << dp.error().message;
+    EXPECT_NEAR(dp->max_load, expected, 1e-9);
+    auto ilp = SolveMaxLoadIlp(p);
+    ASSERT_TRUE(ilp) << ilp.error().message;
+    EXPECT_NEAR(ilp->max_load, expected, 1e-9);
+    EXPECT_NEAR(ilp->lower_bound, expected, 1e-6);
+  }
 }
 
 TEST(MaxLoadDp, RefusesWhatCannotBePlaced) {
@@ -243,6 +273,31 @@ TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
   EXPECT_THAT(dp->stopped, HasSubstr("more than 1000 ideals"));
   EXPECT_DOUBLE_EQ(dp->max_load, 15);  // 30 unit nodes on 2 devices
   EXPECT_EQ(EvaluateMaxLoad(wide, dp->placement).violation, "");
+
+  // The time limit stops the enumeration of ideals too (after the first
+  // split), and the first split itself.
+  MaxLoadDpOptions brief;
+  brief.time_limit_s = 0.05;
+  auto start = std::chrono::steady_clock::now();
+  dp = SolveContiguousMaxLoad(wide, brief);
+  ASSERT_TRUE(dp) << dp.error().message;
+  EXPECT_FALSE(dp->optimal);
+  EXPECT_THAT(dp->stopped, HasSubstr("time limit while enumerating"));
+  EXPECT_LT(Seconds(start), 5.0);
+  MaxLoadProblem chain;
+  chain.source = "chain.json";
+  chain.kinds = TarnawskiKinds(1 << 20, 2, 0);
+  for (int i = 0; i < 40'000; ++i) {
+    chain.nodes.push_back(Node(i, 1, 1, 1));
+    if (i > 0) chain.edges.push_back({i - 1, i, 0.5});
+  }
+  brief.time_limit_s = 1e-3;
+  start = std::chrono::steady_clock::now();
+  dp = SolveContiguousMaxLoad(chain, brief);
+  ASSERT_FALSE(dp);
+  EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
+  EXPECT_THAT(dp.error().message, HasSubstr("before its first split"));
+  EXPECT_LT(Seconds(start), 5.0);
 }
 
 TEST(MaxLoadLocal, NeverWorseAlwaysFeasibleAndReachesTheOptimumOften) {

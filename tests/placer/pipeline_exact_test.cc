@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "placer/ledger.h"
@@ -22,6 +23,25 @@ using testing::Budgets;
 using testing::FitsLedger;
 using ::testing::HasSubstr;
 using testing::IsContiguousSplit;
+
+// Random DAG options that vary with `seed`: 8 + 6 (seed % sizes) ops,
+// 2-4 devices, 1-2 profiles, training on every third seed, windows of 3-5.
+testing::RandomDagOptions Varied(uint64_t seed, int sizes) {
+  testing::RandomDagOptions ro;
+  ro.ops = 8 + static_cast<int>(seed % sizes) * 6;
+  ro.devices = 2 + static_cast<int>(seed % 3);
+  ro.profiles = 1 + static_cast<int>(seed % 2);
+  ro.training = seed % 3 == 1;
+  ro.window = 3 + static_cast<int>(seed % 3);
+  return ro;
+}
+
+// Uniform links; memory that never binds (ten times the whole model).
+Cluster AmpleCluster(const Problem& p, int devices,
+                     std::vector<double> shares = {}) {
+  return testing::UniformCluster(devices, 10 * WholeModelBytes(p), 1e4, 1e-3,
+                                 std::move(shares));
+}
 
 // a -> b: a reads a weight of 100 bytes and writes 1000 bytes that b
 // reads; b writes 10. Forward 1 s (a) and 2 s (b) on profile 0, twice that
@@ -83,15 +103,9 @@ TEST(PipelineExactTest, MaxLoadIsTheBottleneckStageTime) {
   // Uniform links and one output per op: the max-load objective is the
   // pipeline's stage time exactly.
   for (uint64_t seed = 0; seed < 12; ++seed) {
-    testing::RandomDagOptions ro;
-    ro.ops = 10 + static_cast<int>(seed % 4) * 6;
-    ro.devices = 2 + static_cast<int>(seed % 3);
-    ro.profiles = 1 + static_cast<int>(seed % 2);
-    ro.training = seed % 3 == 1;
-    ro.window = 4;
+    const testing::RandomDagOptions ro = Varied(seed, 4);
     const Problem p = testing::RandomProblem(seed, ro);
-    const Cluster c =
-        testing::UniformCluster(ro.devices, 10 * WholeModelBytes(p), 1e4, 1e-3);
+    const Cluster c = AmpleCluster(p, ro.devices);
     const ExactPipeline e = ExactPipelineSplit(p, c, Budgets(c), {});
     ASSERT_TRUE(e.split) << "seed " << seed << ": " << e.why_not;
     EXPECT_TRUE(e.optimal) << "seed " << seed << ": " << e.stopped;
@@ -104,12 +118,7 @@ TEST(PipelineExactTest, MaxLoadIsTheBottleneckStageTime) {
 TEST(PipelineExactTest, NeverWorseThanTheBlockDpsBottleneck) {
   int strictly_better = 0;
   for (uint64_t seed = 0; seed < 40; ++seed) {
-    testing::RandomDagOptions ro;
-    ro.ops = 8 + static_cast<int>(seed % 5) * 6;
-    ro.devices = 2 + static_cast<int>(seed % 3);
-    ro.profiles = 1 + static_cast<int>(seed % 2);
-    ro.training = seed % 4 == 1;
-    ro.window = 3 + static_cast<int>(seed % 3);
+    testing::RandomDagOptions ro = Varied(seed, 5);
     ro.edge_probability = 0.3;
     const Problem p = testing::RandomProblem(seed, ro);
     // Odd seeds: devices of different shares (more kinds).
@@ -120,8 +129,7 @@ TEST(PipelineExactTest, NeverWorseThanTheBlockDpsBottleneck) {
     }
     // Memory never binds: the block DP's best split over its topological
     // order is a chain of ideals the exact DP also considers.
-    const Cluster c = testing::UniformCluster(
-        ro.devices, 10 * WholeModelBytes(p), 1e4, 1e-3, shares);
+    const Cluster c = AmpleCluster(p, ro.devices, shares);
     const Budget budget = Budgets(c);
     size_t blocks = 0;
     // Many microbatches: the block DP's pick is its bottleneck optimum.
@@ -256,11 +264,7 @@ TEST(PipelineExactTest, SplitOverTheLedgersCountIsDropped) {
 TEST(PipelineExactTest, EverySplitKeptFitsTheBudgets) {
   int kept = 0;
   for (uint64_t seed = 0; seed < 30; ++seed) {
-    testing::RandomDagOptions ro;
-    ro.ops = 12 + static_cast<int>(seed % 4) * 6;
-    ro.devices = 2 + static_cast<int>(seed % 3);
-    ro.training = seed % 3 == 0;
-    ro.window = 4;
+    const testing::RandomDagOptions ro = Varied(seed + 1, 4);
     const Problem p = testing::RandomProblem(seed, ro);
     // Tight: about what an even split needs, so received copies and
     // shared weights decide.
@@ -277,6 +281,24 @@ TEST(PipelineExactTest, EverySplitKeptFitsTheBudgets) {
     EXPECT_TRUE(IsContiguousSplit(p, e.split->placement)) << "seed " << seed;
   }
   EXPECT_GT(kept, 0);
+}
+
+TEST(PipelineExactTest, NotTriedOnVeryLargeGraphs) {
+  // Its first bound alone is quadratic in the ops: the block DP's split
+  // stands, and the note says why.
+  testing::RandomDagOptions ro;
+  ro.ops = 5001;
+  ro.devices = 2;
+  ro.window = 2;
+  const Problem p = testing::RandomProblem(3, ro);
+  const Cluster c = AmpleCluster(p, 2);
+  PlaceOptions o;
+  o.microbatches = 4;
+  const auto r = PlacePipeline(p, c, Budgets(c), o);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->notes.size(), 2u);
+  EXPECT_THAT(r->notes[0], HasSubstr("blocks"));
+  EXPECT_THAT(r->notes[1], HasSubstr("not tried on more than 5000 ops"));
 }
 
 }  // namespace
