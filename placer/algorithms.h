@@ -45,9 +45,9 @@ Result<AlgoOutput> PlaceMEtf(const Problem& p, const Cluster& c,
 // favourite-child LP solved with GLPK (m_sct.cc).
 Result<AlgoOutput> PlaceMSct(const Problem& p, const Cluster& c,
                              const Budget& budget, const PlaceOptions& o);
-// Contiguous stages: the better of a split of a topological order balanced
-// by dynamic programming (pipeline.cc) and the exact split over chains of
-// ideals (pipeline_exact.cc).
+// Contiguous stages: the better simulated of a split of a topological order
+// balanced by dynamic programming (pipeline.cc) and the exact split over
+// chains of ideals (pipeline_exact.cc).
 Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
                                  const Budget& budget, const PlaceOptions& o);
 // The exact MIP over a coarsened graph, solved with CBC (ilp.cc).

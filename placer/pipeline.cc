@@ -1,7 +1,7 @@
-// PlacePipeline: contiguous stages, the better by the GPipe estimate of
-// two splits (docs/placer_pipeline_ilp.md "pipeline"): the block DP below
-// and, with several microbatches, the exact split over chains of ideals
-// (pipeline_exact.cc).
+// PlacePipeline: contiguous stages, the better simulated of two splits
+// (docs/placer_pipeline_ilp.md "pipeline"): the block DP's below (its best
+// by the GPipe estimate) and, with several microbatches, the exact split
+// over chains of ideals (pipeline_exact.cc).
 //
 // The block DP: stages along one topological order, balanced by dynamic
 // programming.
@@ -430,20 +430,32 @@ std::string StagesNote(const Problem& p, const Cluster& c,
          how;
 }
 
-// Whether the exact split won, its max load and whether it is optimal.
+// The exact split beside the block DP's, when both were found: simulated
+// steps (what decides), then estimates and bottlenecks.
+struct Versus {
+  const PipelineSplit* block = nullptr;
+  double exact_step = 0.0, block_step = 0.0;
+};
+
+// Whether the exact split won (beside the block DP's, when it has one), its
+// max load and whether it is optimal.
 std::string ExactNote(const ExactPipeline& e, bool won, int microbatches,
-                      std::optional<double> block_estimate) {
+                      const Versus& v) {
   if (!e.split)
     return "pipeline: no exact contiguous split (" + e.why_not + ")";
+  const StageTimes& t = e.split->times;
   std::string s = "pipeline: the exact contiguous split ";
-  if (!block_estimate) {
+  if (v.block == nullptr) {
     s += "(no split of the topological order fits)";
   } else {
-    s += won ? "won" : "lost";
-    s += " (estimate " +
-         FormatMs(e.split->times.Estimate(microbatches) / microbatches) +
-         " ms vs the block DP's " + FormatMs(*block_estimate / microbatches) +
-         " ms)";
+    const StageTimes& b = v.block->times;
+    s += std::string(won ? "won" : "lost") + " (simulated " +
+         FormatMs(v.exact_step) + " ms vs the block DP's " +
+         FormatMs(v.block_step) + " ms; estimate " +
+         FormatMs(t.Estimate(microbatches) / microbatches) + " vs " +
+         FormatMs(b.Estimate(microbatches) / microbatches) +
+         " ms; bottleneck " + FormatMs(t.max_stage) + " vs " +
+         FormatMs(b.max_stage) + " ms)";
   }
   s += ": max load " + FormatMs(e.max_load) + " ms, " +
        (e.optimal ? "proven optimal" : "best found, not proven optimal") +
@@ -557,10 +569,20 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
     eo.microbatches = microbatches;
     exact = ExactPipelineSplit(p, c, budget, eo);
   }
-  const bool exact_wins =
-      exact && exact->split &&
-      (!block || exact->split->times.Estimate(microbatches) <
-                     block->times.Estimate(microbatches));
+  // Both found: the simulator picks (the estimate misranks them where
+  // links differ: docs/placer_pipeline_ilp.md "The choice").
+  bool exact_wins = exact && exact->split && !block;
+  Versus versus;
+  if (exact && exact->split && block) {
+    const SimOptions so{.microbatches = microbatches};
+    Placement x = out.placement;
+    x.device = block->placement.device;
+    const SimResult b = Simulate(p, c, x, so);
+    x.device = exact->split->placement.device;
+    const SimResult e = Simulate(p, c, x, so);
+    exact_wins = e.fits && (!b.fits || e.step_s < b.step_s);
+    versus = {&*block, e.step_s, b.step_s};
+  }
   if (!block && !exact_wins) {
     std::string msg = "pipeline: " + block.error().message;
     if (exact) msg += "; nor does an exact contiguous split: " + exact->why_not;
@@ -579,10 +601,7 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
         std::to_string(kExactMaxOps) + " ops");
   }
   if (exact) {
-    out.notes.push_back(ExactNote(
-        *exact, exact_wins, microbatches,
-        block ? std::optional<double>(block->times.Estimate(microbatches))
-              : std::nullopt));
+    out.notes.push_back(ExactNote(*exact, exact_wins, microbatches, versus));
   }
   return out;
 }

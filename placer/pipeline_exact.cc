@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <string>
 #include <utility>
@@ -295,9 +296,13 @@ ExactPipeline ExactPipelineSplit(const Problem& p, const Cluster& c,
       SecondsSince(start) < o.time_limit_s) {
     ExactPipeline dear = SolveExact(p, c, budget, o, true, start);
     const int runs = best.runs + dear.runs;
-    const int m = o.microbatches;
-    if (dear.split && (!best.split || dear.split->times.Estimate(m) <
-                                          best.split->times.Estimate(m))) {
+    // The simulator decides (priority: topological position).
+    const SimOptions so{.microbatches = o.microbatches};
+    const auto step = [&](const PipelineSplit& split) {
+      const SimResult r = Simulate(p, c, split.placement, so);
+      return r.fits ? r.step_s : std::numeric_limits<double>::infinity();
+    };
+    if (dear.split && (!best.split || step(*dear.split) < step(*best.split))) {
       best = std::move(dear);
     } else if (!best.split) {
       best.why_not += "; under the dearest link: " + dear.why_not;

@@ -10,7 +10,8 @@
 //   max-load model (placer/max_load.h) and solved by the exact DP over
 //   chains of ideals, SolveContiguousMaxLoad; each stage is an ideal minus
 //   an ideal, which the block DP cannot produce on branching graphs.
-// Both are judged by the same GPipe estimate, PipelineStageTimes.
+// PipelineStageTimes gives both the GPipe estimate's terms; PlacePipeline
+// keeps the one that simulates faster.
 
 #include <cstdint>
 #include <optional>
@@ -80,8 +81,8 @@ struct ExactPipelineOptions {
   // its split does not fit the budgets.
   int memory_retries = 2;
   // Where the links differ, the splits under the cheapest and under the
-  // dearest link are compared by PipelineStageTimes' estimate with this
-  // many microbatches.
+  // dearest link are compared by their simulated step with this many
+  // microbatches.
   int microbatches = 1;
 };
 
