@@ -223,10 +223,22 @@ ExactPipeline SolveExact(const Problem& p, const Cluster& c,
   for (size_t md = 0; md < m.device.size(); ++md) {
     kind_of[m.device[md]] = m.problem.KindOf(static_cast<int>(md));
   }
+  int64_t bytes = 0;
+  for (const MaxLoadNode& node : m.problem.nodes) bytes += node.size;
   for (int run = 0; run <= o.memory_retries; ++run) {
     const double left = o.time_limit_s - SecondsSince(start);
     if (run > 0 && left <= 0) {
       out.why_not += "; no time left to solve again";
+      break;
+    }
+    // No split of the DP's own count fits: say so without searching (the
+    // search would take as long as a successful one to find out).
+    int64_t room = 0;
+    for (const MaxLoadKind& k : m.problem.kinds) room += k.count * k.memory;
+    if (bytes > room) {
+      out.why_not = "the ops' bytes, " + HumanBytes(bytes) +
+                    " as the DP counts them, exceed the " + HumanBytes(room) +
+                    " of all budgets together";
       break;
     }
     MaxLoadDpOptions dpo;

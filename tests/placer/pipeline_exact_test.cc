@@ -288,6 +288,12 @@ TEST(PipelineExactTest, SplitOverTheLedgersCountIsDropped) {
   EXPECT_FALSE(e.split);
   EXPECT_EQ(e.runs, 2);
   EXPECT_THAT(e.why_not, HasSubstr("no contiguous split fits"));
+  // Less room in all devices together than the DP's count: no search.
+  const Cluster small = testing::UniformCluster(2, 500, 1e9, 1e-6);
+  e = ExactPipelineSplit(p, small, Budgets(small), {});
+  EXPECT_FALSE(e.split);
+  EXPECT_EQ(e.runs, 0);
+  EXPECT_THAT(e.why_not, HasSubstr("exceed the 1000 B of all budgets"));
   // Neither source fits: the algorithm says so.
   PlaceOptions po;
   po.microbatches = 4;
