@@ -417,12 +417,11 @@ std::string StagesNote(const Problem& p, const Cluster& c,
   std::vector<int> ops(c.size(), 0);
   for (OpId op = 0; op < p.num_ops(); ++op) ++ops[split.placement.device[op]];
   std::string layout;
-  const std::vector<int> stages = PipelineStageOrder(p, split.placement);
-  for (int d : stages) {
+  for (int d : split.stages) {
     layout += (layout.empty() ? "" : ", ") + c.devices[d].id + " " +
               std::to_string(ops[d]) + " ops";
   }
-  const size_t n = stages.size();
+  const size_t n = split.stages.size();
   return "pipeline: " + std::to_string(n) + " stage" + (n == 1 ? "" : "s") +
          " (" + layout + "), " + std::to_string(microbatches) + " microbatch" +
          (microbatches == 1 ? "" : "es") + ", DP estimate " +
@@ -441,8 +440,9 @@ struct Versus {
 // max load and whether it is optimal.
 std::string ExactNote(const ExactPipeline& e, bool won, int microbatches,
                       const Versus& v) {
-  if (!e.split)
+  if (!e.split) {
     return "pipeline: no exact contiguous split (" + e.why_not + ")";
+  }
   const StageTimes& t = e.split->times;
   std::string s = "pipeline: the exact contiguous split ";
   if (v.block == nullptr) {

@@ -43,8 +43,9 @@ std::vector<int64_t> LedgerBytes(const Problem& p, const Placement& x,
   MemoryLedger ledger(p, static_cast<int>(devices));
   for (OpId op : p.topo) ledger.Place(op, x.device[op]);
   std::vector<int64_t> used(devices);
-  for (size_t d = 0; d < devices; ++d)
+  for (size_t d = 0; d < devices; ++d) {
     used[d] = ledger.used(static_cast<int>(d));
+  }
   return used;
 }
 
@@ -300,7 +301,7 @@ ExactPipeline ExactPipelineSplit(const Problem& p, const Cluster& c,
   ExactPipeline best = SolveExact(p, c, budget, o, false, start);
   // Real crossings cost at least the cheapest link's: when the split's
   // real bottleneck is the DP's, no split under dearer costs has a lower
-  // one, and the second run is skipped.
+  // bottleneck, and the second run is skipped.
   const bool underpriced =
       !best.split ||
       best.split->times.max_stage > best.max_load * (1 + 1e-9) + 1e-15;
