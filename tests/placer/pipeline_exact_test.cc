@@ -19,6 +19,14 @@
 namespace tessera::placer {
 namespace {
 
+// Proofs, not speed: no time limit (the sanitizer builds are 10-30 times
+// slower than the 10 s default allows for).
+ExactPipelineOptions NoTimeLimit() {
+  ExactPipelineOptions o;
+  o.time_limit_s = 1e6;
+  return o;
+}
+
 using testing::Budgets;
 using testing::FitsLedger;
 using ::testing::HasSubstr;
@@ -106,7 +114,7 @@ TEST(PipelineExactTest, MaxLoadIsTheBottleneckStageTime) {
     const testing::RandomDagOptions ro = Varied(seed, 4);
     const Problem p = testing::RandomProblem(seed, ro);
     const Cluster c = AmpleCluster(p, ro.devices);
-    const ExactPipeline e = ExactPipelineSplit(p, c, Budgets(c), {});
+    const ExactPipeline e = ExactPipelineSplit(p, c, Budgets(c), NoTimeLimit());
     ASSERT_TRUE(e.split) << "seed " << seed << ": " << e.why_not;
     EXPECT_TRUE(e.optimal) << "seed " << seed << ": " << e.stopped;
     EXPECT_NEAR(e.split->times.max_stage, e.max_load, 1e-9 * e.max_load)
@@ -136,7 +144,7 @@ TEST(PipelineExactTest, NeverWorseThanTheBlockDpsBottleneck) {
     const auto block = BlockPipelineSplit(p, c, budget, 1000, &blocks);
     ASSERT_TRUE(block.has_value()) << block.error().message;
     ASSERT_EQ(blocks, p.num_ops()) << "one op per block";
-    const ExactPipeline e = ExactPipelineSplit(p, c, budget, {});
+    const ExactPipeline e = ExactPipelineSplit(p, c, budget, NoTimeLimit());
     ASSERT_TRUE(e.split) << "seed " << seed << ": " << e.why_not;
     ASSERT_TRUE(e.optimal) << "seed " << seed << ": " << e.stopped;
     const double exact = e.split->times.max_stage;
@@ -224,7 +232,7 @@ TEST(PipelineExactTest, BeatsTheTopologicalOrderOnBranches) {
   const auto block = BlockPipelineSplit(p, c, budget, 8, &blocks);
   ASSERT_TRUE(block.has_value()) << block.error().message;
   EXPECT_NEAR(block->times.max_stage, 5.5, 1e-3);
-  const ExactPipeline e = ExactPipelineSplit(p, c, budget, {});
+  const ExactPipeline e = ExactPipelineSplit(p, c, budget, NoTimeLimit());
   ASSERT_TRUE(e.split) << e.why_not;
   EXPECT_TRUE(e.optimal);
   EXPECT_NEAR(e.max_load, 4.5, 1e-3);
