@@ -167,6 +167,7 @@ Examples:
   tessera plan model.onnx --cluster cluster.yaml --algo all  # every algorithm, side by side
   tessera plan models/zoo/gpt2.onnx --cluster models/clusters/two_nodes.yaml \
       --algo pipeline --microbatches 8 --dot plan.dot
+  tessera plan models/zoo/mobilenet_v2.onnx --html plan.html  # one page: open in a browser
   tessera plan --cost-graph data/dnn-partitioning/throughput-inputs/LayerGraphs/resnet50_inference.json --json
   tessera profile models/zoo/resnet50.onnx --cost-graph g.json && tessera plan --cost-graph g.json
 
@@ -177,9 +178,11 @@ four a100-80gb over NVLink. Algorithms: single, m-topo, m-etf, m-sct,
 pipeline, ilp, auto (the default: runs the fast ones, and ilp on small
 graphs, and keeps the shortest step), or all.
 Every plan is judged by the same simulator: step time, per-device peak
-memory, transfers. With --algo all, -o/--timeline/--dot describe the plan
-with the shortest step. --timeline writes Chrome Trace Event JSON (open it
-in ui.perfetto.dev or chrome://tracing).
+memory, transfers. With --algo all, -o/--timeline/--dot/--html describe the
+plan with the shortest step. --timeline writes Chrome Trace Event JSON (open
+it in ui.perfetto.dev or chrome://tracing). --html writes one self-contained
+page (summary, devices, zoomable timeline, transfers, graph by device;
+docs/plan_report.md) that opens offline in any browser.
 Exit codes: 0 success, 2 bad input (the message names the file and what is
 wrong), 3 infeasible (how many bytes are missing), 1 internal error.)";
 
@@ -243,6 +246,10 @@ void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
       ->type_name("FILE");
   cmd->add_option("--dot", args.dot,
                   "Write the graph coloured by device (Graphviz) to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--html", args.html,
+                  "Write a self-contained HTML report of the plan to FILE "
+                  "(summary, timeline, transfers, graph by device)")
       ->type_name("FILE");
   cmd->add_flag("--json", args.json,
                 "Print the plan JSON on stdout instead of the tables");

@@ -157,6 +157,7 @@ Result<Setup> Prepare(const PlanArgs& args) {
   TESSERA_RETURN_IF_ERROR(CheckWritable("-o", args.output));
   TESSERA_RETURN_IF_ERROR(CheckWritable("--timeline", args.timeline));
   TESSERA_RETURN_IF_ERROR(CheckWritable("--dot", args.dot));
+  TESSERA_RETURN_IF_ERROR(CheckWritable("--html", args.html));
   placer::ProblemOptions problem_options;
   problem_options.training = args.train;
   auto optimizer = estimator::ParseOptimizer(args.optimizer);
@@ -203,7 +204,9 @@ Status WriteFile(const std::string& flag, const std::string& path,
   return {};
 }
 
-Status WriteOutputs(const Setup& s, const Plan& plan, const PlanArgs& args) {
+// `report_note` is a line under the HTML report's title.
+Status WriteOutputs(const Setup& s, const Plan& plan, const PlanArgs& args,
+                    const std::string& report_note = "") {
   if (!args.output.empty()) {
     const auto j = placer::PlanJson(s.problem, s.cluster, plan, s.context);
     TESSERA_RETURN_IF_ERROR(WriteFile("-o", args.output, [&](auto& out) {
@@ -223,6 +226,12 @@ Status WriteOutputs(const Setup& s, const Plan& plan, const PlanArgs& args) {
   if (!args.dot.empty()) {
     TESSERA_RETURN_IF_ERROR(WriteFile("--dot", args.dot, [&](auto& out) {
       placer::WritePlanDot(s.problem, s.cluster, plan, out);
+    }));
+  }
+  if (!args.html.empty()) {
+    TESSERA_RETURN_IF_ERROR(WriteFile("--html", args.html, [&](auto& out) {
+      placer::WritePlanHtml(s.problem, s.cluster, plan, s.context,
+                            {report_note}, out);
     }));
   }
   return {};
@@ -341,7 +350,8 @@ Result<Plan> PlaceOne(const Setup& s, Algorithm algorithm, const PlanArgs& args,
                  ")");
   auto plan = placer::Place(s.problem, s.cluster, algorithm, s.options);
   if (!plan) return plan.error();
-  if (!args.timeline.empty() && plan->sim.op_records.empty()) {
+  const bool timeline = !args.timeline.empty() || !args.html.empty();
+  if (timeline && plan->sim.op_records.empty()) {
     progress.Stage("simulating the timeline");
     placer::SimOptions sim;
     sim.microbatches = plan->microbatches;
@@ -428,7 +438,11 @@ int RunAll(const Setup& s, const PlanArgs& args) {
   }
   progress.Done();
   if (best >= 0) {
-    if (Status st = WriteOutputs(s, *plans[best], args); !st) {
+    const std::string note =
+        "--algo all: the shortest step of " + std::to_string(plans.size()) +
+        " algorithms (" +
+        std::string(placer::AlgorithmName(s.algorithms[best])) + ")";
+    if (Status st = WriteOutputs(s, *plans[best], args, note); !st) {
       return ReportError(st.error());
     }
   }
@@ -464,7 +478,14 @@ int RunAll(const Setup& s, const PlanArgs& args) {
 }  // namespace
 
 int RunPlan(const PlanArgs& args) {
-  if (!args.cost_graph.empty()) return RunPlanCostGraph(args);
+  if (!args.cost_graph.empty()) {
+    if (!args.html.empty()) {
+      return ReportError(
+          BadInput("--html needs a model: a --cost-graph plan has no "
+                   "simulated step to report"));
+    }
+    return RunPlanCostGraph(args);
+  }
   if (args.model.empty()) {
     return ReportError(
         BadInput("give an ONNX model, or --cost-graph FILE.json"));

@@ -25,6 +25,7 @@ struct PlanArgs {
   std::string output;              // -o: plan.json
   std::string timeline;            // --timeline: Chrome trace JSON
   std::string dot;                 // --dot: Graphviz
+  std::string html;                // --html: the report page
   bool json = false;
   // --cost-graph: a graph given by its costs instead of `model`
   // (plan_cost_graph.cc).

@@ -11,6 +11,7 @@
 #include "placer/cluster.h"
 #include "placer/place.h"
 #include "placer/plan_io.h"
+#include "placer/plan_report.h"
 #include "placer/problem.h"
 #include "placer/simulator.h"
 

@@ -246,8 +246,6 @@ constexpr std::array<const char*, 16> kPalette = {
     "#BBCC33", "#AAAA00", "#DDDDDD", "#CC6677", "#88CCEE", "#DDCC77",
     "#117733", "#AA4499", "#44AA99", "#999933"};
 
-const char* DeviceColour(size_t d) { return kPalette[d % kPalette.size()]; }
-
 std::string DotEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -263,6 +261,8 @@ std::string DotEscape(std::string_view s) {
 }
 
 }  // namespace
+
+const char* DeviceColour(size_t d) { return kPalette[d % kPalette.size()]; }
 
 void WritePlanDot(const Problem& problem, const Cluster& cluster,
                   const Plan& plan, std::ostream& out) {

@@ -33,6 +33,10 @@ nlohmann::json PlanJson(const Problem& problem, const Cluster& cluster,
 nlohmann::json TimelineJson(const Problem& problem, const Cluster& cluster,
                             const Plan& plan);
 
+// The fill colour of device `d` in pictures of a plan (DOT, the HTML
+// report), "#RRGGBB"; black text reads on it. Wraps past 16 devices.
+const char* DeviceColour(size_t d);
+
 // The op graph with every op filled in its device's colour and a legend.
 void WritePlanDot(const Problem& problem, const Cluster& cluster,
                   const Plan& plan, std::ostream& out);

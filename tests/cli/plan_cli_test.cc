@@ -14,6 +14,8 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 using Json = nlohmann::json;
 using testlib::RunResult;
 
@@ -235,6 +237,83 @@ TEST_F(PlanCli, DotColoursTheGraph) {
   EXPECT_THAT(dot, HasSubstr("fillcolor="));
 }
 
+// --html: one page that fetches nothing, with the devices, the timeline,
+// every transfer and the step time --json prints.
+TEST_F(PlanCli, HtmlReportIsOneSelfContainedPage) {
+  const std::string path = dir_.File("plan.html");
+  // m-topo: deterministic, and it moves tensors between devices.
+  const RunResult r =
+      Run("plan " + kMobileNet + " --algo m-topo --html '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("memory peak / usable"));
+  const std::string html = testlib::ReadFile(path);
+  EXPECT_THAT(html, StartsWith("<!DOCTYPE html>"));
+  EXPECT_THAT(html, HasSubstr("</html>"));
+  for (const char* outside :
+       {"src=\"http", "href=\"http", "src='http", "href='http", "<link",
+        "@import", "url(", "http://", "https://"}) {
+    EXPECT_THAT(html, Not(HasSubstr(outside))) << outside;
+  }
+  for (const char* d : kDevices) EXPECT_THAT(html, HasSubstr(d)) << d;
+  EXPECT_THAT(html, HasSubstr("<svg id=\"tl-svg\""));
+  EXPECT_THAT(html, HasSubstr("<script>"));
+  const RunResult j = Run("plan " + kMobileNet + " --algo m-topo --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json plan = Json::parse(j.out);
+  EXPECT_THAT(html, HasSubstr("data-step-time-ms=\"" +
+                              plan["step_time_ms"].dump() + "\""));
+  ASSERT_FALSE(plan["transfers"].empty());
+  EXPECT_THAT(
+      html, HasSubstr("<table id=\"transfers\"><caption>" +
+                      std::to_string(plan["transfers"].size()) + " transfers"));
+  for (const Json& t : plan["transfers"]) {
+    EXPECT_THAT(html,
+                HasSubstr("<tr><td>" + t["tensor"].get<std::string>() +
+                          "</td><td>" + t["from"].get<std::string>() +
+                          "</td><td>" + t["to"].get<std::string>() + "</td>"))
+        << t;
+  }
+  // Every op has a rectangle in the timeline and one in the graph.
+  const size_t nodes = NodeNames(std::string(TESSERA_SOURCE_DIR) +
+                                 "/models/zoo/mobilenet_v2.onnx")
+                           .size();
+  size_t rects = 0;
+  for (size_t p = html.find("<rect x="); p != std::string::npos;
+       p = html.find("<rect x=", p + 1)) {
+    ++rects;
+  }
+  EXPECT_GE(rects, 2 * nodes);
+}
+
+TEST_F(PlanCli, HtmlReportOfAllIsTheShortestStep) {
+  const std::string path = dir_.File("all.html");
+  const RunResult r =
+      Run("plan " + kMobileNet + " --algo all --ilp-time-limit 1 --html '" +
+          path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(testlib::ReadFile(path),
+              HasSubstr("--algo all: the shortest step of 6 algorithms"));
+}
+
+TEST_F(PlanCli, HtmlReportToAnUnwritablePathIsBadInput) {
+  const RunResult missing = Run("plan " + kMobileNet + " --html '" +
+                                dir_.File("no/such/dir/p.html") + "'");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--html"));
+  EXPECT_THAT(missing.err, HasSubstr("p.html: cannot write"));
+  const RunResult folder =
+      Run("plan " + kMobileNet + " --html '" + dir_.path().string() + "'");
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_THAT(folder.err, HasSubstr("cannot write (a folder)"));
+  const RunResult cost =
+      Run("plan --cost-graph " + std::string(TESSERA_SOURCE_DIR) +
+          "/data/dnn-partitioning/throughput-inputs/LayerGraphs/"
+          "resnet50_inference.json --html '" +
+          dir_.File("c.html") + "'");
+  EXPECT_EQ(cost.exit_code, 2);
+  EXPECT_THAT(cost.err, HasSubstr("--html needs a model"));
+}
+
 TEST_F(PlanCli, AllListsEveryAlgorithm) {
   const RunResult r = Run("plan " + kResNet + " --algo all --ilp-time-limit 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -331,6 +410,7 @@ TEST_F(PlanCli, HelpShowsExamples) {
   EXPECT_THAT(r.out, HasSubstr("Examples:"));
   EXPECT_THAT(r.out, HasSubstr("--algo all"));
   EXPECT_THAT(r.out, HasSubstr("--timeline"));
+  EXPECT_THAT(r.out, HasSubstr("--html"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// plan.json, the Chrome trace timeline and the DOT picture of a plan, on a
-// small problem placed by hand over two devices.
+// plan.json, the Chrome trace timeline, the DOT picture and the HTML report
+// of a plan, on a small problem placed by hand over two devices.
 #include "placer/plan_io.h"
+#include "placer/plan_report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@ namespace tessera::placer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 // const (Constant) -> conv <- input, w; conv -> relu -> fc -> out.
@@ -265,6 +267,81 @@ TEST_F(PlanIo, DotColoursEveryOpByItsDevice) {
   EXPECT_THAT(dot, HasSubstr("n0 -> n1;"));  // const -> conv, same device
   EXPECT_THAT(dot, HasSubstr("n1 -> n2 [penwidth=2"));  // across devices
   EXPECT_THAT(dot, HasSubstr("n2 -> n3;"));
+}
+
+int Count(const std::string& text, const std::string& s) {
+  int n = 0;
+  for (size_t p = text.find(s); p != std::string::npos;
+       p = text.find(s, p + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST_F(PlanIo, HtmlReportShowsTheSummaryTimelineTransfersAndGraph) {
+  Prepare(false);
+  std::ostringstream out;
+  WritePlanHtml(problem_, cluster_, plan_, {"m.onnx", 8}, {"chosen by hand"},
+                out);
+  const std::string html = out.str();
+  const Json j = PlanJson(problem_, cluster_, plan_, {"m.onnx", 8});
+  EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
+  EXPECT_THAT(html, HasSubstr("chosen by hand"));
+  EXPECT_THAT(html, HasSubstr("placed by hand"));
+  EXPECT_THAT(html, HasSubstr("data-step-time-ms=\"" +
+                              j["step_time_ms"].dump() + "\""));
+  // Four lanes: two devices and the link that carried t1.
+  for (const char* lane : {">node0/gpu0 (test-gpu)<", ">node0/gpu1 (test-gpu)<",
+                           ">node0/gpu0 -&gt; node0/gpu1<"}) {
+    EXPECT_THAT(html, HasSubstr(lane)) << lane;
+  }
+  EXPECT_THAT(html, HasSubstr("<table id=\"transfers\"><caption>1 transfers"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>t1</td><td>node0/gpu0</td>"
+                              "<td>node0/gpu1</td>"));
+  // Every op in the graph, in its device's colour; one edge crosses devices.
+  EXPECT_THAT(html, HasSubstr("fill=\"#77AADD\" stroke=\"#333333\" "
+                              "stroke-width=\"0.5\"><title>conv (Conv) on "
+                              "node0/gpu0</title>"));
+  EXPECT_THAT(html, HasSubstr("fill=\"#EE8866\" stroke=\"#333333\" "
+                              "stroke-width=\"0.5\"><title>fc (Gemm) on "
+                              "node0/gpu1</title>"));
+  EXPECT_EQ(Count(html, "stroke=\"#CC3311\" stroke-width=\"1.5\""), 1);
+  EXPECT_EQ(Count(html, "http"), 0);
+  for (const char* id : {"zoom-in", "zoom-out", "zoom-reset"}) {
+    EXPECT_THAT(html, HasSubstr("id=\"" + std::string(id) + "\" aria-label="))
+        << id;
+  }
+}
+
+// A chain longer than the graph cap: the picture stops at the cap and says
+// so, and names are escaped.
+TEST_F(PlanIo, HtmlReportCapsTheGraphAndEscapesNames) {
+  const size_t n = kReportGraphOps + 5;
+  ProblemBuilder b(1, {0}, false);
+  uint32_t prev = b.AddTensor("x", 4, TensorRole::kInput);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t next = b.AddTensor("t" + std::to_string(i), 4,
+                                      TensorRole::kActivation, i + 1 == n);
+    const double f[] = {1e-6};
+    const uint32_t ins[] = {prev};
+    const uint32_t outs[] = {next};
+    b.AddOp("<op" + std::to_string(i) + "&>", "Relu", f, {}, ins, outs);
+    prev = next;
+  }
+  problem_ = std::move(b).Build().value();
+  cluster_ = testing::UniformCluster(1, 1 << 20);
+  plan_.placement.device.assign(n, 0);
+  plan_.sim = Simulate(problem_, cluster_, plan_.placement,
+                       SimOptions{.microbatches = 1, .record_ops = true});
+  std::ostringstream out;
+  WritePlanHtml(problem_, cluster_, plan_, {"chain.onnx", 1}, {}, out);
+  const std::string html = out.str();
+  EXPECT_THAT(html, HasSubstr("The graph draws the first " +
+                              std::to_string(kReportGraphOps) + " of " +
+                              std::to_string(n) + " ops"));
+  EXPECT_THAT(html, HasSubstr("&lt;op0&amp;&gt; (Relu) on node0/gpu0"));
+  EXPECT_THAT(html, Not(HasSubstr("<op0&>")));
+  EXPECT_THAT(html, HasSubstr("No transfers"));
 }
 
 }  // namespace

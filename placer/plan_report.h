@@ -1,0 +1,43 @@
+#ifndef TESSERA_PLACER_PLAN_REPORT_H_
+#define TESSERA_PLACER_PLAN_REPORT_H_
+
+// One plan as a single self-contained HTML page (docs/plan_report.md): the
+// summary and device table that `tessera plan` prints, the simulated step as
+// a zoomable SVG timeline, the transfers, and the graph coloured by device.
+// CSS, JS and SVG are inline; the page fetches nothing.
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+
+#include "placer/cluster.h"
+#include "placer/place.h"
+#include "placer/plan_io.h"
+#include "placer/problem.h"
+
+namespace tessera::placer {
+
+// Caps that keep the page quick to open in a browser; the page says how
+// much each one left out.
+// Ops drawn in the graph picture and listed in its placement table.
+inline constexpr size_t kReportGraphOps = 3000;
+// Rectangles (ops and transfers) drawn in the timeline.
+inline constexpr size_t kReportTimelineEvents = 20000;
+// Rows of the transfers table.
+inline constexpr size_t kReportTransferRows = 2000;
+
+struct PlanReportOptions {
+  std::string note;  // a line under the title, e.g. "best of 6 algorithms"
+};
+
+// Writes the page to `out`. The summary comes from PlanJson and the
+// timeline and transfers from TimelineJson, so the page shows the figures
+// plan.json and --timeline hold. REQUIRES: plan.sim simulated with
+// record_ops (as for TimelineJson).
+void WritePlanHtml(const Problem& problem, const Cluster& cluster,
+                   const Plan& plan, const PlanContext& context,
+                   const PlanReportOptions& options, std::ostream& out);
+
+}  // namespace tessera::placer
+
+#endif  // TESSERA_PLACER_PLAN_REPORT_H_
