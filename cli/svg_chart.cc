@@ -10,6 +10,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/strings.h"
+
 namespace tessera::cli {
 namespace {
 
@@ -19,28 +21,7 @@ constexpr const char* kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
                                    "#9c755f", "#bab0ac"};
 constexpr int kLeft = 70, kTop = 64, kBottom = 56, kLegend = 190;
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& s) { return EscapeXml(s); }
 
 std::string Num(double v) {
   char buf[32];

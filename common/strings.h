@@ -22,6 +22,9 @@ std::string FormatMs(double seconds);
 // Splits `s` at every `sep`; empty pieces are kept.
 std::vector<std::string_view> Split(std::string_view s, char sep);
 
+// `s` safe inside XML/HTML text and attribute values: & < > " ' escaped.
+std::string EscapeXml(std::string_view s);
+
 // Parses a non-negative decimal integer; false on anything else or overflow.
 bool ParseInt64(std::string_view s, int64_t* out);
 
