@@ -370,11 +370,10 @@ LatencyProblem LatencyProblemFrom(const MaxLoadProblem& p) {
     node.color = m.color;
     q.nodes.push_back(node);
   }
-  q.out_cost.assign(p.nodes.size(), 0.0);
+  q.out_cost = p.OutCosts();
   q.edges.reserve(p.edges.size());
   for (const MaxLoadEdge& e : p.edges) {
     q.edges.push_back(LatencyEdge{e.from, e.to});
-    q.out_cost[e.from] = std::max(q.out_cost[e.from], e.cost);
   }
   return q;
 }

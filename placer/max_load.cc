@@ -19,10 +19,10 @@ using max_load_internal::Reader;
 using max_load_internal::Whole;
 using Json = nlohmann::json;
 
-double MaxLoadProblem::OutCost(int node) const {
-  double cost = 0;
+std::vector<double> MaxLoadProblem::OutCosts() const {
+  std::vector<double> cost(nodes.size(), 0.0);
   for (const MaxLoadEdge& e : edges) {
-    if (e.from == node) cost = std::max(cost, e.cost);
+    cost[e.from] = std::max(cost[e.from], e.cost);
   }
   return cost;
 }
@@ -95,16 +95,13 @@ MaxLoadEvaluation EvaluateMaxLoad(const MaxLoadProblem& p,
     const int d = x.device[v];
     ev.loads[d] += std::max(p.nodes[v].time[kind_of[d]], 0.0);
   }
-  // Communication: u's device pays OutCost(u) once if any successor is
+  // Communication: u's device pays its outgoing cost once if any successor is
   // elsewhere; each distinct other device receiving u pays it once. Kinds
   // that are not charged (the CPU of the published inputs) pay nothing;
   // kinds not charged for sends (tessera's pipeline stages) only receive.
   std::vector<std::vector<int>> succ(n);
-  std::vector<double> out_cost(n, 0.0);
-  for (const MaxLoadEdge& e : p.edges) {
-    succ[e.from].push_back(e.to);
-    out_cost[e.from] = std::max(out_cost[e.from], e.cost);
-  }
+  for (const MaxLoadEdge& e : p.edges) succ[e.from].push_back(e.to);
+  const std::vector<double> out_cost = p.OutCosts();
   std::vector<int> receivers;
   for (size_t u = 0; u < n; ++u) {
     const int du = x.device[u];

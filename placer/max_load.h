@@ -75,9 +75,10 @@ struct MaxLoadProblem {
   int KindOf(int device) const;
   // The first device of `kind`.
   int FirstDevice(int kind) const;
-  // A node's outgoing cost: the largest cost of its out-edges (the
-  // published inputs give all of a node's out-edges the same cost).
-  double OutCost(int node) const;
+  // Each node's outgoing cost: the largest cost of its out-edges, 0 with
+  // none (the published inputs give all of a node's out-edges the same
+  // cost). Indexed like `nodes`.
+  std::vector<double> OutCosts() const;
 };
 
 // The published inputs' two kinds: `accelerators` named acc with `memory`

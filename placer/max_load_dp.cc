@@ -51,11 +51,10 @@ class Block {
     const int n = static_cast<int>(p.nodes.size());
     preds_.resize(n);
     outdeg_.assign(n, 0);
-    out_cost_.assign(n, 0);
+    out_cost_ = p.OutCosts();
     for (const MaxLoadEdge& e : p.edges) {
       preds_[e.to].push_back(e.from);
       ++outdeg_[e.from];
-      out_cost_[e.from] = std::max(out_cost_[e.from], e.cost);
     }
     in_.assign(n, 0);
     succ_in_.assign(n, 0);

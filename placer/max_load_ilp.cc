@@ -132,10 +132,9 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   }
 
   // Communication columns and rows.
-  std::vector<double> out_cost(n, 0);
+  const std::vector<double> out_cost = p.OutCosts();
   std::vector<std::vector<int>> succ_units(n);
   for (const MaxLoadEdge& e : p.edges) {
-    out_cost[e.from] = std::max(out_cost[e.from], e.cost);
     if (units.unit_of[e.from] != units.unit_of[e.to]) {
       succ_units[e.from].push_back(units.unit_of[e.to]);
     }

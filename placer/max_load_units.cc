@@ -72,10 +72,7 @@ bool FreeNode(const MaxLoadNode& node) {
 
 MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
   const int n = static_cast<int>(p.nodes.size());
-  std::vector<double> out_cost(n, 0.0);
-  for (const MaxLoadEdge& e : p.edges) {
-    out_cost[e.from] = std::max(out_cost[e.from], e.cost);
-  }
+  const std::vector<double> out_cost = p.OutCosts();
   UnionFind uf(n);
   MaxLoadUnits out;
 

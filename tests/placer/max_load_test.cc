@@ -88,11 +88,11 @@ TEST(MaxLoadTest, ParsesTheSmallProblem) {
 
 TEST(MaxLoadTest, OutCostIsTheLargestOutEdgeCost) {
   MaxLoadProblem p = Small();
-  EXPECT_DOUBLE_EQ(p.OutCost(0), 1);
-  EXPECT_DOUBLE_EQ(p.OutCost(2), 4);
-  EXPECT_DOUBLE_EQ(p.OutCost(3), 0);  // no out-edges
+  EXPECT_DOUBLE_EQ(p.OutCosts()[0], 1);
+  EXPECT_DOUBLE_EQ(p.OutCosts()[2], 4);
+  EXPECT_DOUBLE_EQ(p.OutCosts()[3], 0);  // no out-edges
   p.edges.push_back({0, 3, 7});
-  EXPECT_DOUBLE_EQ(p.OutCost(0), 7);
+  EXPECT_DOUBLE_EQ(p.OutCosts()[0], 7);
 }
 
 TEST(MaxLoadTest, DeviceNames) {
