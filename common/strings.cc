@@ -68,6 +68,23 @@ bool ParseFiniteDouble(std::string_view s, double* out) {
   return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
 }
 
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 14695981039346656037ULL;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string EntityTag(std::string_view body) {
+  static const char kHex[] = "0123456789abcdef";
+  const uint64_t h = Fnv1a64(body);
+  std::string tag = "\"";
+  for (int shift = 60; shift >= 0; shift -= 4) tag += kHex[(h >> shift) & 15];
+  return tag + "\"";
+}
+
 std::string EscapeXml(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -25,6 +25,11 @@ std::vector<std::string_view> Split(std::string_view s, char sep);
 // `s` safe inside XML/HTML text and attribute values: & < > " ' escaped.
 std::string EscapeXml(std::string_view s);
 
+// FNV-1a, 64 bits: a quick fingerprint of `s` (not for security).
+uint64_t Fnv1a64(std::string_view s);
+// An HTTP entity tag for `body`: its Fnv1a64 as 16 hex digits, quoted.
+std::string EntityTag(std::string_view body);
+
 // Parses a non-negative decimal integer; false on anything else or overflow.
 bool ParseInt64(std::string_view s, int64_t* out);
 

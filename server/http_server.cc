@@ -13,6 +13,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/strings.h"
+#include "console/assets.h"
 #include "http/transport.h"
 #include "k8s/k8s_extender.h"
 #include "server/auth.h"
@@ -43,6 +45,68 @@ void SendJson(Response& res, int status, const json& body) {
 
 void SendError(Response& res, int status, const std::string& message) {
   SendJson(res, status, json{{"error", message}});
+}
+
+// Whether the request's If-None-Match names `etag` (or is "*").
+bool NotModified(const Request& req, std::string_view etag) {
+  if (!req.has_header("If-None-Match")) return false;
+  const std::string have = req.header("If-None-Match");
+  if (have == "*") return true;
+  size_t start = 0;
+  while (start < have.size()) {
+    size_t end = have.find(',', start);
+    if (end == std::string::npos) end = have.size();
+    std::string_view tag(have.data() + start, end - start);
+    while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
+    while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
+    if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
+    if (tag == etag) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// A 200 with `body` and an ETag, or a bodiless 304 when the client already
+// has it: what the console polls (docs/http_api.md, "Polling").
+void SendCached(const Request& req, Response& res, std::string body,
+                const std::string& content_type) {
+  const std::string etag = EntityTag(body);
+  res.set_header("ETag", etag);
+  res.set_header("Cache-Control", "no-cache");
+  if (NotModified(req, etag)) {
+    res.status = 304;
+    return;
+  }
+  res.status = 200;
+  res.set_content(std::move(body), content_type);
+}
+
+void SendJsonCached(const Request& req, Response& res, const json& body) {
+  SendCached(req, res,
+             body.dump(-1, ' ', false, json::error_handler_t::replace),
+             kJsonType);
+}
+
+// The console's pages: scripts and styles from this server only, no
+// framing by other sites, nothing sent elsewhere (docs/console.md).
+constexpr const char* kConsolePolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self' "
+    "'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+void SendAsset(const Request& req, Response& res, const console::Asset& a) {
+  res.set_header("Content-Security-Policy", kConsolePolicy);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("ETag", std::string(a.etag));
+  res.set_header("Cache-Control", "no-cache");
+  if (NotModified(req, a.etag)) {
+    res.status = 304;
+    return;
+  }
+  res.status = 200;
+  res.set_content(std::string(a.body), std::string(a.content_type));
 }
 
 // The extender's errors carry the protocol's Error too.
@@ -287,7 +351,7 @@ void HttpServer::Impl::List(const Request& req, Response& res) {
   }
   json list = json::array();
   for (const Job& job : *jobs) list.push_back(JobJson(job, service.topology()));
-  SendJson(res, 200, json{{"jobs", std::move(list)}});
+  SendJsonCached(req, res, json{{"jobs", std::move(list)}});
 }
 
 void HttpServer::Impl::GetJob(const Request& req, Response& res) {
@@ -296,7 +360,7 @@ void HttpServer::Impl::GetJob(const Request& req, Response& res) {
   if (!job) return;
   json j = JobJson(*job, service.topology());
   j["decision"] = service.DecisionOf(job->id);
-  SendJson(res, 200, j);
+  SendJsonCached(req, res, j);
 }
 
 // POST /v1/jobs/{id}/progress {"steps": N}: the job's steps done in all
@@ -361,7 +425,7 @@ void HttpServer::Impl::Events(const Request& req, Response& res) {
                     {"action", e.action},
                     {"detail", e.detail}});
   }
-  SendJson(res, 200, json{{"job", job->id}, {"events", std::move(list)}});
+  SendJsonCached(req, res, json{{"job", job->id}, {"events", std::move(list)}});
 }
 
 void HttpServer::Impl::Cancel(const Request& req, Response& res) {
@@ -471,6 +535,34 @@ void HttpServer::Impl::UploadModel(const Request& req, Response& res) {
 }
 
 void HttpServer::Impl::Register() {
+  // The web console (console/): its files need no token; its data comes
+  // from the API below with the token the page holds.
+  router.Get("/", Guarded([](const Request& req, Response& res) {
+               if (const console::Asset* a = console::FindAsset("index.html")) {
+                 SendAsset(req, res, *a);
+               } else {
+                 SendError(res, 404, "no console in this build");
+               }
+             }));
+  router.Get(R"(/console/([A-Za-z0-9_.-]+))",
+             Guarded([](const Request& req, Response& res) {
+               const console::Asset* a = console::FindAsset(req.matches[1]);
+               if (!a) {
+                 SendError(res, 404,
+                           "no console file '" + req.matches[1] + "'");
+                 return;
+               }
+               SendAsset(req, res, *a);
+             }));
+  router.Get("/v1/whoami", Guarded([this](const Request& req, Response& res) {
+               const std::optional<User> user = Authenticated(req, res);
+               if (!user) return;
+               SendJson(res, 200,
+                        json{{"user", user->name},
+                             {"team", user->team},
+                             {"admin", user->admin},
+                             {"token", user->token_name}});
+             }));
   router.Get("/healthz", Guarded([](const Request&, Response& res) {
                SendJson(res, 200, json{{"ok", true}});
              }));
@@ -506,7 +598,7 @@ void HttpServer::Impl::Register() {
       Guarded([this](const Request& req, Response& res) { Events(req, res); }));
   router.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;
-               SendJson(res, 200, service.ClusterJson());
+               SendJsonCached(req, res, service.ClusterJson());
              }));
   router.Post(R"(/v1/nodes/([^/]+)/drain)",
               Guarded([this](const Request& req, Response& res) {

@@ -4,7 +4,7 @@
 # the one place that says which may use which (docs/design.md, "Layout").
 #   cmake -DROOT=<repository> -P check_layering.cmake
 set(components common graph estimator placer split scheduler sim launch
-               service http k8s server client cuda cli)
+               service http k8s console server client cuda cli)
 set(uses_common "")
 set(uses_graph common)
 set(uses_estimator common graph)
@@ -16,7 +16,8 @@ set(uses_launch common scheduler)
 set(uses_service common graph estimator placer split scheduler launch)
 set(uses_http common)
 set(uses_k8s common scheduler service http)
-set(uses_server common estimator scheduler launch service http k8s)
+set(uses_console common)
+set(uses_server common estimator scheduler launch service http k8s console)
 set(uses_client common scheduler service)
 set(uses_cuda common estimator)
 set(uses_cli common graph estimator placer split scheduler sim launch service
