@@ -31,6 +31,23 @@ export function mountJob(main, ctx, id) {
       stateBadge(job.state));
     document.title = `Job ${job.id}${job.name ? ` (${job.name})` : ''} – tessera console`;
     renderActions(job);
+    renderSummary(job);
+    renderDecision(job.decision);
+    renderRequest(job.request || {});
+    clear(allocation).append(el('h2', {id: 'alloc-h'}, 'Allocation'),
+      job.allocation && job.allocation.length ?
+        table(null, ['GPU', 'Compute', 'Memory'], job.allocation.map((a) =>
+          [a.gpu, `${a.gpu_milli} milli`, mib(a.gpu_memory_mib)]), {class: 'allocation'}) :
+        el('p', {class: 'empty'}, TERMINAL.has(job.state) ? 'Nothing held: the job ended.' :
+          'Nothing reserved yet.'));
+    if (job.plan && !view.planShown) {
+      view.planShown = true;
+      clear(plan).append(planSection(job));
+    }
+  }
+
+  // The facts, every round (the running time moves without a new ETag).
+  function renderSummary(job) {
     const ran = job.started_at ?
       ((job.finished_at ? Date.parse(job.finished_at) : Date.now()) - Date.parse(job.started_at)) / 1000 :
       null;
@@ -50,18 +67,6 @@ export function mountJob(main, ctx, id) {
       job.exit_code !== null && job.exit_code !== undefined ? fact('Exit code', String(job.exit_code)) : null,
       job.reason ? fact('Reason', job.reason) : null,
       job.restarts ? fact('Restarts', String(job.restarts)) : null));
-    renderDecision(job.decision);
-    renderRequest(job.request || {});
-    clear(allocation).append(el('h2', {id: 'alloc-h'}, 'Allocation'),
-      job.allocation && job.allocation.length ?
-        table(null, ['GPU', 'Compute', 'Memory'], job.allocation.map((a) =>
-          [a.gpu, `${a.gpu_milli} milli`, mib(a.gpu_memory_mib)]), {class: 'allocation'}) :
-        el('p', {class: 'empty'}, TERMINAL.has(job.state) ? 'Nothing held: the job ended.' :
-          'Nothing reserved yet.'));
-    if (job.plan && !view.planShown) {
-      view.planShown = true;
-      clear(plan).append(planSection(job));
-    }
   }
 
   function renderActions(job) {
@@ -104,7 +109,11 @@ export function mountJob(main, ctx, id) {
 
   function renderRequest(r) {
     const items = [];
-    if (r.command) items.push(fact('Command', el('code', null, r.command.join(' '))));
+    if (r.command) {
+      const f = fact('Command', el('code', null, r.command.map(shellQuote).join(' ')));
+      f.classList.add('wide');
+      items.push(f);
+    }
     if (r.resources) items.push(fact('Resources', demand(r.resources)));
     if (r.model) {
       const m = r.model;
@@ -147,6 +156,8 @@ export function mountJob(main, ctx, id) {
       view.job = j.data;
       renderJob(j.data);
       if (before && before !== j.data.state) ctx.announce(`Job ${id} is ${j.data.state}.`);
+    } else if (!TERMINAL.has(view.job.state)) {
+      renderSummary(view.job);
     }
     const [ev] = await Promise.all([
       api.getJson(`/v1/jobs/${id}/events`),
@@ -159,6 +170,11 @@ export function mountJob(main, ctx, id) {
   }
 
   return {refresh, destroy() {}};
+}
+
+// An argument as a shell would need it: 'quoted' unless plain.
+function shellQuote(arg) {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
 }
 
 function fact(name, value) {

@@ -205,7 +205,7 @@ await run('console', async ({onExit}) => {
   await page.waitForSelector('#token');
   assert(await page.evaluate(() => sessionStorage.getItem('tessera.token')) === null, 'token gone');
   void frac;
-});
+}, args);
 
 // The controls (input, select, button, links, tabs) whose accessible name
 // is empty, by Chromium's accessibility tree.

@@ -35,9 +35,10 @@ export function parseArgs() {
     fail(`Chromium not found at ${args.chromium}: install it (scripts/setup.sh adds the ` +
       `Debian package chromium) or set CHROMIUM=/path/to/chromium`);
   }
-  const base = args.workdir || os.tmpdir();
-  fs.mkdirSync(base, {recursive: true});
-  args.dir = fs.mkdtempSync(path.join(base, 'console-'));
+  args.base = args.workdir || os.tmpdir();
+  fs.mkdirSync(args.base, {recursive: true});
+  // The service's database and job logs: removed when the test passes.
+  args.dir = fs.mkdtempSync(path.join(args.base, 'console-'));
   return args;
 }
 
@@ -205,7 +206,7 @@ export async function newPage(browser) {
 }
 
 export function screenshotDir(args) {
-  const dir = process.env.TESSERA_SCREENSHOT_DIR || path.join(args.dir, 'screenshots');
+  const dir = process.env.TESSERA_SCREENSHOT_DIR || path.join(args.base, 'screenshots');
   fs.mkdirSync(dir, {recursive: true});
   return dir;
 }
@@ -226,9 +227,10 @@ export async function login(page, url, user) {
     {}, user);
 }
 
-// Runs the named steps in order, printing each; on a failure prints it
-// with the page's state and exits 1.
-export async function run(name, body) {
+// Runs the test's body; on a failure prints it with each page's state and
+// exits 1 (keeping args.dir, the service's files, to look at); on success
+// removes args.dir and exits 0.
+export async function run(name, body, args) {
   const started = Date.now();
   const cleanups = [];
   let failed = null;
@@ -256,6 +258,7 @@ export async function run(name, body) {
     console.error(`FAIL ${name}: ${failed.stack || failed}`);
     process.exit(1);
   }
+  if (args) fs.rmSync(args.dir, {recursive: true, force: true});
   console.log(`PASS ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   process.exit(0);
 }

@@ -88,4 +88,4 @@ await run('openb', async ({onExit}) => {
   await page.waitForFunction(() => /^39 of 1213 nodes match/.test(
     document.getElementById('cluster-status').textContent));
   assert(page.problems.length === 0, `no console errors: ${page.problems.join('; ')}`);
-});
+}, args);

@@ -93,4 +93,4 @@ await run('split', async ({onExit}) => {
   const row = await page.$eval(`tr[data-job="${job.id}"]`, (r) => r.textContent);
   assert(/split model/.test(row), `the queue row says split: ${row}`);
   assert(page.problems.length === 0, `no console errors: ${page.problems.join('; ')}`);
-});
+}, args);
