@@ -126,6 +126,16 @@ await run('console', async ({onExit}) => {
   assert(order.indexOf(false) === -1 || order.lastIndexOf(true) < order.indexOf(false),
     `her jobs first: ${order}`);
   await screenshot(page, args, 'queue');
+  // The filters: by user, then by state.
+  await page.type('#queue-user', 'bob');
+  await page.waitForFunction((id) => !document.querySelector(`tr[data-job="${id}"]`), {}, job.id);
+  assert(await page.$(`tr[data-job="${bobJob.id}"]`), 'bob\'s job stays under the user filter');
+  await page.select('#queue-state', 'queued');
+  await page.waitForFunction(() => ![...document.querySelectorAll('#queue-pools caption')]
+    .some((c) => c.textContent.startsWith('Running')));
+  await page.select('#queue-state', '');
+  await page.$eval('#queue-user', (i) => { i.value = ''; i.dispatchEvent(new Event('input')); });
+  await page.waitForSelector(`tr[data-job="${job.id}"]`);
 
   step('job page: log lines arrive, cancel makes it cancelled');
   await page.click(`tr[data-job="${job.id}"] th a`);
@@ -199,6 +209,14 @@ await run('console', async ({onExit}) => {
   assert(!history.includes('token'), `no token in the address (${history})`);
   const problems = [...page.problems, ...admin.problems];
   assert(problems.length === 0, `no console errors: ${problems.join('; ')}`);
+
+  step('a token refused later returns to the login view with a message');
+  await page.evaluate(() => sessionStorage.setItem('tessera.token', 'revoked-token'));
+  await page.waitForSelector('#token');
+  const why = await page.$eval('#login-error', (p) => p.textContent);
+  assert(/refused the token/.test(why), `the login view says why: ${why}`);
+  await login(page, url, 'alice');
+  await page.waitForSelector('button.gpu');
 
   step('logging out forgets the token');
   await page.click('#logout');
