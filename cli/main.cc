@@ -660,6 +660,26 @@ Examples:
   cmd->add_flag("--undo", args.undo, "Admit jobs on the node again");
 }
 
+void AddQueue(CLI::App& app, tessera::cli::QueueArgs& args) {
+  CLI::App* cmd = app.add_subcommand(
+      "queue",
+      "Why each queued job waits: its position, the reason and the earliest "
+      "start, per pool");
+  cmd->footer(std::string(R"(
+Examples:
+  tessera queue
+  tessera queue --pool a100 --user alice
+  tessera queue --json | jq '.pools[].queued[] | {id, why_code, why}'
+
+Reasons (why_code in --json): quota, decision (the split-or-wait decision
+chose to wait), next_round, behind, no_room, drained, never_fits; the
+earliest start ignores the jobs ahead (docs/http_api.md, "The queue").
+)") + kClientFooter);
+  AddClientOptions(cmd, args.client);
+  cmd->add_option("--pool", args.pool, "Only this pool")->type_name("P");
+  cmd->add_option("--user", args.user, "Only this user's jobs")->type_name("U");
+}
+
 void AddCluster(CLI::App& app, tessera::cli::ClientArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "cluster",
@@ -758,6 +778,8 @@ int main(int argc, char** argv) {
   AddCancel(app, cancel);
   tessera::cli::ClientArgs cluster;
   AddCluster(app, cluster);
+  tessera::cli::QueueArgs queue;
+  AddQueue(app, queue);
   tessera::cli::DrainArgs drain;
   AddDrain(app, drain);
   tessera::cli::SimulateArgs simulate;
@@ -788,6 +810,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("logs")) return tessera::cli::RunLogs(logs);
     if (app.got_subcommand("cancel")) return tessera::cli::RunCancel(cancel);
     if (app.got_subcommand("cluster")) return tessera::cli::RunCluster(cluster);
+    if (app.got_subcommand("queue")) return tessera::cli::RunQueue(queue);
     if (app.got_subcommand("drain")) return tessera::cli::RunDrain(drain);
     if (app.got_subcommand("simulate")) {
       return tessera::cli::RunSimulate(simulate);

@@ -36,14 +36,6 @@ std::string Fixed(double x, int digits) {
   return buf;
 }
 
-std::string HumanDuration(double s) {
-  constexpr double kHour = 3600, kDay = 86400;
-  if (s < 120) return Fixed(s, 0) + " s";
-  if (s < 2 * kHour) return Fixed(s / 60, 1) + " min";
-  if (s < 2 * kDay) return Fixed(s / kHour, 1) + " h";
-  return Fixed(s / kDay, 1) + " d";
-}
-
 Progress::Progress(std::string subject)
     : subject_(std::move(subject)),
       enabled_(isatty(2) != 0),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/strings.h"  // HumanDuration
 
 namespace tessera::cli {
 
@@ -21,9 +22,6 @@ std::string Percent(double part, double whole);
 
 // `x` with `digits` decimals: Fixed(95.2581, 2) is "95.26".
 std::string Fixed(double x, int digits);
-
-// Seconds for people: "45 s", "12.5 min", "3.2 h", "149.3 d".
-std::string HumanDuration(double seconds);
 
 // A monotonic clock in seconds, for timing work.
 double MonotonicSeconds();

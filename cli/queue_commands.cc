@@ -640,4 +640,53 @@ int RunCluster(const ClientArgs& args) {
   });
 }
 
+int RunQueue(const QueueArgs& args) {
+  return Run([&]() -> Status {
+    Result<json> queue = Client(args.client).Queue(args.pool);
+    TESSERA_RETURN_IF_ERROR(queue);
+    const auto mine = [&](const json& j) {
+      return args.user.empty() || Str(j, "user") == args.user;
+    };
+    if (args.client.json) {
+      json out = *queue;
+      for (json& p : out["pools"]) {
+        for (const char* list : {"queued", "running"}) {
+          json kept = json::array();
+          for (const json& j : p[list]) {
+            if (mine(j)) kept.push_back(j);
+          }
+          p[list] = std::move(kept);
+        }
+      }
+      PrintJson(out);
+      return {};
+    }
+    // "2 GPUs", "250m + 8.0 GiB".
+    const auto demand = [](const json& j) {
+      const json& d = j["demand"];
+      if (Int(d, "gpus") > 0) return Str(d, "gpus") + " GPU";
+      return Str(d, "gpu_milli") + "m + " + GiB(Int(d, "gpu_memory_mib"));
+    };
+    for (const json& p : (*queue)["pools"]) {
+      std::cout << "pool " << Str(p, "name") << " (" << Str(p, "policy") << ", "
+                << Str(p, "gpus") << " GPUs): " << p["queued"].size()
+                << " queued, " << p["running"].size() << " running\n";
+      TextTable q({"POS", "ID", "USER", "NAME", "DEMAND", "WAITING",
+                   "EARLIEST START", "WHY"},
+                  {true, true, false, false, false, true, false, false});
+      for (const json& j : p["queued"]) {
+        if (!mine(j)) continue;
+        const json& start = j["estimated_start"];
+        q.AddRow({Str(j, "position"), Str(j, "id"), Str(j, "user"),
+                  Str(j, "name"), demand(j),
+                  HumanDuration(j.value("waiting_s", 0.0)),
+                  start.is_string() ? start.get<std::string>() : "unknown",
+                  Str(j, "why")});
+      }
+      if (!p["queued"].empty()) std::cout << q.Render("") << "\n";
+    }
+    return {};
+  });
+}
+
 }  // namespace tessera::cli

@@ -75,6 +75,14 @@ int RunLogs(const LogsArgs& args);
 int RunCancel(const JobArgs& args);
 int RunCluster(const ClientArgs& args);
 
+struct QueueArgs {
+  ClientArgs client;
+  std::string pool, user;
+};
+// Per pool, the queued jobs in the policy's order with why each waits and
+// when it could start, then the running ones.
+int RunQueue(const QueueArgs& args);
+
 struct DrainArgs {
   ClientArgs client;
   std::string node;

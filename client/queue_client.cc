@@ -167,6 +167,10 @@ Result<json> QueueClient::Cluster() const {
   return SendJson("GET", "/v1/cluster", "");
 }
 
+Result<json> QueueClient::Queue(const std::string& pool) const {
+  return SendJson("GET", "/v1/queue" + Query({{"pool", pool}}), "");
+}
+
 Result<json> QueueClient::Drain(const std::string& node, bool undo) const {
   return SendJson("POST",
                   "/v1/nodes/" + node + "/" + (undo ? "undrain" : "drain"), "");

@@ -63,6 +63,8 @@ class QueueClient {
   Result<nlohmann::json> Progress(int64_t id, int64_t steps) const;
   // GET /v1/cluster.
   Result<nlohmann::json> Cluster() const;
+  // GET /v1/queue: why each queued job waits ("" = every pool).
+  Result<nlohmann::json> Queue(const std::string& pool) const;
   // POST /v1/nodes/NODE/drain (or undrain).
   Result<nlohmann::json> Drain(const std::string& node, bool undo) const;
 

@@ -24,6 +24,21 @@ std::string FormatMs(double seconds) {
   return buf;
 }
 
+std::string HumanDuration(double s) {
+  constexpr double kHour = 3600, kDay = 86400;
+  char buf[48];
+  if (s < 120) {
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  } else if (s < 2 * kHour) {
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  } else if (s < 2 * kDay) {
+    std::snprintf(buf, sizeof buf, "%.1f h", s / kHour);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f d", s / kDay);
+  }
+  return buf;
+}
+
 std::string HumanBytes(int64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);

@@ -19,6 +19,9 @@ std::string HumanBytes(int64_t bytes);
 // Seconds as milliseconds with three decimals, no unit: 0.0012345 -> "1.234".
 std::string FormatMs(double seconds);
 
+// A duration for people: "45 s", "3.5 min", "2.1 h", "3.0 d".
+std::string HumanDuration(double seconds);
+
 // Splits `s` at every `sep`; empty pieces are kept.
 std::vector<std::string_view> Split(std::string_view s, char sep);
 

@@ -7,6 +7,7 @@
 #include "placer/plan_report.h"
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,17 @@ void WritePlanHtml(const Problem& problem, const Cluster& cluster,
   report::WriteGraphSvg(problem, plan, device_ids, out);
   out << "</section>\n</main>\n<script>" << kScript
       << "</script>\n</body>\n</html>\n";
+}
+
+PlanPictures RenderPlanPictures(const Problem& problem, const Cluster& cluster,
+                                const Plan& plan) {
+  const Json timeline = TimelineJson(problem, cluster, plan);
+  std::vector<std::string> device_ids;
+  for (const ClusterDevice& d : cluster.devices) device_ids.push_back(d.id);
+  std::ostringstream tl, graph;
+  report::WriteTimelineSvg(timeline, plan.sim.step_s * 1e3, cluster.size(), tl);
+  report::WriteGraphSvg(problem, plan, device_ids, graph);
+  return {tl.str(), graph.str()};
 }
 
 }  // namespace tessera::placer

@@ -38,6 +38,19 @@ void WritePlanHtml(const Problem& problem, const Cluster& cluster,
                    const Plan& plan, const PlanContext& context,
                    const PlanReportOptions& options, std::ostream& out);
 
+// The report's two pictures as HTML fragments, for pages that bring their
+// own styles and script (the web console's job page): the timeline (a div
+// of SVG lanes, class "tl", zoomed by setting #tl-svg's width) and the
+// graph coloured by device (class "graph-scroll", then its placement
+// table). Names are escaped; the fragments hold no script. REQUIRES as
+// WritePlanHtml.
+struct PlanPictures {
+  std::string timeline_html;
+  std::string graph_html;
+};
+PlanPictures RenderPlanPictures(const Problem& problem, const Cluster& cluster,
+                                const Plan& plan);
+
 }  // namespace tessera::placer
 
 #endif  // TESSERA_PLACER_PLAN_REPORT_H_

@@ -18,6 +18,7 @@
 #include "placer/place.h"
 #include "placer/plan_io.h"
 #include "placer/problem.h"
+#include "placer/simulator.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -308,7 +309,25 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
   }
   gang.plan =
       placer::PlanJson(*problem, *cluster, *plan, {sized.model->path, 1});
-  return std::make_pair(std::move(gang), plan->sim.step_s);
+  const double step_s = plan->sim.step_s;
+  struct Drawn {
+    placer::Problem problem;
+    placer::Cluster cluster;
+    placer::Plan plan;
+    std::shared_ptr<const graph::Model> model;  // what the problem names
+  };
+  auto drawn = std::make_shared<const Drawn>(Drawn{
+      std::move(*problem), std::move(*cluster), std::move(*plan), sized.model});
+  gang.pictures = [drawn] {
+    placer::Plan recorded = drawn->plan;
+    placer::SimOptions sim;
+    sim.microbatches = recorded.microbatches;
+    sim.record_ops = true;
+    recorded.sim = placer::Simulate(drawn->problem, drawn->cluster,
+                                    recorded.placement, sim);
+    return placer::RenderPlanPictures(drawn->problem, drawn->cluster, recorded);
+  };
+  return std::make_pair(std::move(gang), step_s);
 }
 
 // The free memory of a node's slivers, for choosing a multi-node gang's

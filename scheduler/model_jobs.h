@@ -5,6 +5,7 @@
 // single GPU's free capacity the placer splits it over the free slivers of
 // one node's GPUs, admitted as a gang.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placer/plan_report.h"
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
 
@@ -113,6 +115,9 @@ Resources ModelDemand(const SizedModel& sized, double headroom);
 struct Gang {
   Allocation allocation;
   nlohmann::json plan;  // plan.json
+  // The plan's timeline and graph (placer::RenderPlanPictures), drawn on
+  // demand: only for the gang a job starts on, not for every trial split.
+  std::function<placer::PlanPictures()> pictures;
 };
 // A multi-node gang spans at most this many nodes: the placer's time grows
 // with the GPUs it considers, and a split over more nodes than this is

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -214,6 +215,7 @@ struct HttpServer::Impl {
   void Events(const Request& req, Response& res);
   void Logs(const Request& req, Response& res);
   void Drain(const Request& req, Response& res, bool drained);
+  void PlanPicture(const Request& req, Response& res);
   void UploadModel(const Request& req, Response& res);
 
   Service& service;
@@ -490,6 +492,32 @@ void HttpServer::Impl::Logs(const Request& req, Response& res) {
   res.set_content(text, "text/plain; charset=utf-8");
 }
 
+// GET /v1/jobs/{id}/plan/timeline.html and graph.html: a split job's plan
+// pictures (HTML fragments of inline SVG, no script), written when it
+// started.
+void HttpServer::Impl::PlanPicture(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  if (!CheckParams(req, res, {})) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  const bool graph = req.matches[2] == "graph";
+  std::ifstream in(service.PlanPicturePath(job->id, graph), std::ios::binary);
+  if (!in) {
+    SendError(res, 404,
+              "job " + std::to_string(job->id) +
+                  (job->plan.is_null()
+                       ? " was not split: it has no plan to draw"
+                       : " has no plan pictures (they are drawn when a split "
+                         "job starts)"));
+    return;
+  }
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  res.set_header("Content-Security-Policy", "default-src 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  SendCached(req, res, std::move(text), "text/html; charset=utf-8");
+}
+
 void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
@@ -593,9 +621,26 @@ void HttpServer::Impl::Register() {
   router.Get(
       R"(/v1/jobs/([^/]+)/logs)",
       Guarded([this](const Request& req, Response& res) { Logs(req, res); }));
+  router.Get(R"(/v1/jobs/([^/]+)/plan/(timeline|graph)\.html)",
+             Guarded([this](const Request& req, Response& res) {
+               PlanPicture(req, res);
+             }));
   router.Get(
       R"(/v1/jobs/([^/]+)/events)",
       Guarded([this](const Request& req, Response& res) { Events(req, res); }));
+  router.Get(
+      "/v1/queue", Guarded([this](const Request& req, Response& res) {
+        if (!Authenticated(req, res)) return;
+        if (!CheckParams(req, res, {"pool"})) return;
+        const std::string pool = req.param("pool");
+        if (!pool.empty() && std::find(service.topology().pools.begin(),
+                                       service.topology().pools.end(), pool) ==
+                                 service.topology().pools.end()) {
+          SendError(res, 404, "no pool '" + pool + "'");
+          return;
+        }
+        SendJsonCached(req, res, service.QueueJson(pool));
+      }));
   router.Get("/v1/cluster", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;
                SendJsonCached(req, res, service.ClusterJson());

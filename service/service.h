@@ -190,10 +190,18 @@ class Service {
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();
+  // GET /v1/queue (docs/http_api.md): per pool ("" = every pool), the
+  // queued jobs in the order the policy considers them, each with why it
+  // waits, its position and an estimated start, and the running ones.
+  nlohmann::json QueueJson(const std::string& pool);
   // GET /metrics: Prometheus text format.
   std::string MetricsText();
   const Topology& topology() const;
   std::string LogPath(JobId id, bool stderr_log) const;
+  // Where a split job's plan pictures are (the timeline, or with `graph`
+  // the graph by device: HTML fragments, placer::RenderPlanPictures),
+  // written when it started; the file is missing for other jobs.
+  std::string PlanPicturePath(JobId id, bool graph) const;
 
   // One scheduling round: reap exits, run every pool's policy, launch.
   void Tick();

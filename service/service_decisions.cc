@@ -117,6 +117,7 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   // Now: a whole GPU; else one GPU's free fraction (all the compute free
   // there), and the split over several GPUs' slivers.
   nlohmann::json split_plan;
+  std::function<placer::PlanPictures()> split_pictures;
   if (auto a = FindAllocation(s, pool, PlacementRequest{job.demand, {}},
                               *scorer, admission)) {
     r.candidates.push_back({StartOption::kWhole, *a, 1.0});
@@ -134,6 +135,7 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
         r.candidates.push_back(
             {StartOption::kSplit, gang->allocation, SplitSpeed(gang->plan)});
         split_plan = std::move(gang->plan);
+        split_pictures = std::move(gang->pictures);
       }
     }
   }
@@ -206,6 +208,7 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   if (!chosen || d.waits()) return std::nullopt;
   if (chosen->option == StartOption::kSplit) {
     pending_plans[job.id] = std::move(split_plan);
+    pending_pictures[job.id] = std::move(split_pictures);
   }
   return chosen->allocation;
 }

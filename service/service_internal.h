@@ -71,6 +71,10 @@ const Quota* TeamQuota(const Quotas& quotas, const std::string& team);
 QuotaUse HeldBy(const Allocation& a);
 // What a queued job would hold once started (before it is placed).
 QuotaUse EstimateHeld(const Job& job, const Topology& t);
+// service_reservations.cc: why `d` does not fit `node` now (it could when
+// the node is empty); `subject` names the asker ("the job asks").
+std::string WhyNot(const ClusterState& s, int node, const Resources& d,
+                   std::string_view subject);
 // Why holding `plus` more than `now` breaks `q` ("" if it does not).
 std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
                       const std::string& who);
@@ -129,6 +133,7 @@ struct PendingStart {
   Job job;
   LaunchSpec spec;
   std::shared_ptr<const SizedModel> model;
+  std::function<placer::PlanPictures()> pictures;  // a split's; or empty
 };
 
 struct Service::Impl {
@@ -146,6 +151,9 @@ struct Service::Impl {
   // Guarded by round_mu (the round's own planning state).
   AdmissionCache admission_cache;  // the scorer's scores, by node stamp
   std::unordered_map<JobId, nlohmann::json> pending_plans;
+  // The pictures of those plans, drawn only for the jobs that start.
+  std::unordered_map<JobId, std::function<placer::PlanPictures()>>
+      pending_pictures;
 
   std::mutex mu;  // guards everything below; never held across a
                   // launcher call, a model load or a policy's planning
@@ -243,6 +251,9 @@ struct Service::Impl {
 
   // The environment a job starts with (docs/scheduler.md, "Launching").
   // Writes the plan and device map files of a split job: no lock held.
+  // A split job's plan pictures, as files beside its plan
+  // (PlanPicturePath); a failure to write leaves the job without them.
+  void WritePlanPictures(JobId id, const placer::PlanPictures& pictures) const;
   std::map<std::string, std::string> LaunchEnv(const Job& job,
                                                const Topology& t,
                                                const SizedModel* sized) const;

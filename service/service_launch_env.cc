@@ -105,4 +105,36 @@ std::vector<LaunchPart> Service::Impl::LaunchParts(const Topology& t,
   return parts;
 }
 
+namespace {
+
+std::string PicturePath(const std::string& log_dir, JobId id, bool graph) {
+  return (std::filesystem::path(log_dir) /
+          (std::to_string(id) +
+           (graph ? ".plan-graph.html" : ".plan-timeline.html")))
+      .string();
+}
+
+}  // namespace
+
+std::string Service::PlanPicturePath(JobId id, bool graph) const {
+  return PicturePath(impl_->options.log_dir, id, graph);
+}
+
+void Service::Impl::WritePlanPictures(
+    JobId id, const placer::PlanPictures& pictures) const {
+  std::error_code ec;
+  std::filesystem::create_directories(options.log_dir, ec);
+  for (const bool graph : {false, true}) {
+    // Written whole, then renamed: a reader never sees half a picture.
+    const std::string path = PicturePath(options.log_dir, id, graph);
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << (graph ? pictures.graph_html : pictures.timeline_html);
+      if (!out) continue;
+    }
+    std::filesystem::rename(tmp, path, ec);
+  }
+}
+
 }  // namespace tessera::scheduler

@@ -9,7 +9,8 @@
 #include "service/service_internal.h"
 
 namespace tessera::scheduler {
-namespace {
+
+namespace service_internal {
 
 // Why `d` does not fit `node` now (it could when the node is empty).
 std::string WhyNot(const ClusterState& s, int node, const Resources& d,
@@ -51,7 +52,7 @@ std::string WhyNot(const ClusterState& s, int node, const Resources& d,
   return text;
 }
 
-}  // namespace
+}  // namespace service_internal
 
 Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
                                        JobState end, const std::string& reason,
@@ -103,7 +104,7 @@ std::vector<NodeRoom> Service::EvaluateNodes(
       v.score = fit->score;
     } else {
       v.verdict = Verdict::kNoRoomNow;
-      v.reason = WhyNot(m.state, n, demand, subject);
+      v.reason = service_internal::WhyNot(m.state, n, demand, subject);
     }
   }
   return out;
@@ -135,7 +136,8 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
   if (!fit) {
     out.kind = Kind::kNoRoom;
     out.reason = t.nodes[n].drained ? std::string("drained in tessera")
-                                    : WhyNot(m.state, n, job.demand, subject);
+                                    : service_internal::WhyNot(
+                                          m.state, n, job.demand, subject);
     return out;
   }
   job.request.pool = t.nodes[n].pool;

@@ -352,6 +352,7 @@ void Service::Impl::RunRound() {
   };
   std::vector<PoolDecision> decisions;
   pending_plans.clear();
+  pending_pictures.clear();
   pending_decisions.clear();
   // Jobs a quota holds back are not offered to the policies.
   const bool quotas = !options.quotas.empty();
@@ -456,17 +457,23 @@ void Service::Impl::RunRound() {
         PendingStart p;
         p.job = std::move(*begun);
         if (auto m = models.find(id); m != models.end()) p.model = m->second;
+        if (auto pic = pending_pictures.find(id);
+            pic != pending_pictures.end()) {
+          p.pictures = std::move(pic->second);
+        }
         starts.push_back(std::move(p));
       }
     }
   }
   pending_plans.clear();
+  pending_pictures.clear();
 
   // 5. The launcher, without the lock: the job's environment (plan files
   // written for a split job), then the start itself.
   std::vector<Result<Launched>> outcomes;
   for (PendingStart& p : starts) {
     const Topology& t = snap.state.topology();
+    if (p.pictures) WritePlanPictures(p.job.id, p.pictures());
     p.spec.id = p.job.id;
     p.spec.name = p.job.request.name;
     p.spec.user = p.job.user;

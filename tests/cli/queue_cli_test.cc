@@ -155,6 +155,40 @@ TEST_F(QueueCli, ClusterShowsUseAgainstQuotas) {
   EXPECT_TRUE(found);
 }
 
+// tessera queue: the waiting job's position, reason and earliest start.
+TEST_F(QueueCli, QueueSaysWhyAJobWaits) {
+  StartServer();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(
+        Cli("submit --gpus 1 --time-limit 600 -- sleep 30", kAlice).exit_code,
+        0);
+  }
+  RunResult r = Cli("submit --json --name waiter --gpus 1 -- true", kBob);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t id = Json::parse(r.out)["id"];
+  for (int i = 0; i < 100; ++i) {
+    r = Cli("queue", kBob);
+    if (r.out.find("no node of pool a has room") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pool a (backfill, 2 GPUs): 1 queued"));
+  EXPECT_THAT(r.out, HasSubstr("WHY"));
+  EXPECT_THAT(r.out, HasSubstr("waiter"));
+  EXPECT_THAT(r.out, HasSubstr("only 0 of its 2 GPUs are free"));
+  r = Cli("queue --json --user bob", kAlice);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json q = Json::parse(r.out);
+  ASSERT_EQ(q["pools"][0]["queued"].size(), 1U);
+  EXPECT_EQ(q["pools"][0]["queued"][0]["id"], id);
+  EXPECT_EQ(q["pools"][0]["queued"][0]["why_code"], "no_room");
+  EXPECT_TRUE(q["pools"][0]["queued"][0]["estimated_start"].is_string());
+  EXPECT_TRUE(q["pools"][0]["running"].empty());  // alice's, filtered out
+  r = Cli("queue --pool nope", kAlice);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no pool 'nope'"));
+}
+
 TEST_F(QueueCli, CancelIsForTheOwnerOrAnAdmin) {
   StartServer();
   RunResult r = Cli(

@@ -6,9 +6,6 @@
 
 #include "server/http_server.h"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,8 +14,8 @@
 #include <utility>
 
 #include "server/auth.h"
+#include "tests/server/http_request.h"
 #include "tests/testlib/idle_launcher.h"
-#include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
@@ -28,42 +25,6 @@ using nlohmann::json;
 
 constexpr int64_t kGiBInMiB = 1024;
 using ::testing::HasSubstr;
-
-struct Reply {
-  int status = 0;
-  std::string headers;  // the raw header block, lower-cased names kept as is
-  std::string body;
-  json Json() const { return json::parse(body, nullptr, false); }
-};
-
-// One request on a fresh connection ("Connection: close"), read to EOF.
-Reply Http(int port, const std::string& method, const std::string& path,
-           const std::string& token = "", const std::string& body = "") {
-  const int fd = testlib::ConnectLoopback(port);
-  if (fd < 0) return {};
-  std::string request = method + " " + path +
-                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
-  if (method == "POST") {
-    request += "Content-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n";
-  }
-  request += "\r\n" + body;
-  testlib::SendAll(fd, request);
-  std::string raw;
-  char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  Reply reply;
-  const size_t end = raw.find("\r\n\r\n");
-  if (raw.size() < 12 || end == std::string::npos) return reply;
-  reply.status = std::stoi(raw.substr(9, 3));
-  reply.headers = raw.substr(0, end);
-  reply.body = raw.substr(end + 4);
-  return reply;
-}
 
 std::string Submission(int milli, int64_t mib, const std::string& pool = "") {
   json j = {{"name", "t"},
