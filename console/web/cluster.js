@@ -3,7 +3,7 @@
 // compute (milli) and reserved memory, with a text equivalent; Enter,
 // Space or a click on a GPU lists its jobs. Admins drain and undrain nodes.
 import * as api from './api.js';
-import {el, clear, mib, jobLink} from './util.js';
+import {el, clear, mib, jobLink, keepFocus} from './util.js';
 
 const PAGE = 50;  // nodes drawn per pool before "Show more"
 
@@ -98,8 +98,10 @@ export function mountCluster(main, ctx) {
 
   function render() {
     if (!view.cluster) return;
-    const focusedGpu = document.activeElement && document.activeElement.dataset ?
-      document.activeElement.dataset.gpu : undefined;
+    keepFocus(pools, draw);
+  }
+
+  function draw() {
     const byPool = grouped();
     const out = [];
     let shown = 0;
@@ -118,10 +120,6 @@ export function mountCluster(main, ctx) {
     status.textContent = view.filter ?
       `${matched} of ${total} nodes match, ${shown} shown` :
       `${total} nodes, ${view.cluster.gpus.length} GPUs; ${shown} nodes shown`;
-    if (focusedGpu) {
-      const cell = pools.querySelector(`[data-gpu="${CSS.escape(focusedGpu)}"]`);
-      if (cell) cell.focus();
-    }
     if (view.openGpu) {
       const cell = pools.querySelector(`[data-gpu="${CSS.escape(view.openGpu)}"]`);
       if (cell) openPopover(cell, false);
@@ -145,7 +143,7 @@ export function mountCluster(main, ctx) {
     const memTotal = gpus.reduce((s, g) => s + g.memory_mib, 0);
     const drained = nodes.filter((n) => n.drained).length;
     const open = !view.collapsed.has(name);
-    const toggle = el('button', {type: 'button', class: 'fold',
+    const toggle = el('button', {type: 'button', class: 'fold', dataset: {key: `fold:${name}`},
       'aria-expanded': String(open), 'aria-controls': `${id}-body`},
     `Pool ${name}`);
     toggle.addEventListener('click', () => {
@@ -176,7 +174,7 @@ export function mountCluster(main, ctx) {
           page.map(renderNode)));
       }
       if (hits.length > page.length) {
-        const more = el('button', {type: 'button', class: 'more'},
+        const more = el('button', {type: 'button', class: 'more', dataset: {key: `more:${name}`}},
           `Show ${Math.min(PAGE, hits.length - page.length)} more of pool ${name} ` +
           `(${page.length} of ${hits.length} shown)`);
         more.addEventListener('click', () => {
@@ -200,7 +198,8 @@ export function mountCluster(main, ctx) {
       const action = node.drained ? 'undrain' : 'drain';
       const label = node.drained ? 'Undrain' : 'Drain';
       const button = el('button', {type: 'button', class: 'drain',
-        'aria-label': `${label} node ${node.name}`, dataset: {node: node.name}}, label);
+        'aria-label': `${label} node ${node.name}`,
+        dataset: {node: node.name, key: `drain:${node.name}`}}, label);
       button.addEventListener('click', () => drain(node.name, action, button));
       head.append(button);
     }
@@ -217,7 +216,7 @@ export function mountCluster(main, ctx) {
       `${jobs} ${jobs === 1 ? 'job' : 'jobs'}${g.drained ? ', drained' : ''}`;
     const cell = el('button', {type: 'button', class: 'gpu', 'aria-label': label,
       'aria-haspopup': 'dialog', 'aria-expanded': 'false', title: label,
-      dataset: {gpu: g.id}},
+      dataset: {gpu: g.id, key: `gpu:${g.id}`}},
     el('span', {class: 'gpu-name', 'aria-hidden': 'true'}, g.id.split('/').pop()),
     bar('milli', milliPct),
     bar('mem', memPct),

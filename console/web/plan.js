@@ -1,7 +1,8 @@
 // A split job's plan on the job page: the devices table from job.plan, the
-// simulated step's timeline (zoomable: buttons and Ctrl+wheel) and the op
-// graph coloured by device, both SVG from the service, sanitized before
-// they join the page.
+// simulated step's timeline (zoomable: buttons, Ctrl+wheel, + - 0) and the
+// op graph coloured by device, both inline SVG in HTML fragments from the
+// service (the pictures of `tessera plan --html`), sanitized before they
+// join the page.
 import * as api from './api.js';
 import {el, bytes, table} from './util.js';
 
@@ -27,8 +28,8 @@ export function planSection(job) {
     el('p', {class: 'status'}, 'Loading the graph…'));
   const section = el('section', {class: 'plan', 'aria-labelledby': 'plan-h'},
     el('h2', {id: 'plan-h'}, 'Plan (split over GPUs)'), facts, devices, timeline, graph);
-  loadSvg(job.id, 'timeline', timeline, true);
-  loadSvg(job.id, 'graph', graph, false);
+  loadPicture(job.id, 'timeline', timeline, true);
+  loadPicture(job.id, 'graph', graph, false);
   return section;
 }
 
@@ -37,79 +38,89 @@ function num(x) {
   return Number(x).toFixed(Number(x) >= 100 ? 0 : 2);
 }
 
-async function loadSvg(id, what, figure, zoomable) {
+async function loadPicture(id, what, figure, zoomable) {
   const placeholder = figure.querySelector('.status');
-  let svg;
+  let nodes;
   try {
-    const r = await api.getText(`/v1/jobs/${id}/plan/${what}.svg`);
-    svg = sanitize(r.text);
+    const r = await api.getText(`/v1/jobs/${id}/plan/${what}.html`);
+    nodes = sanitize(r.text);
   } catch (e) {
     placeholder.textContent = `The ${what} is not available: ${e.message}`;
     return;
   }
-  if (!svg) {
-    placeholder.textContent = `The ${what} could not be read.`;
+  if (!nodes.length) {
+    placeholder.textContent = `The ${what} is empty.`;
     return;
   }
-  const scroller = el('div', {class: 'svg-scroll', tabindex: '0', role: 'group',
-    'aria-label': `${what === 'timeline' ? 'Timeline' : 'Graph'}, scrollable` +
-      (zoomable ? '; Ctrl+wheel, + and - zoom' : '')}, svg);
-  placeholder.replaceWith(scroller);
-  if (zoomable) addZoom(figure, scroller, svg);
+  placeholder.replaceWith(...nodes);
+  if (zoomable) {
+    const scroller = figure.querySelector('.tl-scroll');
+    const svg = scroller && scroller.querySelector('svg');
+    if (svg) addZoom(figure, scroller, svg);
+  }
 }
 
-// The SVG text as an <svg> element of this document, without scripts,
-// foreignObject, event handler attributes or links out; null if not SVG.
+// The service's HTML fragment (inline SVG, tables) as nodes of this
+// document, without scripts, foreignObject, frames, event handler
+// attributes or links out.
 export function sanitize(text) {
-  const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
-  const root = doc.documentElement;
-  if (!root || root.nodeName !== 'svg' || doc.querySelector('parsererror')) return null;
-  for (const bad of root.querySelectorAll('script, foreignObject, iframe, object, embed')) {
+  const doc = new DOMParser().parseFromString(text, 'text/html');
+  const body = doc.body;
+  for (const bad of body.querySelectorAll(
+    'script, foreignObject, iframe, object, embed, link, meta, style, form')) {
     bad.remove();
   }
-  for (const node of [root, ...root.querySelectorAll('*')]) {
+  for (const node of body.querySelectorAll('*')) {
     for (const attr of [...node.attributes]) {
       const name = attr.name.toLowerCase();
       const value = attr.value.trim().toLowerCase();
       if (name.startsWith('on')) node.removeAttribute(attr.name);
-      else if ((name === 'href' || name === 'xlink:href') && !value.startsWith('#')) {
+      else if ((name === 'href' || name === 'xlink:href' || name === 'src') &&
+               !value.startsWith('#')) {
         node.removeAttribute(attr.name);
       }
     }
   }
-  return document.importNode(root, true);
+  return [...body.childNodes].map((n) => document.importNode(n, true));
 }
 
+// Zoom by the timeline's width (its lanes stretch, its ticks sit at
+// percentages); the time under the pointer, or the middle, stays put.
 function addZoom(figure, scroller, svg) {
-  const baseWidth = parseFloat(svg.getAttribute('width')) || svg.getBBox?.().width || 1000;
+  const base = Math.max(scroller.clientWidth - 2, 200);
   let zoom = 1;
-  const level = el('span', {class: 'zoom-level', 'aria-live': 'polite'}, '100%');
-  const apply = (z) => {
-    zoom = Math.min(64, Math.max(0.25, z));
-    svg.setAttribute('width', String(Math.round(baseWidth * zoom)));
-    level.textContent = `${Math.round(zoom * 100)}%`;
+  const level = el('span', {class: 'zoom-level', 'aria-live': 'polite'}, 'zoom 1x');
+  const apply = (z, at) => {
+    const x = at === undefined ? scroller.clientWidth / 2 : at;
+    const t = (scroller.scrollLeft + x) / (base * zoom);
+    zoom = Math.min(4096, Math.max(1, z));
+    svg.setAttribute('width', String(Math.round(base * zoom)));
+    scroller.scrollLeft = t * base * zoom - x;
+    level.textContent = `zoom ${Math.round(zoom * 100) / 100}x`;
   };
   const button = (text, label, fn) => {
     const b = el('button', {type: 'button', 'aria-label': label}, text);
-    b.addEventListener('click', fn);
+    b.addEventListener('click', () => fn());
     return b;
   };
   const controls = el('div', {class: 'zoom', role: 'group', 'aria-label': 'Timeline zoom'},
-    button('−', 'Zoom out', () => apply(zoom / 1.5)),
-    button('+', 'Zoom in', () => apply(zoom * 1.5)),
+    button('−', 'Zoom out', () => apply(zoom / 2)),
+    button('+', 'Zoom in', () => apply(zoom * 2)),
     button('Reset', 'Reset zoom', () => apply(1)),
     level);
-  figure.insertBefore(controls, scroller);
+  figure.insertBefore(controls, figure.querySelector('.tl') || scroller);
   scroller.addEventListener('wheel', (event) => {
     if (!event.ctrlKey) return;
     event.preventDefault();
-    apply(zoom * (event.deltaY < 0 ? 1.25 : 0.8));
+    const r = scroller.getBoundingClientRect();
+    apply(event.deltaY < 0 ? zoom * 1.25 : zoom / 1.25, event.clientX - r.left);
   }, {passive: false});
   scroller.addEventListener('keydown', (event) => {
-    if (event.key === '+' || event.key === '=') apply(zoom * 1.5);
-    else if (event.key === '-') apply(zoom / 1.5);
+    if (event.key === '+' || event.key === '=') apply(zoom * 2);
+    else if (event.key === '-') apply(zoom / 2);
     else if (event.key === '0') apply(1);
     else return;
     event.preventDefault();
   });
+  apply(1);
 }

@@ -3,7 +3,7 @@
 // state; the logged-in user's jobs first and marked; cancel on one's own
 // jobs (an admin's: all). Reads GET /v1/queue.
 import * as api from './api.js';
-import {el, clear, demand, duration, localTime, stateBadge, jobLink} from './util.js';
+import {el, clear, demand, duration, localTime, stateBadge, jobLink, keepFocus} from './util.js';
 
 export function mountQueue(main, ctx) {
   const me = ctx.user.user;
@@ -39,8 +39,10 @@ export function mountQueue(main, ctx) {
 
   function render() {
     if (!view.queue) return;
-    const focused = document.activeElement && document.activeElement.dataset ?
-      document.activeElement.dataset.cancel : undefined;
+    keepFocus(body, draw);
+  }
+
+  function draw() {
     const names = new Set();
     const sections = view.queue.pools.map((pool) => {
       for (const j of [...pool.queued, ...pool.running]) names.add(j.user);
@@ -57,10 +59,6 @@ export function mountQueue(main, ctx) {
     });
     clear(users).append(...[...names].sort().map((n) => el('option', {value: n})));
     clear(body).append(...sections);
-    if (focused) {
-      const b = body.querySelector(`[data-cancel="${CSS.escape(focused)}"]`);
-      if (b) b.focus();
-    }
   }
 
   function rowAttrs(j) {
@@ -75,14 +73,14 @@ export function mountQueue(main, ctx) {
     if (!jobs.length) return el('p', {class: 'empty'}, `Nothing queued in ${pool}.`);
     const rows = jobs.map((j) => el('tr', rowAttrs(j),
       el('td', null, String(j.position)),
-      el('th', {scope: 'row'}, jobLink(j.id)),
+      el('th', {scope: 'row'}, link(j)),
       el('td', null, j.name || '–'),
       el('td', null, who(j)),
       el('td', null, stateBadge(j.state)),
       el('td', null, demandOf(j)),
       el('td', null, duration(j.waiting_s)),
       el('td', {class: 'why'}, j.why || '–',
-        j.decision && j.decision.summary ?
+        j.decision && j.decision.summary && j.why_code !== 'decision' ?
           el('span', {class: 'decision'}, `Decision: ${j.decision.summary}`) : null),
       el('td', null, j.estimated_start ? localTime(j.estimated_start) : 'unknown',
         j.estimate ? el('span', {class: 'estimate'}, j.estimate) : null),
@@ -94,7 +92,7 @@ export function mountQueue(main, ctx) {
   function runningTable(pool, jobs) {
     if (!jobs.length) return el('p', {class: 'empty'}, `Nothing running in ${pool}.`);
     const rows = jobs.map((j) => el('tr', rowAttrs(j),
-      el('th', {scope: 'row'}, jobLink(j.id)),
+      el('th', {scope: 'row'}, link(j)),
       el('td', null, j.name || '–'),
       el('td', null, who(j)),
       el('td', null, stateBadge(j.state)),
@@ -107,6 +105,12 @@ export function mountQueue(main, ctx) {
       'GPUs', 'Running for', 'Ends', 'Actions'], rows);
   }
 
+  function link(j) {
+    const a = jobLink(j.id);
+    a.dataset.key = `job:${j.id}`;
+    return a;
+  }
+
   function demandOf(j) {
     const text = demand(j.demand);
     if (j.split) return `${text} (split model)`;
@@ -116,7 +120,7 @@ export function mountQueue(main, ctx) {
 
   function cancelButton(j) {
     if (j.user !== me && !ctx.user.admin) return '';
-    const b = el('button', {type: 'button', class: 'cancel', dataset: {cancel: j.id},
+    const b = el('button', {type: 'button', class: 'cancel', dataset: {key: `cancel:${j.id}`},
       'aria-label': `Cancel job ${j.id}${j.name ? ` (${j.name})` : ''}`}, 'Cancel');
     b.addEventListener('click', async () => {
       if (!window.confirm(`Cancel job ${j.id}${j.name ? ` (${j.name})` : ''}?`)) return;

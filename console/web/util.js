@@ -135,3 +135,16 @@ function rowOf(cells) {
   return el('tr', null, cells.map((c, i) =>
     i === 0 ? el('th', {scope: 'row'}, c) : el('td', null, c)));
 }
+
+// Runs render(), which rebuilds part of `container`, and gives the focus
+// back to the rebuilt control of the same data-key (a polled page redraws
+// under a keyboard user's feet).
+export function keepFocus(container, render) {
+  const active = document.activeElement;
+  const key = active && container.contains(active) && active.dataset ? active.dataset.key : undefined;
+  render();
+  if (key && !container.contains(document.activeElement)) {
+    const again = container.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (again) again.focus();
+  }
+}

@@ -101,10 +101,14 @@ await run('console', async ({onExit}) => {
   const job = await serve.submit('alice', ['--name', 'tail <b>me</b>', '--pool', 't4',
     '--gpu-milli', '500', '--gpu-memory', '2GiB', '--', 'sh', '-c',
     'for i in $(seq 300); do echo line $i; echo err $i >&2; sleep 0.2; done']);
+  await page.waitForSelector(`tr[data-job="${job.id}"]`);
+  // A keyboard user's focus survives the redraw that a new job brings.
+  await page.focus(`tr[data-job="${job.id}"] th a`);
   const bobJob = await serve.submit('bob', ['--name', 'bobs', '--pool', 't4', '--gpus', '1',
     '--', 'sleep', '120']);
-  await page.waitForSelector(`tr[data-job="${job.id}"]`);
   await page.waitForSelector(`tr[data-job="${bobJob.id}"]`);
+  const focusKey = await page.evaluate(() => document.activeElement.dataset.key);
+  assert(focusKey === `job:${job.id}`, `the focus stays on the job's link (${focusKey})`);
   assert(await page.evaluate(() => window.__noReload) === marker, 'the page was not reloaded');
   const rowText = await page.$eval(`tr[data-job="${job.id}"]`, (r) => r.textContent);
   assert(rowText.includes('tail <b>me</b>'), `the name is shown as text: ${rowText}`);
@@ -125,6 +129,14 @@ await run('console', async ({onExit}) => {
       .map((r) => r.classList.contains('mine')));
   assert(order.indexOf(false) === -1 || order.lastIndexOf(true) < order.indexOf(false),
     `her jobs first: ${order}`);
+  // A job that waits: the pool's two GPUs are taken.
+  const waiting = await serve.submit('alice', ['--name', 'two-gpus', '--pool', 't4', '--gpus', '2',
+    '--time-limit', '600', '--', 'true']);
+  await page.waitForSelector(`tr[data-job="${waiting.id}"]`);
+  const waits = await page.$eval(`tr[data-job="${waiting.id}"]`, (r) =>
+    [...r.cells].map((c) => c.textContent));
+  assert(waits[0] === '1' && waits[5] === '2 GPUs', `position and demand: ${waits}`);
+  assert(/\S/.test(waits[7]) && waits[7] !== '–', `why it waits: ${waits[7]}`);
   await screenshot(page, args, 'queue');
   // The filters: by user, then by state.
   await page.type('#queue-user', 'bob');

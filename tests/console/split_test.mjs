@@ -52,39 +52,49 @@ await run('split', async ({onExit}) => {
   assert(/-> split/.test(summary), `the decision's summary: ${summary}`);
   const devices = await page.$$eval('table.plan-devices tbody tr th', (ths) => ths.map((t) => t.textContent));
   assert(devices.join() === 'node0/gpu0,node0/gpu1', `the plan's devices: ${devices}`);
-  await page.waitForSelector('#plan-timeline .svg-scroll svg');
-  await page.waitForSelector('#plan-graph .svg-scroll svg');
-  const timeline = await page.$eval('#plan-timeline svg', (s) => ({
-    width: Number(s.getAttribute('width')),
-    titles: s.querySelectorAll('title').length,
-    scripts: s.querySelectorAll('script, foreignObject').length,
-    handlers: [...s.querySelectorAll('*')].filter((e) =>
-      [...e.attributes].some((a) => a.name.startsWith('on'))).length,
-    text: s.textContent,
-  }));
+  await page.waitForSelector('#plan-timeline .tl-scroll svg');
+  await page.waitForSelector('#plan-graph .graph-scroll svg');
+  const timeline = await page.$eval('#plan-timeline', (f) => {
+    const s = f.querySelector('.tl-scroll svg');
+    return {
+      width: Number(s.getAttribute('width')),
+      titles: s.querySelectorAll('title').length,
+      scripts: f.querySelectorAll('script, foreignObject').length,
+      handlers: [...f.querySelectorAll('*')].filter((e) =>
+        [...e.attributes].some((a) => a.name.startsWith('on'))).length,
+      labels: f.querySelector('.tl-labels') ? f.querySelector('.tl-labels').textContent : '',
+    };
+  });
   assert(timeline.titles > 10, `the timeline keeps its <title> tooltips (${timeline.titles})`);
-  assert(timeline.scripts === 0 && timeline.handlers === 0, 'no script in the imported SVG');
-  assert(/node0\/gpu0/.test(timeline.text) && /node0\/gpu1/.test(timeline.text),
-    'a lane per device');
+  assert(timeline.scripts === 0 && timeline.handlers === 0, 'no script in the imported pictures');
+  assert(/node0\/gpu0/.test(timeline.labels) && /node0\/gpu1/.test(timeline.labels),
+    `a lane per device: ${timeline.labels}`);
   await page.click('#plan-timeline button[aria-label="Zoom in"]');
-  const zoomed = await page.$eval('#plan-timeline svg', (s) => Number(s.getAttribute('width')));
-  assert(zoomed > timeline.width * 1.4, `zoom in widens the timeline (${timeline.width} -> ${zoomed})`);
-  const box = await page.$eval('#plan-timeline .svg-scroll', (d) => {
+  const zoomed = await page.$eval('#plan-timeline .tl-scroll svg', (s) => Number(s.getAttribute('width')));
+  assert(zoomed > timeline.width * 1.9, `zoom in widens the timeline (${timeline.width} -> ${zoomed})`);
+  assert(/zoom 2x/.test(await page.$eval('#plan-timeline .zoom-level', (z) => z.textContent)),
+    'the zoom level is shown');
+  const box = await page.$eval('#plan-timeline .tl-scroll', (d) => {
+    d.scrollIntoView();
     const r = d.getBoundingClientRect();
-    return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+    return {x: r.x + r.width / 2, y: r.y + Math.min(r.height / 2, 20)};
   });
   await page.mouse.move(box.x, box.y);
   await page.keyboard.down('Control');
   await page.mouse.wheel({deltaY: 100});
   await page.keyboard.up('Control');
-  await page.waitForFunction((w) => Number(document.querySelector('#plan-timeline svg')
+  await page.waitForFunction((w) => Number(document.querySelector('#plan-timeline .tl-scroll svg')
     .getAttribute('width')) < w, {}, zoomed);
-  const graph = await page.$eval('#plan-graph svg', (s) => {
+  await page.focus('#plan-timeline .tl-scroll');
+  await page.keyboard.press('0');
+  await page.waitForFunction((w) => Number(document.querySelector('#plan-timeline .tl-scroll svg')
+    .getAttribute('width')) === w, {}, timeline.width);
+  const graph = await page.$eval('#plan-graph .graph-scroll svg', (s) => {
     const fills = new Set([...s.querySelectorAll('[fill]')].map((e) => e.getAttribute('fill')));
     return {titles: s.querySelectorAll('title').length, fills: fills.size};
   });
   assert(graph.titles > 10 && graph.fills >= 2, `the graph is coloured by device (${JSON.stringify(graph)})`);
-  await page.$eval('#plan-timeline', (f) => f.scrollIntoView());
+  await page.$eval('#plan-h', (h) => h.scrollIntoView());
   await screenshot(page, args, 'split-plan');
 
   step('the queue marks it a split model job');
