@@ -139,7 +139,7 @@ export function mountQueue(main, ctx) {
   }
 
   async function refresh() {
-    const r = await loadQueue();
+    const r = await api.getJson('/v1/queue');
     if (r.changed || !view.queue) {
       view.queue = r.data;
       render();
@@ -154,41 +154,4 @@ function tableOf(caption, headers, rows) {
     el('caption', null, caption),
     el('thead', null, el('tr', null, headers.map((h) => el('th', {scope: 'col'}, h)))),
     el('tbody', null, rows));
-}
-
-// GET /v1/queue; a service without it (older than the console's queue
-// route) is read from /v1/jobs and /v1/cluster instead, with less detail.
-let hasQueueRoute = true;
-async function loadQueue() {
-  if (hasQueueRoute) {
-    try {
-      return await api.getJson('/v1/queue');
-    } catch (e) {
-      if (e.status !== 404) throw e;
-      hasQueueRoute = false;
-    }
-  }
-  const [cluster, queued, running, starting] = await Promise.all([
-    api.getJson('/v1/cluster'),
-    api.getJson('/v1/jobs?state=queued&limit=100000'),
-    api.getJson('/v1/jobs?state=running&limit=100000'),
-    api.getJson('/v1/jobs?state=starting&limit=100000'),
-  ]);
-  const now = Date.now();
-  const summary = (j) => ({...j, gpus: j.allocation || [], model: !!j.request?.model,
-    split: !!j.plan});
-  const pools = cluster.data.pools.map((p) => {
-    const q = queued.data.jobs.filter((j) => j.pool === p.name)
-      .sort((a, b) => b.priority - a.priority || a.id - b.id)
-      .map((j, i) => ({...summary(j), position: i + 1,
-        waiting_s: (now - Date.parse(j.submitted_at)) / 1000,
-        why: j.reason || '', decision: null, estimated_start: null, estimate: ''}));
-    const r = [...starting.data.jobs, ...running.data.jobs].filter((j) => j.pool === p.name)
-      .map((j) => ({...summary(j),
-        running_s: j.started_at ? (now - Date.parse(j.started_at)) / 1000 : 0,
-        ends_at: null}));
-    return {name: p.name, policy: p.policy, gpus: p.gpus, queued: q, running: r};
-  });
-  // Waiting and running times move: always a new rendering.
-  return {data: {now: new Date(now).toISOString(), pools}, changed: true};
 }

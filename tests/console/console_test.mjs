@@ -100,7 +100,7 @@ await run('console', async ({onExit}) => {
   const marker = await page.evaluate(() => { window.__noReload = 1; return 1; });
   const job = await serve.submit('alice', ['--name', 'tail <b>me</b>', '--pool', 't4',
     '--gpu-milli', '500', '--gpu-memory', '2GiB', '--', 'sh', '-c',
-    'for i in $(seq 300); do echo line $i; echo err $i >&2; sleep 0.2; done']);
+    'for i in $(seq 2000); do echo line $i; echo err $i >&2; sleep 0.05; done']);
   await page.waitForSelector(`tr[data-job="${job.id}"]`);
   // A keyboard user's focus survives the redraw that a new job brings.
   await page.focus(`tr[data-job="${job.id}"] th a`);
@@ -159,6 +159,22 @@ await run('console', async ({onExit}) => {
   await page.click('#tab-stdout');
   await page.waitForFunction(() => /line 8\n/.test(document.getElementById('log-stdout').textContent));
   await screenshot(page, args, 'job');
+  // Scrolled up, the tail stays where the reader is; at the end it follows.
+  const lastLine = () => page.$eval('#log-stdout', (p) =>
+    Number(/line (\d+)\n$/.exec(p.textContent)?.[1] ?? 0));
+  await page.waitForFunction(() => /line 60\n/.test(document.getElementById('log-stdout').textContent));
+  await page.$eval('#log-stdout', (p) => { p.scrollTop = 0; });
+  await page.waitForFunction(() => /not following/.test(document.getElementById('log-follow').textContent));
+  const upAt = await lastLine();
+  await page.waitForFunction((n) => new RegExp(`line ${n}\n`).test(
+    document.getElementById('log-stdout').textContent), {}, upAt + 20);
+  assert(await page.$eval('#log-stdout', (p) => p.scrollTop) === 0, 'scrolled up, it stays up');
+  await page.$eval('#log-stdout', (p) => { p.scrollTop = p.scrollHeight; });
+  const downAt = await lastLine();
+  await page.waitForFunction((n) => new RegExp(`line ${n}\n`).test(
+    document.getElementById('log-stdout').textContent), {}, downAt + 20);
+  assert(await page.$eval('#log-stdout', (p) => p.scrollTop + p.clientHeight >= p.scrollHeight - 4),
+    'at the end, it follows the new lines');
   page.once('dialog', (d) => d.accept());
   await page.click('#cancel-job');
   await page.waitForFunction(() => document.querySelector('h1 .badge')?.textContent === 'cancelled');
