@@ -215,7 +215,8 @@ export function mountCluster(main, ctx) {
       `${mib(g.reserved_memory_mib)} of ${mib(g.memory_mib)} reserved, ` +
       `${jobs} ${jobs === 1 ? 'job' : 'jobs'}${g.drained ? ', drained' : ''}`;
     const cell = el('button', {type: 'button', class: 'gpu', 'aria-label': label,
-      'aria-haspopup': 'dialog', 'aria-expanded': 'false', title: label,
+      'aria-haspopup': 'dialog', 'aria-expanded': 'false',
+      title: jobs ? `${label}: ${g.jobs.map((id) => `#${id}`).join(', ')}` : label,
       dataset: {gpu: g.id, key: `gpu:${g.id}`}},
     el('span', {class: 'gpu-name', 'aria-hidden': 'true'}, g.id.split('/').pop()),
     bar('milli', milliPct),

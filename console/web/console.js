@@ -1,6 +1,7 @@
-// The console's shell: login, the header, hash routing (#/cluster,
-// #/queue, #/jobs/ID), the polling loop (every 2 s, the visible view only,
-// paused while the tab is hidden) and the "service unreachable" banner.
+// The console's shell, the module index.html loads: login, the header,
+// hash routing (#/cluster, #/queue, #/jobs/ID), the polling loop (every
+// 2 s, the visible view only, paused while the tab is hidden) and the
+// "service unreachable" banner.
 import * as api from './api.js';
 import {el, clear, clock} from './util.js';
 import {mountCluster} from './cluster.js';
