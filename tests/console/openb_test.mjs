@@ -62,9 +62,12 @@ await run('openb', async ({onExit}) => {
       rendered: performance.getEntriesByName('cluster-rendered')[0].startTime,
       fetched: performance.getEntriesByType('resource')
         .find((r) => r.name.endsWith('/v1/cluster')).responseEnd,
+      bytes: performance.getEntriesByType('resource')
+        .find((r) => r.name.endsWith('/v1/cluster')).encodedBodySize,
     }));
     assert(await page.$('li.node'), 'a node row is on the page');
-    console.log(`load ${i + 1}: /v1/cluster received at ${t.fetched.toFixed(0)} ms, ` +
+    console.log(`load ${i + 1}: /v1/cluster (${(t.bytes / 1e6).toFixed(2)} MB) received at ` +
+      `${t.fetched.toFixed(0)} ms, ` +
       `nodes drawn at ${t.rendered.toFixed(0)} ms, painted at ${t.painted.toFixed(0)} ms`);
     times.push(t.painted);
   }
