@@ -3,7 +3,7 @@
 // stdout and stderr, and cancel when the user may (owner or admin, job not
 // ended).
 import * as api from './api.js';
-import {el, clear, mib, demand, duration, localTime, stateBadge, table, TERMINAL}
+import {el, clear, mib, demand, duration, localTime, stateBadge, table, TERMINAL, keepFocus}
   from './util.js';
 import {planSection} from './plan.js';
 
@@ -73,7 +73,8 @@ export function mountJob(main, ctx, id) {
     clear(actions);
     const mayCancel = (job.user === ctx.user.user || ctx.user.admin) && !TERMINAL.has(job.state);
     if (!mayCancel) return;
-    const b = el('button', {type: 'button', id: 'cancel-job', class: 'danger'}, 'Cancel job');
+    const b = el('button', {type: 'button', id: 'cancel-job', class: 'danger',
+      dataset: {key: 'cancel-job'}}, 'Cancel job');
     b.addEventListener('click', async () => {
       if (!window.confirm(`Cancel job ${job.id}${job.name ? ` (${job.name})` : ''}?`)) return;
       b.disabled = true;
@@ -117,9 +118,11 @@ export function mountJob(main, ctx, id) {
     if (r.resources) items.push(fact('Resources', demand(r.resources)));
     if (r.model) {
       const m = r.model;
-      items.push(fact('Model', `${m.path || (m.upload ? `upload ${m.upload}` : '–')}` +
+      const f = fact('Model', `${m.path || (m.upload ? `upload ${m.upload}` : '–')}` +
         `${m.batch ? `, batch ${m.batch}` : ''}${m.train ? ', training' : ', inference'}` +
-        `${m.dtype ? `, ${m.dtype}` : ''}`));
+        `${m.dtype ? `, ${m.dtype}` : ''}`);
+      f.classList.add('wide');
+      items.push(f);
     }
     if (r.splittable !== undefined) items.push(fact('Splittable', r.splittable ? 'yes' : 'no'));
     if (r.time_limit_s) items.push(fact('Time limit', duration(r.time_limit_s)));
@@ -154,7 +157,7 @@ export function mountJob(main, ctx, id) {
     const before = view.job ? view.job.state : null;
     if (j.changed || !view.job) {
       view.job = j.data;
-      renderJob(j.data);
+      keepFocus(main, () => renderJob(j.data));
       if (before && before !== j.data.state) ctx.announce(`Job ${id} is ${j.data.state}.`);
     } else if (!TERMINAL.has(view.job.state)) {
       renderSummary(view.job);

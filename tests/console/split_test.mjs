@@ -54,6 +54,7 @@ await run('split', async ({onExit}) => {
   assert(devices.join() === 'node0/gpu0,node0/gpu1', `the plan's devices: ${devices}`);
   await page.waitForSelector('#plan-timeline .tl-scroll svg');
   await page.waitForSelector('#plan-graph .graph-scroll svg');
+  await screenshot(page, args, 'split-job');
   const timeline = await page.$eval('#plan-timeline', (f) => {
     const s = f.querySelector('.tl-scroll svg');
     return {
