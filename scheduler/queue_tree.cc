@@ -276,7 +276,7 @@ TreePlan PlanTreeRound(
     const std::vector<TreeJob>& running, const ClusterState& state,
     const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
         allocate,
-    bool reclaiming) {
+    bool reclaiming, const std::set<JobId>& reclaimers) {
   TreePlan plan;
   QueueTree planned = tree;
   planned.Clear();
@@ -312,6 +312,13 @@ TreePlan PlanTreeRound(
   // offered without trying.
   constexpr int kMaxMisses = 100;
   int misses = 0;
+  // While a job that reclaimed room waits (the policy has not started it
+  // yet), only such jobs reclaim: what was taken back is used before more
+  // is, so reclaims cannot churn.
+  bool owner_waits = false;
+  for (const TreePending& p : pending) {
+    owner_waits = owner_waits || reclaimers.count(p.id) > 0;
+  }
   for (const TreePending& p : pending) {
     if (p.queue < 0) {
       plan.held[p.id] = "no such queue";
@@ -340,10 +347,12 @@ TreePlan PlanTreeRound(
     if (misses >= kMaxMisses) continue;
     if (std::optional<Allocation> a = allocate(s, p.id)) {
       (void)s.Reserve(p.id, *a);
+      if (reclaimers.count(p.id)) plan.held_room[p.id] = *a;
       planned.Add(as_running);
       continue;
     }
     if (reclaiming) continue;  // the earlier victims are still stopping
+    if (owner_waits && !reclaimers.count(p.id)) continue;
     std::vector<TreeJob> left;
     for (const TreeJob& r : victims_pool) {
       if (!victims.count(r.id)) left.push_back(r);
@@ -364,6 +373,7 @@ TreePlan PlanTreeRound(
     }
     if (std::optional<Allocation> a = allocate(s, p.id)) {
       (void)s.Reserve(p.id, *a);
+      plan.held_room[p.id] = *a;
     }
     planned.Add(as_running);
   }
@@ -432,6 +442,14 @@ Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,
     }
   }
   if (!second.empty() && d.preempt.empty()) {
+    // The room reclaimed for owners' jobs that did not start is not lent.
+    ClusterState lend = s;
+    for (const auto& [id, a] : plan.held_room) {
+      if (lend.AllocationOf(id) == nullptr && lend.Fits(a)) {
+        (void)lend.Reserve(id, a);
+      }
+    }
+    s = std::move(lend);
     // Borrowed work preempts nobody: a policy that would is not followed.
     Decision more = policy.Schedule(second, running, s, allocate, now);
     if (more.preempt.empty()) {

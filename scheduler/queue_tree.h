@@ -23,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -169,6 +170,10 @@ struct TreePlan {
   // start.
   std::vector<JobId> offer;
   std::map<JobId, QueueTree::Fit> fit;
+  // Room reclaimed for owners' jobs (this round's, and `reclaimers`' of
+  // earlier rounds that have not started): held for them while borrowers
+  // are offered, so that a borrower never takes what was reclaimed.
+  std::map<JobId, Allocation> held_room;
   std::map<JobId, std::string> held;  // why a job is not offered
   // Running borrowed jobs that now fit their queue's guarantee (a
   // guaranteed one ended): guaranteed from now on, oldest first.
@@ -177,21 +182,24 @@ struct TreePlan {
   std::vector<JobId> reclaim;
   std::map<JobId, JobId> reclaimed_for;
 };
+// `reclaimers`: queued jobs that reclaimed room in an earlier round.
 // `reclaiming`: victims of an earlier reclaim are still stopping (their
 // grace period): nothing more is reclaimed and borrowers are not offered,
 // so what the victims free goes to the owners. Each queued job in its
 // guarantee that does not fit what is free (after the ones before it)
-// reclaims what it needs.
+// reclaims what it needs; but while one of `reclaimers` waits, only they
+// reclaim (what was taken back is used before more is).
 TreePlan PlanTreeRound(
     const QueueTree& tree, const std::vector<TreePending>& pending,
     const std::vector<TreeJob>& running, const ClusterState& state,
     const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
         allocate,
-    bool reclaiming);
+    bool reclaiming, const std::set<JobId>& reclaimers = {});
 
 // One pool's policy under the plan: the offered jobs in their guarantee
 // first, then (when the first call preempts nothing) the borrowers on what
-// is left; a second call that would preempt is dropped (borrowed work
+// is left, with the planned room of the jobs in guarantee that did not
+// start held; a second call that would preempt is dropped (borrowed work
 // preempts nobody). `queue` is the pool's queued jobs.
 Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,
                           const std::vector<QueuedJob>& queue,

@@ -205,12 +205,14 @@ struct Service::Impl {
   // preempted job was stopped when it was not for a higher priority.
   QueueTree tree;
   std::set<JobId> reclaim_victims;
+  std::set<JobId> reclaimers;  // queued jobs room was reclaimed for
   std::map<JobId, std::string> preempt_reasons;
   Status SetUpQueues();
   // A submission's queue: kBadInput for a queue the tree lacks.
   Status CheckQueue(const JobRequest& request) const;
   // The round's plan under the tree (no lock: the round thread).
-  TreePlan PlanQueues(const RoundSnapshot& snap, bool reclaiming);
+  TreePlan PlanQueues(const RoundSnapshot& snap, bool reclaiming,
+                      const std::set<JobId>& owners);
   // Phase 4 (the caller holds mu): promotions stored, victims asked to
   // stop; `held` is the tree with what runs and starts now.
   void ApplyQueuePlan(const TreePlan& plan);

@@ -64,7 +64,8 @@ QueueTree Service::Impl::HeldTree() const {
   return held;
 }
 
-TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming) {
+TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
+                                   const std::set<JobId>& owners) {
   QueueTree held = tree;
   held.Clear();
   std::vector<TreeJob> running_jobs;
@@ -87,7 +88,7 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming) {
       [&](const ClusterState& s, JobId id) {
         return Allocate(snap, s, *by_id.at(id));
       },
-      reclaiming);
+      reclaiming, owners);
 }
 
 void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {
@@ -107,6 +108,7 @@ void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {
     stop_requests.push_back(v);
     reclaim_victims.insert(v);
     const JobId owner = plan.reclaimed_for.at(v);
+    reclaimers.insert(owner);
     std::string queue_name = "?";
     for (const Job& j : queue) {
       if (j.id != owner) continue;

@@ -310,6 +310,7 @@ void Service::Impl::RunRound() {
   std::vector<JobId> to_load;
   const double now = Now();
   bool reclaiming = false;  // reclaim victims still stopping (their grace)
+  std::set<JobId> owners;   // queued jobs that reclaimed room
   {
     std::lock_guard lock(mu);
     for (const auto& [id, r] : reconciled) {
@@ -330,6 +331,11 @@ void Service::Impl::RunRound() {
     for (const Exited& e : exits) Finish(e);
     if (now < launch_retry_at) return;  // the engine was unreachable
     reclaiming = !reclaim_victims.empty();
+    std::erase_if(reclaimers, [&](JobId id) {
+      return std::none_of(queue.begin(), queue.end(),
+                          [id](const Job& j) { return j.id == id; });
+    });
+    owners = reclaimers;
     snap.state = state;
     snap.queue = queue;
     for (const auto& [id, j] : running) snap.running.push_back(j);
@@ -375,7 +381,7 @@ void Service::Impl::RunRound() {
   TreePlan tree_plan;
   std::set<JobId> offered;
   if (queue_tree) {
-    tree_plan = PlanQueues(snap, reclaiming);
+    tree_plan = PlanQueues(snap, reclaiming, owners);
     offered.insert(tree_plan.offer.begin(), tree_plan.offer.end());
     for (const auto& [id, why] : tree_plan.held) quota_blocked[id] = why;
   }
