@@ -436,6 +436,16 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "timed, with --model-pods: fixed (their request), tessera "
                   "(the decision) or both (default)")
       ->type_name("MODE");
+  cmd->add_option("--teams", args.teams,
+                  "timed: split the pods into N teams by FNV-1a 64 of their "
+                  "name (fair-share's accounts; per-team waits)")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--quotas", args.quotas,
+                  "timed, with --teams: none, equal (each team guaranteed "
+                  "1/N of the GPUs, idle quota lent and reclaimed) or both")
+      ->type_name("MODE")
+      ->capture_default_str();
   cmd->add_option("--config", args.config,
                   "models: the serve configuration whose cluster the jobs "
                   "run on")
@@ -515,6 +525,10 @@ Examples:
   cmd->add_option("--name", args.name, "A name for people")->type_name("NAME");
   cmd->add_option("--pool", args.pool, "Resource pool (default: the first)")
       ->type_name("POOL");
+  cmd->add_option("--queue", args.queue,
+                  "The queue of the queue tree (default: your user's, else "
+                  "your team's; docs/quotas.md)")
+      ->type_name("Q");
   cmd->add_option("--priority", args.priority,
                   "Higher runs first in a priority pool")
       ->type_name("K");

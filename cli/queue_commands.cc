@@ -356,6 +356,7 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
   j.command = a.command;
   j.name = a.name;
   j.pool = a.pool;
+  j.queue = a.queue;
   if (a.priority) j.priority = *a.priority;
   j.preemptible = a.preemptible;
   j.splittable = !a.no_split;
@@ -570,6 +571,30 @@ int RunDrain(const DrainArgs& args) {
   });
 }
 
+// The queue tree (docs/quotas.md): per queue, indented under its parent,
+// GPU milli and memory guaranteed, used, borrowed beyond the guarantee and
+// lent (idle guarantee others borrow now); limit "-" for none.
+static void PrintQueues(const json& queues) {
+  TextTable t({"QUEUE", "WEIGHT", "GUARANTEED", "LIMIT", "USED", "BORROWED",
+               "LENT", "RUNNING", "QUEUED"},
+              {false, true, true, true, true, true, true, true, true});
+  const auto amount = [](const json& a) {
+    const json& m = a["gpu_milli"];
+    const json& g = a["gpu_memory_mib"];
+    if (m.is_null() && g.is_null()) return std::string("-");
+    return (m.is_null() ? std::string("-") : m.dump()) + " milli, " +
+           (g.is_null() ? std::string("-") : GiB(g.get<int64_t>()));
+  };
+  for (const json& q : queues) {
+    const int depth = q.value("depth", 1);
+    t.AddRow({std::string(2 * std::max(0, depth - 1), ' ') + Str(q, "name"),
+              Str(q, "weight"), amount(q["guaranteed"]), amount(q["limit"]),
+              amount(q["used"]), amount(q["borrowed"]), amount(q["lent"]),
+              Str(q, "running"), Str(q, "queued")});
+  }
+  std::cout << t.Render("") << "\n";
+}
+
 int RunCluster(const ClientArgs& args) {
   return Run([&]() -> Status {
     Result<json> cluster = Client(args).Cluster();
@@ -611,6 +636,9 @@ int RunCluster(const ClientArgs& args) {
                   rate.is_null() ? "-" : rate.dump()});
       }
       std::cout << t.Render("") << "\n";
+    }
+    if (cluster->contains("queues") && !(*cluster)["queues"].empty()) {
+      PrintQueues((*cluster)["queues"]);
     }
     if (cluster->contains("quota_waits") &&
         !(*cluster)["quota_waits"].empty()) {

@@ -44,6 +44,12 @@ struct SimulateArgs {
   // --interference's, as in models mode.
   int model_pods = 0;
   std::optional<std::string> admission;
+  // timed: the pods split into this many teams by FNV-1a 64 of their name
+  // (--teams; fair-share's accounts), and the queue tree (--quotas): none,
+  // equal (each team a top-level queue guaranteed 1/N of the cluster's GPU
+  // milli and memory, borrowing and reclaim; docs/quotas.md) or both.
+  int teams = 0;
+  std::string quotas = "none";
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";

@@ -72,6 +72,52 @@ TraceDelays TraceOwnDelays(const std::vector<scheduler::TracePod>& pods) {
   return t;
 }
 
+// --quotas equal: each of `teams` teams a top-level queue guaranteed an
+// equal share of the cluster's GPU milli and memory, no limit, weight 1.
+std::vector<scheduler::QueueSpec> EqualQueues(const scheduler::Topology& t,
+                                              int teams) {
+  std::vector<scheduler::QueueSpec> out;
+  if (teams <= 0) return out;
+  int64_t milli = 0, memory = 0;
+  for (const scheduler::GpuInfo& g : t.gpus) {
+    milli += scheduler::kFullGpuMilli;
+    memory += g.memory_mib;
+  }
+  for (int k = 0; k < teams; ++k) {
+    scheduler::QueueSpec q;
+    q.name = "team" + std::to_string(k);
+    q.guaranteed = {milli / teams, memory / teams};
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+// A run's label in the queue column: the policy, "+quotas" under the tree.
+std::string QueueLabel(const TimedRun& r) {
+  return r.queue_policy + (r.quotas ? "+quotas" : "");
+}
+
+// Per team: pods that started, their mean and p95 queueing delay.
+struct TeamDelays {
+  int64_t started = 0;
+  DelayStats delay_s;
+};
+std::vector<TeamDelays> ByTeam(const std::vector<scheduler::TracePod>& pods,
+                               const TimedRun& r, int teams) {
+  std::vector<std::vector<double>> delays(teams);
+  for (size_t i = 0; i < pods.size() && i < r.pod_delay_s.size(); ++i) {
+    if (r.pod_delay_s[i] < 0) continue;
+    delays[scheduler::TeamOfPod(pods[i].name, teams)].push_back(
+        r.pod_delay_s[i]);
+  }
+  std::vector<TeamDelays> out(teams);
+  for (int k = 0; k < teams; ++k) {
+    out[k].started = static_cast<int64_t>(delays[k].size());
+    out[k].delay_s = scheduler::SummarizeDelays(std::move(delays[k]));
+  }
+  return out;
+}
+
 // The model pods' flags: --model-pods, --admission and the law
 // (--interference or --sharing). kBadInput naming the flag.
 struct ModelPodArgs {
@@ -184,6 +230,8 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
     results.push_back(
         {{"policy", r.scorer},
          {"queue_policy", r.queue_policy},
+         {"quotas", r.quotas},
+         {"reclaims", r.reclaims},
          {"pods", r.pods},
          {"started", r.started},
          {"never_started", r.never_started()},
@@ -201,6 +249,16 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
          {"policy_rounds", r.rounds},
          {"seconds", r.seconds},
          {"utilization_over_time", curve}});
+    if (args.teams > 0) {
+      nlohmann::json teams = nlohmann::json::array();
+      const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams);
+      for (int k = 0; k < args.teams; ++k) {
+        teams.push_back({{"team", "team" + std::to_string(k)},
+                         {"started", by[k].started},
+                         {"queueing_delay_s", DelayJson(by[k].delay_s)}});
+      }
+      results.back()["teams"] = std::move(teams);
+    }
     if (!r.admission.empty()) {
       results.back()["admission"] = r.admission;
       results.back()["model_pods"] = ModelStatsJson(r.model);
@@ -307,6 +365,33 @@ void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
                "lengthened); others' delay: the pods without a model.\n";
 }
 
+// Per team and run: pods started, mean and p95 delay; and the runs'
+// reclaims.
+void PrintTeams(const SimulateArgs& args, const TraceInput& in,
+                const std::vector<TimedRun>& runs) {
+  std::cout << "\nTeams: the pods split into " << args.teams
+            << " by FNV-1a 64 of their name mod " << args.teams;
+  if (args.quotas != "none") {
+    std::cout << "; +quotas: each team guaranteed 1/" << args.teams
+              << " of the GPUs, idle quota lent, reclaimed youngest first";
+  }
+  std::cout << ".\n";
+  TextTable table(
+      {"policy", "queue", "team", "started", "delay mean", "p95", "reclaimed"},
+      {false, false, false, true, true, true, true});
+  for (const TimedRun& r : runs) {
+    const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams);
+    for (int k = 0; k < args.teams; ++k) {
+      table.AddRow({r.scorer, QueueLabel(r), "team" + std::to_string(k),
+                    WithThousands(by[k].started),
+                    HumanDuration(by[k].delay_s.mean),
+                    HumanDuration(by[k].delay_s.p95),
+                    k == 0 ? WithThousands(r.reclaims) : ""});
+    }
+  }
+  std::cout << table.Render();
+}
+
 void PrintTimed(const SimulateArgs& args, const TraceInput& in,
                 size_t all_nodes, const TraceDelays& trace,
                 const ModelPodArgs& model, const std::vector<TimedRun>& runs) {
@@ -349,7 +434,7 @@ void PrintTimed(const SimulateArgs& args, const TraceInput& in,
     }
     std::vector<std::string> row = {
         r.scorer,
-        r.queue_policy,
+        QueueLabel(r),
         WithThousands(r.started),
         never,
         HumanDuration(r.delay_s.mean),
@@ -378,6 +463,7 @@ void PrintTimed(const SimulateArgs& args, const TraceInput& in,
             << HumanDuration(trace.delay_s.p95) << ", p99 "
             << HumanDuration(trace.delay_s.p99) << " over "
             << WithThousands(trace.scheduled) << " scheduled pods.\n";
+  if (args.teams > 0) PrintTeams(args, in, runs);
   if (models) PrintModelPods(args, model, runs);
 }
 
@@ -444,22 +530,43 @@ int RunSimulateTimed(const SimulateArgs& args) {
   if (!model->admissions.empty()) {
     admissions.assign(model->admissions.begin(), model->admissions.end());
   }
+  if (args.teams < 0 || args.teams > 1000) {
+    return ReportError(BadInput("--teams: a count in 0..1000, got " +
+                                std::to_string(args.teams)));
+  }
+  if (args.quotas != "none" && args.quotas != "equal" &&
+      args.quotas != "both") {
+    return ReportError(
+        BadInput("--quotas: none, equal or both, got '" + args.quotas + "'"));
+  }
+  if (args.quotas != "none" && args.teams == 0) {
+    return ReportError(
+        BadInput("--quotas: needs --teams N (the queues are "
+                 "the teams)"));
+  }
+  std::vector<bool> tree_modes = {args.quotas == "equal"};
+  if (args.quotas == "both") tree_modes = {false, true};
+  const std::vector<scheduler::QueueSpec> equal =
+      EqualQueues(in->topology, args.teams);
   std::vector<scheduler::TimedOptions> options;
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
-      for (const std::optional<TimedAdmission>& admission : admissions) {
-        scheduler::TimedOptions o;
-        o.scorer = scorer;
-        o.queue_policy = queue_policy;
-        o.seed = args.first_seed;
-        o.load_factor = args.load;
-        if (admission) {
-          o.model_pods_pct = args.model_pods;
-          o.admission = *admission;
-          o.law = model->law;
+      for (const bool tree : tree_modes)
+        for (const std::optional<TimedAdmission>& admission : admissions) {
+          scheduler::TimedOptions o;
+          o.teams = args.teams;
+          if (tree) o.queues = equal;
+          o.scorer = scorer;
+          o.queue_policy = queue_policy;
+          o.seed = args.first_seed;
+          o.load_factor = args.load;
+          if (admission) {
+            o.model_pods_pct = args.model_pods;
+            o.admission = *admission;
+            o.law = model->law;
+          }
+          options.push_back(std::move(o));
         }
-        options.push_back(std::move(o));
-      }
     }
   }
   Progress progress("simulate --mode timed");

@@ -78,6 +78,9 @@ struct JobRequest {
   // kind; 0 = not given (time_limit_s, else the service's default work,
   // stands for it in the split-or-wait decision).
   int64_t work_steps = 0;
+  // The queue of the queue tree (docs/quotas.md) it goes to: "" = the
+  // queue named after its user, else its team's.
+  std::string queue;
 };
 
 // A reservation on one GPU.
@@ -123,6 +126,11 @@ struct Job {
   // object holds this reservation (e.g. "k8s": a pod), with no process of
   // tessera's (Service::Reserve). Never set from a submission.
   std::string origin;
+  // Under the queue tree (docs/quotas.md), set when it starts: its queue
+  // and whether it runs on borrowed capacity (reclaimable) rather than in
+  // its queue's guarantee. Stored, so a restart keeps the mark.
+  std::string queue;
+  bool borrowed = false;
 };
 
 }  // namespace tessera::scheduler

@@ -52,6 +52,7 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "launcher",
                                          "tls",
                                          "quotas",
+                                         "queues",
                                          "model_roots",
                                          "interference",
                                          "calibrate_interference",
@@ -251,6 +252,9 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   }
   if (const Field* quotas = Find(*top, "quotas")) {
     TESSERA_RETURN_IF_ERROR(ParseQuotas(*quotas, &config));
+  }
+  if (const Field* queues = Find(*top, "queues")) {
+    TESSERA_RETURN_IF_ERROR(ParseQueues(*queues, &config));
   }
   return config;
 }

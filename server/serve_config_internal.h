@@ -68,6 +68,12 @@ class ConfigParser : public YamlReader {
   Status ParseInterference(const Field& f, ServeConfig* config) const;
   Status ParseQuota(const Field& f, const std::string& label,
                     Quota* quota) const;
+  // serve_config_queues.cc.
+  Status ParseQueues(const Field& f, ServeConfig* config) const;
+  Status ParseQueue(const YAML::Node& node, const std::string& label,
+                    QueueSpec* queue) const;
+  Status ParseQueueAmount(const Field& f, const std::string& label,
+                          QueueAmount* amount) const;
 
   estimator::DeviceCatalog catalog_;
   // policy.h's and admission.h's names, checked before anything starts.

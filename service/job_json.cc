@@ -312,15 +312,18 @@ class Reader {
   }
 
   Status Request(const json& j, JobRequest* r) const {
-    TESSERA_RETURN_IF_ERROR(
-        Keys(j, "",
-             {"name", "pool", "priority", "preemptible", "command", "env",
-              "resources", "model", "splittable", "time_limit_s", "work"}));
+    TESSERA_RETURN_IF_ERROR(Keys(
+        j, "",
+        {"name", "pool", "priority", "preemptible", "command", "env",
+         "resources", "model", "splittable", "time_limit_s", "work", "queue"}));
     if (j.contains("name")) {
       TESSERA_RETURN_IF_ERROR(String(j["name"], "name", &r->name));
     }
     if (j.contains("pool")) {
       TESSERA_RETURN_IF_ERROR(String(j["pool"], "pool", &r->pool));
+    }
+    if (j.contains("queue")) {
+      TESSERA_RETURN_IF_ERROR(String(j["queue"], "queue", &r->queue));
     }
     if (j.contains("priority")) {
       TESSERA_RETURN_IF_ERROR(SmallInt(j["priority"], "priority", -kMaxPriority,
@@ -513,6 +516,7 @@ json JobRequestJson(const JobRequest& r) {
             {"splittable", r.splittable},
             {"time_limit_s", r.time_limit_s}};
   if (r.work_steps > 0) j["work"] = {{"steps", r.work_steps}};
+  if (!r.queue.empty()) j["queue"] = r.queue;
   for (const auto& [k, v] : r.env) j["env"][k] = v;
   if (r.resources) j["resources"] = ResourcesJson(*r.resources);
   if (r.model) j["model"] = ModelJson(*r.model);
@@ -530,44 +534,54 @@ json JobJson(const Job& job, const Topology& topology) {
   }
   const int node = job.allocation.node;
   const bool node_known = node >= 0 && node < int(topology.nodes.size());
-  return {{"id", job.id},
-          {"name", job.request.name},
-          {"user", job.user},
-          {"team", job.team},
-          {"pool", job.request.pool},
-          {"state", JobStateName(job.state)},
-          {"priority", job.request.priority},
-          {"submitted_at", IsoTime(job.submitted_at)},
-          {"started_at", IsoTime(job.started_at)},
-          {"finished_at", IsoTime(job.finished_at)},
-          {"exit_code", ExitCodeJson(job.exit_code)},
-          {"reason", job.reason},
-          {"request", JobRequestJson(job.request)},
-          {"demand", ResourcesJson(job.demand)},
-          {"allocation", allocation},
-          {"node", node_known ? json(topology.nodes[node].name) : json()},
-          {"restarts", job.restarts},
-          {"plan", job.plan}};
+  json out = {{"id", job.id},
+              {"name", job.request.name},
+              {"user", job.user},
+              {"team", job.team},
+              {"pool", job.request.pool},
+              {"state", JobStateName(job.state)},
+              {"priority", job.request.priority},
+              {"submitted_at", IsoTime(job.submitted_at)},
+              {"started_at", IsoTime(job.started_at)},
+              {"finished_at", IsoTime(job.finished_at)},
+              {"exit_code", ExitCodeJson(job.exit_code)},
+              {"reason", job.reason},
+              {"request", JobRequestJson(job.request)},
+              {"demand", ResourcesJson(job.demand)},
+              {"allocation", allocation},
+              {"node", node_known ? json(topology.nodes[node].name) : json()},
+              {"restarts", job.restarts},
+              {"plan", job.plan}};
+  if (!job.queue.empty()) {
+    out["queue"] = job.queue;
+    out["borrowed"] = job.borrowed;
+  }
+  return out;
 }
 
 json JobRecordJson(const Job& job) {
-  return {{"id", job.id},
-          {"user", job.user},
-          {"team", job.team},
-          {"state", JobStateName(job.state)},
-          {"request", JobRequestJson(job.request)},
-          {"demand", ResourcesJson(job.demand)},
-          {"submitted_at", job.submitted_at},
-          {"started_at", job.started_at},
-          {"finished_at", job.finished_at},
-          {"exit_code", ExitCodeJson(job.exit_code)},
-          {"reason", job.reason},
-          {"allocation", AllocationRecordJson(job.allocation)},
-          {"plan", job.plan},
-          {"pid", job.pid},
-          {"pid_start", job.pid_start},
-          {"restarts", job.restarts},
-          {"origin", job.origin}};
+  json out = {{"id", job.id},
+              {"user", job.user},
+              {"team", job.team},
+              {"state", JobStateName(job.state)},
+              {"request", JobRequestJson(job.request)},
+              {"demand", ResourcesJson(job.demand)},
+              {"submitted_at", job.submitted_at},
+              {"started_at", job.started_at},
+              {"finished_at", job.finished_at},
+              {"exit_code", ExitCodeJson(job.exit_code)},
+              {"reason", job.reason},
+              {"allocation", AllocationRecordJson(job.allocation)},
+              {"plan", job.plan},
+              {"pid", job.pid},
+              {"pid_start", job.pid_start},
+              {"restarts", job.restarts},
+              {"origin", job.origin}};
+  if (!job.queue.empty()) {
+    out["queue"] = job.queue;
+    out["borrowed"] = job.borrowed;
+  }
+  return out;
 }
 
 Result<Job> ParseJobRecord(const json& j) {
@@ -576,7 +590,7 @@ Result<Job> ParseJobRecord(const json& j) {
       j, "",
       {"id", "user", "team", "state", "request", "demand", "submitted_at",
        "started_at", "finished_at", "exit_code", "reason", "allocation", "plan",
-       "pid", "pid_start", "restarts", "origin"}));
+       "pid", "pid_start", "restarts", "origin", "queue", "borrowed"}));
   for (const char* k : {"id", "state", "request"}) {
     if (!j.contains(k)) return FieldError(k, "missing from the job record");
   }
@@ -633,6 +647,12 @@ Result<Job> ParseJobRecord(const json& j) {
   if (j.contains("restarts")) {
     TESSERA_RETURN_IF_ERROR(
         rd.SmallInt(j["restarts"], "restarts", 0, kIntMax, &job.restarts));
+  }
+  if (j.contains("queue")) {
+    TESSERA_RETURN_IF_ERROR(rd.String(j["queue"], "queue", &job.queue));
+  }
+  if (j.contains("borrowed")) {
+    TESSERA_RETURN_IF_ERROR(rd.Bool(j["borrowed"], "borrowed", &job.borrowed));
   }
   return job;
 }

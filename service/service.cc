@@ -52,6 +52,7 @@ Result<std::unique_ptr<Service>> Service::Start(
     impl->policies.emplace(pool, std::move(policy).value());
   }
   TESSERA_RETURN_IF_ERROR(impl->SetUpModelFiles());
+  TESSERA_RETURN_IF_ERROR(impl->SetUpQueues());
   auto store = Store::Open(impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
@@ -76,6 +77,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     return BadInput("pool: unknown pool '" + request.pool +
                     "' (known: " + known + ")");
   }
+  TESSERA_RETURN_IF_ERROR(m.CheckQueue(request));
   Job job;
   job.user = user.name;
   job.team = user.team;
@@ -262,6 +264,7 @@ nlohmann::json Service::ClusterJson() {
           {"users", std::move(quotas["users"])},
           {"teams", std::move(quotas["teams"])},
           {"quota_waits", std::move(waits)},
+          {"queues", m.QueuesJson()},
           {"interference", m.InterferenceJson()}};
 }
 

@@ -20,6 +20,7 @@
 #include "scheduler/job.h"
 #include "scheduler/model_jobs.h"
 #include "scheduler/policy.h"
+#include "scheduler/queue_tree.h"
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
@@ -72,6 +73,9 @@ struct ServiceOptions {
   double kill_grace_s = 10;
   int64_t max_queued_per_user = 1000;
   Quotas quotas;
+  // The queue tree: guarantees, borrowing and reclaim (docs/quotas.md);
+  // empty: none.
+  std::vector<QueueSpec> queues;
   // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
   double model_headroom = 0.10;
   // The split-or-wait decision (docs/scheduler.md, "Split or wait"): how

@@ -200,6 +200,29 @@ struct Service::Impl {
   std::map<JobId, service_internal::JobProgress> progress;
   std::map<std::string, service_internal::InterferenceFit> fits;  // by kind
 
+  // The queue tree (service_queues.cc, docs/quotas.md); empty without
+  // `queues:`. Reclaim victims still stopping (their grace), and why a
+  // preempted job was stopped when it was not for a higher priority.
+  QueueTree tree;
+  std::set<JobId> reclaim_victims;
+  std::set<JobId> reclaimers;  // queued jobs room was reclaimed for
+  std::map<JobId, std::string> preempt_reasons;
+  Status SetUpQueues();
+  // A submission's queue: kBadInput for a queue the tree lacks.
+  Status CheckQueue(const JobRequest& request) const;
+  // The round's plan under the tree (no lock: the round thread).
+  TreePlan PlanQueues(const RoundSnapshot& snap, bool reclaiming,
+                      const std::set<JobId>& owners);
+  // Phase 4 (the caller holds mu): promotions stored, victims asked to
+  // stop; `held` is the tree with what runs and starts now.
+  void ApplyQueuePlan(const TreePlan& plan);
+  QueueTree HeldTree() const;
+  // Marks `job` (about to start with `a`) guaranteed or borrowed against
+  // `held` and counts it there; false (with `why`) if it may not start.
+  bool MarkStart(QueueTree& held, Job& job, const Allocation& a,
+                 std::string* why) const;
+  nlohmann::json QueuesJson() const;
+
   // service_decisions.cc (the caller holds mu): the decision's inputs in
   // `snap`; the law of a GPU kind (calibrated, configured or measured);
   // the laws and fits for ClusterJson.

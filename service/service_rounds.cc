@@ -141,7 +141,12 @@ bool Service::Impl::Finish(const Exited& e) {
   const bool preempted = preempt_requested.count(job.id) > 0;
   if (preempted) {
     job.state = JobState::kPreempted;
-    job.reason = "preempted by a higher-priority job";
+    auto why = preempt_reasons.find(job.id);
+    job.reason = why != preempt_reasons.end()
+                     ? why->second
+                     : "preempted by a higher-priority job";
+    job.queue.clear();
+    job.borrowed = false;
     ++job.restarts;
     job.exit_code.reset();
     job.plan = nullptr;
@@ -171,6 +176,8 @@ bool Service::Impl::Finish(const Exited& e) {
   running.erase(it);
   state.Release(job.id);
   preempt_requested.erase(job.id);
+  preempt_reasons.erase(job.id);
+  reclaim_victims.erase(job.id);
   cancel_requested.erase(job.id);
   if (preempted) {
     Requeue(std::move(job));
@@ -302,6 +309,8 @@ void Service::Impl::RunRound() {
   RoundSnapshot snap{state, {}, {}, {}, {}, 0, {}, {}, {}};
   std::vector<JobId> to_load;
   const double now = Now();
+  bool reclaiming = false;  // reclaim victims still stopping (their grace)
+  std::set<JobId> owners;   // queued jobs that reclaimed room
   {
     std::lock_guard lock(mu);
     for (const auto& [id, r] : reconciled) {
@@ -321,6 +330,12 @@ void Service::Impl::RunRound() {
     for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
     for (const Exited& e : exits) Finish(e);
     if (now < launch_retry_at) return;  // the engine was unreachable
+    reclaiming = !reclaim_victims.empty();
+    std::erase_if(reclaimers, [&](JobId id) {
+      return std::none_of(queue.begin(), queue.end(),
+                          [id](const Job& j) { return j.id == id; });
+    });
+    owners = reclaimers;
     snap.state = state;
     snap.queue = queue;
     for (const auto& [id, j] : running) snap.running.push_back(j);
@@ -361,11 +376,21 @@ void Service::Impl::RunRound() {
   if (quotas) {
     for (const Job& j : snap.held) planned.Add(j, HeldBy(j.allocation));
   }
+  // The queue tree's plan: what to offer, reclaim and promote.
+  const bool queue_tree = !tree.empty();
+  TreePlan tree_plan;
+  std::set<JobId> offered;
+  if (queue_tree) {
+    tree_plan = PlanQueues(snap, reclaiming, owners);
+    offered.insert(tree_plan.offer.begin(), tree_plan.offer.end());
+    for (const auto& [id, why] : tree_plan.held) quota_blocked[id] = why;
+  }
   for (const std::string& pool : snap.state.topology().pools) {
     std::vector<QueuedJob> waiting;
     std::unordered_map<JobId, const Job*> by_id;
     for (const Job& j : snap.queue) {
       if (j.request.pool != pool) continue;
+      if (queue_tree && !offered.count(j.id)) continue;
       if (quotas) {
         // Offered in queue order as if the earlier ones all start: a job
         // the quota could not hold beside them waits for the next round.
@@ -394,8 +419,11 @@ void Service::Impl::RunRound() {
       return Allocate(snap, s, *by_id.at(q.id));
     };
     const auto t0 = std::chrono::steady_clock::now();
-    Decision d =
-        policies.at(pool)->Schedule(waiting, active, snap.state, allocate, now);
+    Decision d = queue_tree
+                     ? ScheduleWithTree(*policies.at(pool), tree_plan, waiting,
+                                        active, snap.state, allocate, now)
+                     : policies.at(pool)->Schedule(waiting, active, snap.state,
+                                                   allocate, now);
     decisions.push_back(
         {pool, std::move(d),
          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -417,6 +445,11 @@ void Service::Impl::RunRound() {
       for (const auto& [id, j] : starting) held.Add(j, HeldBy(j.allocation));
     }
     quota_waits = std::move(quota_blocked);
+    QueueTree tree_held;
+    if (queue_tree) {
+      ApplyQueuePlan(tree_plan);
+      tree_held = HeldTree();
+    }
     for (auto& [id, d] : pending_decisions) {
       // Only for jobs still queued (not cancelled since the snapshot).
       const bool queued =
@@ -449,6 +482,13 @@ void Service::Impl::RunRound() {
             continue;  // stays queued
           }
           held.Add(*it, HeldBy(allocation));
+        }
+        if (queue_tree) {
+          std::string why;
+          if (!MarkStart(tree_held, *it, allocation, &why)) {
+            quota_waits[id] = std::move(why);
+            continue;  // stays queued
+          }
         }
         Job job = std::move(*it);
         queue.erase(it);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "common/stats.h"
@@ -262,6 +263,11 @@ class Replay {
     running_.push_back({job.id, job.user, job.team, job.priority,
                         job.preemptible, now, job.time_limit_s});
     const Allocation& a = *state_.AllocationOf(job.id);
+    if (!tree_.empty()) {
+      tree_job_[p] = {job.id,          TreeQueue(p), AmountOf(a),
+                      borrow_[p] != 0, true,         now};
+      tree_.Add(tree_job_[p]);
+    }
     milli_ += GpuMilliOf(a);
     if (!model_.empty() && model_[p]) {
       // Its whole work again (a preempted pod restarts from scratch), at
@@ -334,6 +340,7 @@ class Replay {
                                3600;
       }
     }
+    if (!tree_.empty()) tree_.Remove(tree_job_[p]);
     state_.Release(id);
     const int i = running_at_[p];
     running_at_[running_.back().id - 1] = i;
@@ -366,8 +373,9 @@ class Replay {
         }
         return a;
       };
-      const Decision d =
-          policy_.Schedule(queue_, running_, state_, allocate, now);
+      const Decision d = tree_.empty() ? policy_.Schedule(queue_, running_,
+                                                          state_, allocate, now)
+                                       : TreeSchedule(allocate, now);
       for (const JobId victim : d.preempt) {
         const auto p = static_cast<int>(victim - 1);
         if (running_at_[p] < 0) continue;
@@ -406,6 +414,95 @@ class Replay {
     waiting_milli_.Set(now, queue_.empty() ? 0 : static_cast<double>(milli_));
     if (options_.on_round) options_.on_round(now, state_);
     return {};
+  }
+
+  static QueueAmount AmountOf(const Allocation& a) {
+    QueueAmount out;
+    for (const GpuShare& g : a.gpus) {
+      out.gpu_milli += g.milli;
+      out.gpu_memory_mib += g.memory_mib;
+    }
+    return out;
+  }
+
+  int TreeQueue(int p) const { return tree_.Route("", "", pods_[p].job.team); }
+
+ public:
+  void SetTree(QueueTree tree) {
+    tree_ = std::move(tree);
+    tree_job_.assign(pods_.size(), TreeJob{});
+    borrow_.assign(pods_.size(), 0);
+    for (const NodeInfo& n : state_.topology().nodes) {
+      if (n.pool == pool_ && !n.gpus.empty()) {
+        gpu_memory_mib_ = state_.topology().gpus[n.gpus[0]].memory_mib;
+        break;
+      }
+    }
+  }
+
+ private:
+  // A round under the queue tree: promotions, reclaims (their victims
+  // stop now and go back to the queue), then the policy on the offered
+  // pods (ScheduleWithTree); each start marked guaranteed or borrowed.
+  Decision TreeSchedule(const Allocator& allocate, double now) {
+    const auto plan_now = [&](bool reclaiming) {
+      std::vector<TreePending> pending;
+      for (const QueuedJob& q : queue_) {
+        const auto p = static_cast<int>(q.id - 1);
+        const Resources& d = q.demand;
+        const QueueAmount amount =
+            d.gpus > 0
+                ? QueueAmount{int64_t{1000} * d.gpus, gpu_memory_mib_ * d.gpus}
+                : QueueAmount{d.gpu_milli, d.gpu_memory_mib};
+        pending.push_back({q.id, TreeQueue(p), amount, true});
+      }
+      std::vector<TreeJob> running;
+      for (const RunningJob& r : running_) {
+        running.push_back(tree_job_[r.id - 1]);
+      }
+      return PlanTreeRound(
+          tree_, pending, running, state_,
+          [&](const ClusterState& s, JobId id) {
+            return allocate(s, pods_[id - 1].job);
+          },
+          reclaiming, reclaimers_);
+    };
+    TreePlan plan = plan_now(false);
+    for (const JobId id : plan.promote) {
+      TreeJob& t = tree_job_[id - 1];
+      tree_.Remove(t);
+      t.borrowed = false;
+      tree_.Add(t);
+    }
+    if (!plan.reclaim.empty()) {
+      for (const auto& [v, owner] : plan.reclaimed_for) {
+        reclaimers_.insert(owner);
+      }
+      for (const JobId v : plan.reclaim) {
+        const auto p = static_cast<int>(v - 1);
+        if (running_at_[p] < 0) continue;
+        Stop(p, now, true);
+        ++run_.preemptions;
+        ++run_.reclaims;
+        Enqueue(p, now);
+      }
+      plan = plan_now(true);  // what they freed goes to the owners
+    }
+    Decision d = ScheduleWithTree(policy_, plan, queue_, running_, state_,
+                                  allocate, now);
+    QueueTree held = tree_;
+    Decision out;
+    out.preempt = std::move(d.preempt);
+    for (auto& [id, a] : d.start) {
+      const auto p = static_cast<int>(id - 1);
+      const QueueAmount amount = AmountOf(a);
+      const QueueTree::Fit fit = held.Classify(TreeQueue(p), amount, true);
+      if (fit == QueueTree::Fit::kNo) continue;
+      borrow_[p] = fit == QueueTree::Fit::kBorrowed;
+      held.Add({id, TreeQueue(p), amount, borrow_[p] != 0, true, now});
+      out.start.emplace_back(id, std::move(a));
+    }
+    return out;
   }
 
   // The tessera admission of model pod `job`, whose request fits `s` at
@@ -587,6 +684,13 @@ class Replay {
   std::vector<QueuedJob> queue_;  // by (submitted_at, id)
   std::vector<RunningJob> running_;
   std::vector<int> running_at_;  // pod -> index in running_, or -1
+  // The queue tree (empty: none), each pod's run as it counts it, and
+  // whether its next start is borrowed.
+  QueueTree tree_;
+  std::vector<TreeJob> tree_job_;
+  std::vector<char> borrow_;
+  std::set<JobId> reclaimers_;  // queued pods room was reclaimed for
+  int64_t gpu_memory_mib_ = 0;  // a whole GPU's, for queued pods
   std::vector<double> queued_since_, waited_;
   std::vector<int> epoch_;  // runs started or ended, per pod
   std::vector<double> delays_;
@@ -611,14 +715,26 @@ std::string_view TimedAdmissionName(TimedAdmission a) {
   return a == TimedAdmission::kTessera ? "tessera" : "fixed";
 }
 
-bool DeclaresModel(std::string_view name, int pct) {
-  if (pct <= 0) return false;
-  uint64_t h = 14695981039346656037ULL;  // FNV-1a 64
+namespace {
+
+uint64_t Fnv1a64(std::string_view name) {
+  uint64_t h = 14695981039346656037ULL;
   for (const char c : name) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ULL;
   }
-  return static_cast<int>(h % 100) < pct;
+  return h;
+}
+
+}  // namespace
+
+bool DeclaresModel(std::string_view name, int pct) {
+  if (pct <= 0) return false;
+  return static_cast<int>(Fnv1a64(name) % 100) < pct;
+}
+
+int TeamOfPod(std::string_view name, int teams) {
+  return static_cast<int>(Fnv1a64(name) % static_cast<uint64_t>(teams));
 }
 
 AdmissionComparison CompareAdmissions(const TimedRun& fixed,
@@ -770,6 +886,18 @@ Result<TimedRun> RunTimed(const Topology& topology,
   auto timed = MakeTimedPods(pods);
   if (!timed) return timed.error();
   if (options.load_factor != 1) Compress(*timed, options.load_factor);
+  if (options.teams > 0) {
+    for (size_t i = 0; i < pods.size(); ++i) {
+      (*timed)[i].job.team =
+          "team" + std::to_string(TeamOfPod(pods[i].name, options.teams));
+    }
+  }
+  std::optional<QueueTree> tree;
+  if (!options.queues.empty()) {
+    auto t = QueueTree::Make(options.queues);
+    if (!t) return t.error();
+    tree = std::move(t).value();
+  }
   PolicyConfig config;
   config.name = options.queue_policy;
   config.preemption = options.preemption;
@@ -794,11 +922,13 @@ Result<TimedRun> RunTimed(const Topology& topology,
   run.scorer = options.scorer;
   run.queue_policy = options.queue_policy;
   run.load_factor = options.load_factor;
+  run.quotas = tree.has_value();
   if (options.model_pods_pct > 0) {
     run.admission = TimedAdmissionName(options.admission);
   }
   Replay replay(topology, *timed, std::move(model), **scorer, **policy, options,
                 run);
+  if (tree) replay.SetTree(std::move(*tree));
   TESSERA_RETURN_IF_ERROR(replay.Run());
   run.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

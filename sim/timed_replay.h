@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/policy.h"
+#include "scheduler/queue_tree.h"
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 #include "sim/trace.h"
@@ -55,6 +56,10 @@ std::string_view TimedAdmissionName(TimedAdmission a);
 // the name, so the same pods declare one in every run.
 bool DeclaresModel(std::string_view name, int pct);
 
+// The team of the pod named `name` when the pods are split into `teams`
+// teams: FNV-1a 64 of the name, mod teams (0-based). REQUIRES: teams > 0.
+int TeamOfPod(std::string_view name, int teams);
+
 struct TimedOptions {
   std::string scorer = "fgd";         // ScorerNames()
   std::string queue_policy = "fifo";  // PolicyNames()
@@ -80,6 +85,15 @@ struct TimedOptions {
   int model_pods_pct = 0;
   TimedAdmission admission = TimedAdmission::kFixed;
   InterferenceLaw law;  // default: measured, timeslicing
+  // Teams (docs/quotas.md, "Replay"): with teams > 0 pod i's team is
+  // "team<k>", k = TeamOfPod(its name, teams), and fair-share's account is
+  // the team (else the qos class, as without teams).
+  int teams = 0;
+  // The queue tree (docs/quotas.md): empty, none. A pod goes to the queue
+  // named after its team; every pod may borrow (a reclaimed pod restarts
+  // from scratch, as a preempted one), and a reclaim's victims stop at
+  // once (no grace period on the virtual clock).
+  std::vector<QueueSpec> queues;
   // Called after every policy round with the clock and the cluster (tests
   // check invariants with it); may be empty.
   std::function<void(double now, const ClusterState& state)> on_round;
@@ -116,6 +130,7 @@ struct ModelPodStats {
 struct TimedRun {
   std::string scorer, queue_policy;
   std::string admission;  // "fixed" or "tessera"; "" without model pods
+  bool quotas = false;    // under the queue tree (TimedOptions::queues)
   double load_factor = 1;
   int64_t pods = 0;         // in the list
   int64_t started = 0;      // ran to their end
@@ -123,7 +138,9 @@ struct TimedRun {
                             // queued)
   int64_t stuck = 0;        // still queued when nothing else could happen
   int64_t never_started() const { return unplaceable + stuck; }
-  int64_t preemptions = 0;    // runs cut short (priority with preemption)
+  int64_t preemptions = 0;    // runs cut short (priority with preemption,
+                              // or reclaimed by the queue tree)
+  int64_t reclaims = 0;       // of which reclaimed
   double lost_gpu_hours = 0;  // GPU time of the runs cut short
   DelayStats delay_s;
   // Each pod's queueing delay, in the order of the pod list; -1 for a pod

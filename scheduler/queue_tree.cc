@@ -1,0 +1,462 @@
+// Hierarchical queues with guarantees, borrowing and reclaim
+// (queue_tree.h, docs/quotas.md).
+#include "scheduler/queue_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+
+namespace tessera::scheduler {
+namespace {
+
+std::string Label(const std::string& path, const char* field, const char* dim) {
+  return path + "." + field + "." + dim;
+}
+
+QueueAmount Sub(QueueAmount a, const QueueAmount& b) { return a -= b; }
+
+}  // namespace
+
+Result<QueueTree> QueueTree::Make(std::vector<QueueSpec> top) {
+  QueueTree tree;
+  Node root;
+  root.spec.weight = 1;
+  tree.nodes_.push_back(std::move(root));
+  tree.by_name_[""] = 0;
+  // Depth first, each node's fields checked with its config path.
+  struct Item {
+    QueueSpec spec;
+    int parent;
+    std::string path;
+  };
+  std::vector<Item> todo;
+  for (size_t i = top.size(); i-- > 0;) {
+    todo.push_back({std::move(top[i]), 0, "queues[" + std::to_string(i) + "]"});
+  }
+  QueueAmount top_guarantee;
+  while (!todo.empty()) {
+    Item item = std::move(todo.back());
+    todo.pop_back();
+    QueueSpec& s = item.spec;
+    if (s.name.empty()) return BadInput(item.path + ".name: required");
+    if (tree.by_name_.count(s.name)) {
+      return BadInput(item.path + ".name: '" + s.name +
+                      "' is given twice (queue names are unique in the tree)");
+    }
+    for (const auto& [field, amount] :
+         {std::pair<const char*, const QueueAmount*>{"guaranteed",
+                                                     &s.guaranteed},
+          {"limit", &s.limit}}) {
+      if (amount->gpu_milli < 0) {
+        return BadInput(Label(item.path, field, "gpu_milli") +
+                        ": must not be negative");
+      }
+      if (amount->gpu_memory_mib < 0) {
+        return BadInput(Label(item.path, field, "gpu_memory") +
+                        ": must not be negative");
+      }
+    }
+    if (s.limit.gpu_milli < s.guaranteed.gpu_milli) {
+      return BadInput(Label(item.path, "limit", "gpu_milli") + ": " +
+                      std::to_string(s.limit.gpu_milli) +
+                      " is below the queue's guarantee (" +
+                      std::to_string(s.guaranteed.gpu_milli) + ")");
+    }
+    if (s.limit.gpu_memory_mib < s.guaranteed.gpu_memory_mib) {
+      return BadInput(Label(item.path, "limit", "gpu_memory") + ": " +
+                      std::to_string(s.limit.gpu_memory_mib) +
+                      " MiB is below the queue's guarantee (" +
+                      std::to_string(s.guaranteed.gpu_memory_mib) + " MiB)");
+    }
+    if (!(s.weight > 0) || !std::isfinite(s.weight)) {
+      return BadInput(item.path + ".weight: must be above 0, e.g. 1");
+    }
+    QueueAmount children;
+    for (const QueueSpec& c : s.children) children += c.guaranteed;
+    for (const auto& [dim, over, have, want] :
+         {std::tuple<const char*, bool, int64_t, int64_t>{
+              "gpu_milli", children.gpu_milli > s.guaranteed.gpu_milli,
+              children.gpu_milli, s.guaranteed.gpu_milli},
+          {"gpu_memory", children.gpu_memory_mib > s.guaranteed.gpu_memory_mib,
+           children.gpu_memory_mib, s.guaranteed.gpu_memory_mib}}) {
+      if (over) {
+        return BadInput(Label(item.path, "guaranteed", dim) + ": " +
+                        std::to_string(want) +
+                        " is less than its children's guarantees together (" +
+                        std::to_string(have) + ")");
+      }
+    }
+    Node node;
+    node.parent = item.parent;
+    node.depth = tree.nodes_[item.parent].depth + 1;
+    node.own_guarantee = Sub(s.guaranteed, children);
+    std::vector<QueueSpec> kids = std::move(s.children);
+    s.children.clear();
+    node.spec = std::move(s);
+    const int index = tree.size();
+    tree.by_name_[node.spec.name] = index;
+    if (item.parent == 0) top_guarantee += node.spec.guaranteed;
+    tree.nodes_.push_back(std::move(node));
+    for (size_t i = kids.size(); i-- > 0;) {
+      todo.push_back({std::move(kids[i]), index,
+                      item.path + ".children[" + std::to_string(i) + "]"});
+    }
+  }
+  // The root: the top-level queues' guarantees; its own jobs borrow.
+  tree.nodes_[0].spec.guaranteed = top_guarantee;
+  return tree;
+}
+
+int QueueTree::Find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+int QueueTree::Route(std::string_view requested, std::string_view user,
+                     std::string_view team) const {
+  if (!requested.empty()) return Find(requested);
+  if (!user.empty()) {
+    if (const int q = Find(user); q > 0) return q;
+  }
+  if (!team.empty()) {
+    if (const int q = Find(team); q > 0) return q;
+  }
+  return 0;
+}
+
+bool QueueTree::Within(int q, int ancestor) const {
+  for (; q >= 0; q = nodes_[q].parent) {
+    if (q == ancestor) return true;
+  }
+  return false;
+}
+
+void QueueTree::Clear() {
+  for (Node& n : nodes_) {
+    n.used = n.own_guaranteed_used = n.guaranteed_used = {};
+    n.running = n.borrowing = 0;
+  }
+}
+
+void QueueTree::Add(const TreeJob& j) {
+  if (!j.borrowed) nodes_[j.queue].own_guaranteed_used += j.amount;
+  for (int q = j.queue; q >= 0; q = nodes_[q].parent) {
+    Node& n = nodes_[q];
+    n.used += j.amount;
+    if (!j.borrowed) n.guaranteed_used += j.amount;
+    ++n.running;
+    if (j.borrowed) ++n.borrowing;
+  }
+}
+
+void QueueTree::Remove(const TreeJob& j) {
+  if (!j.borrowed) nodes_[j.queue].own_guaranteed_used -= j.amount;
+  for (int q = j.queue; q >= 0; q = nodes_[q].parent) {
+    Node& n = nodes_[q];
+    n.used -= j.amount;
+    if (!j.borrowed) n.guaranteed_used -= j.amount;
+    --n.running;
+    if (j.borrowed) --n.borrowing;
+  }
+}
+
+QueueTree::Fit QueueTree::Classify(int q, const QueueAmount& amount,
+                                   bool preemptible) const {
+  const Node& own = nodes_[q];
+  QueueAmount with = own.own_guaranteed_used;
+  with += amount;
+  if (q != 0 && with.Within(own.own_guarantee)) return Fit::kGuaranteed;
+  if (!preemptible) return Fit::kNo;
+  // Borrowing: each queue from q up borrows at most limit - guaranteed
+  // (its guaranteed use never exceeds its guarantee), so its use stays
+  // within its limit.
+  for (int a = q; a > 0; a = nodes_[a].parent) {
+    const Node& n = nodes_[a];
+    QueueAmount borrowed = Sub(n.used, n.guaranteed_used);
+    borrowed += amount;
+    borrowed += n.spec.guaranteed;
+    if (!borrowed.Within(n.spec.limit)) return Fit::kNo;
+  }
+  return Fit::kBorrowed;
+}
+
+double QueueTree::BorrowKey(int q) const {
+  const Node& n = nodes_[q];
+  const QueueAmount& total = nodes_[0].spec.guaranteed;
+  const auto frac = [](int64_t over, int64_t of) {
+    return static_cast<double>(std::max<int64_t>(0, over)) /
+           static_cast<double>(std::max<int64_t>(1, of));
+  };
+  const double share = std::max(
+      frac(n.used.gpu_milli - n.spec.guaranteed.gpu_milli, total.gpu_milli),
+      frac(n.used.gpu_memory_mib - n.spec.guaranteed.gpu_memory_mib,
+           total.gpu_memory_mib));
+  return share / n.spec.weight;
+}
+
+std::vector<JobId> QueueTree::Reclaim(
+    const TreePending& job, const std::vector<TreeJob>& running,
+    const ClusterState& state,
+    const std::function<bool(const ClusterState&)>& fits) const {
+  std::vector<const TreeJob*> candidates;
+  for (const TreeJob& r : running) {
+    if (r.borrowed && r.preemptible && !Within(r.queue, job.queue) &&
+        state.AllocationOf(r.id) != nullptr) {
+      candidates.push_back(&r);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const TreeJob* a, const TreeJob* b) {
+                     return a->started_at != b->started_at
+                                ? a->started_at > b->started_at
+                                : a->id > b->id;
+                   });
+  ClusterState s = state;
+  size_t taken = 0;
+  bool ok = false;
+  for (; taken < candidates.size(); ++taken) {
+    s.Release(candidates[taken]->id);
+    if (fits(s)) {
+      ok = true;
+      ++taken;
+      break;
+    }
+  }
+  if (!ok) return {};
+  // As few as that order needs: give back the older ones it does not
+  // (jobs of other pools, or on other nodes).
+  std::vector<bool> keep(taken, true);
+  for (size_t i = taken; i-- > 0;) {
+    ClusterState trial = state;
+    for (size_t k = 0; k < taken; ++k) {
+      if (k != i && keep[k]) trial.Release(candidates[k]->id);
+    }
+    if (fits(trial)) keep[i] = false;
+  }
+  std::vector<JobId> victims;
+  for (size_t k = 0; k < taken; ++k) {
+    if (keep[k]) victims.push_back(candidates[k]->id);
+  }
+  return victims;
+}
+
+std::vector<QueueReport> QueueTree::Report() const {
+  std::vector<QueueReport> out;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    QueueReport r;
+    r.name = n.spec.name;
+    r.parent = n.parent > 0 ? nodes_[n.parent].spec.name : "";
+    r.depth = n.depth;
+    r.guaranteed = n.spec.guaranteed;
+    r.limit = n.spec.limit;
+    r.weight = n.spec.weight;
+    r.used = n.used;
+    r.borrowed = Sub(n.used, n.guaranteed_used);
+    r.idle.gpu_milli = std::max<int64_t>(
+        0, n.spec.guaranteed.gpu_milli - n.guaranteed_used.gpu_milli);
+    r.idle.gpu_memory_mib = std::max<int64_t>(
+        0, n.spec.guaranteed.gpu_memory_mib - n.guaranteed_used.gpu_memory_mib);
+    // Of its idle guarantee, what the queues outside it borrow now.
+    const QueueAmount outside =
+        Sub(Sub(nodes_[0].used, nodes_[0].guaranteed_used), r.borrowed);
+    r.lent.gpu_milli = std::min(r.idle.gpu_milli, outside.gpu_milli);
+    r.lent.gpu_memory_mib =
+        std::min(r.idle.gpu_memory_mib, outside.gpu_memory_mib);
+    r.running = n.running;
+    r.borrowing_jobs = n.borrowing;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+TreePlan PlanTreeRound(
+    const QueueTree& tree, const std::vector<TreePending>& pending,
+    const std::vector<TreeJob>& running, const ClusterState& state,
+    const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
+        allocate,
+    bool reclaiming, const std::set<JobId>& reclaimers) {
+  TreePlan plan;
+  QueueTree planned = tree;
+  planned.Clear();
+  // Promotions: a borrowed job that now fits its queue's own guarantee
+  // (a guaranteed one ended) becomes guaranteed, oldest first.
+  std::vector<TreeJob> now = running;
+  std::vector<size_t> order(now.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return now[a].started_at < now[b].started_at;
+  });
+  for (const TreeJob& j : now) {
+    if (!j.borrowed) planned.Add(j);
+  }
+  for (const size_t i : order) {
+    TreeJob& j = now[i];
+    if (!j.borrowed) continue;
+    if (planned.Classify(j.queue, j.amount, false) ==
+        QueueTree::Fit::kGuaranteed) {
+      j.borrowed = false;
+      plan.promote.push_back(j.id);
+    }
+    planned.Add(j);
+  }
+  // In their guarantee, in submission order, as if each starts; reclaim
+  // for those that do not fit what is free.
+  ClusterState s = state;
+  std::vector<TreeJob> victims_pool = now;
+  std::set<JobId> victims;
+  std::vector<const TreePending*> borrowers;
+  // As the policies (Slurm's bf_max_job_test): after this many jobs in
+  // their guarantee that neither fit nor reclaim room, the rest are
+  // offered without trying.
+  constexpr int kMaxMisses = 100;
+  int misses = 0;
+  // While a job that reclaimed room waits (the policy has not started it
+  // yet), only such jobs reclaim: what was taken back is used before more
+  // is, so reclaims cannot churn.
+  bool owner_waits = false;
+  for (const TreePending& p : pending) {
+    owner_waits = owner_waits || reclaimers.count(p.id) > 0;
+  }
+  for (const TreePending& p : pending) {
+    if (p.queue < 0) {
+      plan.held[p.id] = "no such queue";
+      continue;
+    }
+    const QueueTree::Fit fit =
+        planned.Classify(p.queue, p.amount, p.preemptible);
+    if (fit == QueueTree::Fit::kNo) {
+      plan.held[p.id] = p.preemptible
+                            ? "its queue '" + planned.name(p.queue) +
+                                  "' would pass its borrowing limit"
+                            : "beyond its queue's guarantee, and only "
+                              "preemptible jobs borrow";
+      continue;
+    }
+    if (fit == QueueTree::Fit::kBorrowed) {
+      borrowers.push_back(&p);
+      continue;
+    }
+    plan.offer.push_back(p.id);
+    plan.fit[p.id] = fit;
+    // Counted in its queue's guarantee only if it can start (now, or once
+    // borrowed work is reclaimed): a job nothing makes room for does not
+    // hold back the ones behind it.
+    const TreeJob as_running{p.id, p.queue, p.amount, false, p.preemptible, 0};
+    if (misses >= kMaxMisses) continue;
+    if (std::optional<Allocation> a = allocate(s, p.id)) {
+      (void)s.Reserve(p.id, *a);
+      if (reclaimers.count(p.id)) plan.held_room[p.id] = *a;
+      planned.Add(as_running);
+      continue;
+    }
+    if (reclaiming) continue;  // the earlier victims are still stopping
+    if (owner_waits && !reclaimers.count(p.id)) continue;
+    std::vector<TreeJob> left;
+    for (const TreeJob& r : victims_pool) {
+      if (!victims.count(r.id)) left.push_back(r);
+    }
+    std::vector<JobId> more =
+        tree.Reclaim(p, left, s, [&](const ClusterState& trial) {
+          return allocate(trial, p.id).has_value();
+        });
+    if (more.empty()) {
+      ++misses;
+      continue;
+    }
+    for (const JobId v : more) {
+      victims.insert(v);
+      plan.reclaim.push_back(v);
+      plan.reclaimed_for[v] = p.id;
+      s.Release(v);
+    }
+    if (std::optional<Allocation> a = allocate(s, p.id)) {
+      (void)s.Reserve(p.id, *a);
+      plan.held_room[p.id] = *a;
+    }
+    planned.Add(as_running);
+  }
+  if (reclaiming || !plan.reclaim.empty()) {
+    for (const TreePending* b : borrowers) {
+      plan.held[b->id] = "its queue is reclaiming its guarantee";
+    }
+    return plan;
+  }
+  // Borrowers: the queue furthest below its weighted share first, each
+  // queue's jobs in submission order.
+  std::map<int, std::vector<const TreePending*>> by_queue;
+  for (const TreePending* b : borrowers) by_queue[b->queue].push_back(b);
+  std::map<int, size_t> next;
+  while (true) {
+    int best = -1;
+    double best_key = 0;
+    for (const auto& [q, jobs] : by_queue) {
+      if (next[q] >= jobs.size()) continue;
+      const double key = planned.BorrowKey(q);
+      if (best < 0 || key < best_key) {
+        best = q;
+        best_key = key;
+      }
+    }
+    if (best < 0) break;
+    const TreePending& b = *by_queue[best][next[best]++];
+    const QueueTree::Fit fit =
+        planned.Classify(b.queue, b.amount, b.preemptible);
+    if (fit == QueueTree::Fit::kNo) {
+      plan.held[b.id] = "its queue '" + planned.name(b.queue) +
+                        "' would pass its borrowing limit";
+      continue;
+    }
+    plan.offer.push_back(b.id);
+    plan.fit[b.id] = fit;
+    planned.Add({b.id, b.queue, b.amount, fit == QueueTree::Fit::kBorrowed,
+                 b.preemptible, 0});
+  }
+  return plan;
+}
+
+Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,
+                          const std::vector<QueuedJob>& queue,
+                          std::vector<RunningJob> running,
+                          const ClusterState& state, const Allocator& allocate,
+                          double now) {
+  std::map<JobId, const QueuedJob*> by_id;
+  for (const QueuedJob& q : queue) by_id[q.id] = &q;
+  std::vector<QueuedJob> first, second;
+  for (const JobId id : plan.offer) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) continue;  // another pool's
+    (plan.fit.at(id) == QueueTree::Fit::kGuaranteed ? first : second)
+        .push_back(*it->second);
+  }
+  Decision d;
+  ClusterState s = state;
+  if (!first.empty()) {
+    d = policy.Schedule(first, running, s, allocate, now);
+    for (const auto& [id, a] : d.start) {
+      (void)s.Reserve(id, a);
+      const QueuedJob& q = *by_id.at(id);
+      running.push_back({q.id, q.user, q.team, q.priority, q.preemptible, now,
+                         q.time_limit_s});
+    }
+  }
+  if (!second.empty() && d.preempt.empty()) {
+    // The room reclaimed for owners' jobs that did not start is not lent.
+    ClusterState lend = s;
+    for (const auto& [id, a] : plan.held_room) {
+      if (lend.AllocationOf(id) == nullptr && lend.Fits(a)) {
+        (void)lend.Reserve(id, a);
+      }
+    }
+    s = std::move(lend);
+    // Borrowed work preempts nobody: a policy that would is not followed.
+    Decision more = policy.Schedule(second, running, s, allocate, now);
+    if (more.preempt.empty()) {
+      d.start.insert(d.start.end(), more.start.begin(), more.start.end());
+    }
+  }
+  return d;
+}
+
+}  // namespace tessera::scheduler

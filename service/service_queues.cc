@@ -1,0 +1,180 @@
+// The queue tree in the service (docs/quotas.md): which queue a job is
+// in, the round's plan (offer, reclaim, promote), each start's mark
+// (guaranteed or borrowed, stored with the job), and the queues as
+// GET /v1/cluster shows them. The decisions are scheduler/queue_tree.h's.
+#include <algorithm>
+
+#include "service/service_internal.h"
+
+namespace tessera::scheduler {
+
+using service_internal::EstimateHeld;
+using service_internal::HeldBy;
+
+namespace {
+
+QueueAmount AmountOf(const service_internal::QuotaUse& u) {
+  return {u.gpu_milli, u.gpu_memory_mib};
+}
+
+}  // namespace
+
+Status Service::Impl::SetUpQueues() {
+  if (options.queues.empty()) return {};
+  Result<QueueTree> t = QueueTree::Make(options.queues);
+  if (!t) return t.error();
+  tree = std::move(t).value();
+  return {};
+}
+
+Status Service::Impl::CheckQueue(const JobRequest& request) const {
+  if (request.queue.empty()) return {};
+  if (tree.empty()) {
+    return BadInput(
+        "queue: the service has no queues (the serve config's "
+        "'queues:')");
+  }
+  if (tree.Find(request.queue) <= 0) {
+    return BadInput("queue: no queue '" + request.queue + "'");
+  }
+  return {};
+}
+
+namespace {
+
+// A running (or starting) job as the tree counts it.
+TreeJob TreeJobOf(const QueueTree& tree, const Job& j) {
+  int q = j.queue.empty() ? -1 : tree.Find(j.queue);
+  if (q < 0) q = std::max(0, tree.Route(j.request.queue, j.user, j.team));
+  return {j.id,
+          q,
+          AmountOf(HeldBy(j.allocation)),
+          j.borrowed,
+          j.request.preemptible,
+          j.started_at};
+}
+
+}  // namespace
+
+QueueTree Service::Impl::HeldTree() const {
+  QueueTree held = tree;
+  held.Clear();
+  for (const auto& [id, j] : running) held.Add(TreeJobOf(tree, j));
+  for (const auto& [id, j] : starting) held.Add(TreeJobOf(tree, j));
+  return held;
+}
+
+TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
+                                   const std::set<JobId>& owners) {
+  QueueTree held = tree;
+  held.Clear();
+  std::vector<TreeJob> running_jobs;
+  for (const Job& j : snap.held) {
+    const TreeJob t = TreeJobOf(tree, j);
+    held.Add(t);
+    // Starting jobs are no victims (they have no process to stop yet).
+    if (j.state == JobState::kRunning) running_jobs.push_back(t);
+  }
+  std::vector<TreePending> pending;
+  std::unordered_map<JobId, const Job*> by_id;
+  for (const Job& j : snap.queue) {
+    pending.push_back({j.id, tree.Route(j.request.queue, j.user, j.team),
+                       AmountOf(EstimateHeld(j, snap.state.topology())),
+                       j.request.preemptible});
+    by_id[j.id] = &j;
+  }
+  return PlanTreeRound(
+      held, pending, running_jobs, snap.state,
+      [&](const ClusterState& s, JobId id) {
+        return Allocate(snap, s, *by_id.at(id));
+      },
+      reclaiming, owners);
+}
+
+void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {
+  for (const JobId id : plan.promote) {
+    auto it = running.find(id);
+    if (it == running.end() || !it->second.borrowed) continue;
+    Job job = it->second;
+    job.borrowed = false;
+    const JobEvent event =
+        Event(id, nullptr, "guaranteed",
+              "now within queue '" + job.queue + "''s guarantee");
+    if (Persist(job, &event).ok()) it->second = std::move(job);
+  }
+  for (const JobId v : plan.reclaim) {
+    auto it = running.find(v);
+    if (it == running.end() || !preempt_requested.insert(v).second) continue;
+    stop_requests.push_back(v);
+    reclaim_victims.insert(v);
+    const JobId owner = plan.reclaimed_for.at(v);
+    reclaimers.insert(owner);
+    std::string queue_name = "?";
+    for (const Job& j : queue) {
+      if (j.id != owner) continue;
+      const int q = tree.Route(j.request.queue, j.user, j.team);
+      if (q >= 0) queue_name = tree.name(q);
+    }
+    preempt_reasons[v] = "reclaimed by queue '" + queue_name + "' (job " +
+                         std::to_string(owner) + ")";
+    (void)Record(Event(v, nullptr, "preemption requested",
+                       "borrowed capacity " + preempt_reasons[v]));
+  }
+}
+
+bool Service::Impl::MarkStart(QueueTree& held, Job& job, const Allocation& a,
+                              std::string* why) const {
+  const int q = tree.Route(job.request.queue, job.user, job.team);
+  if (q < 0) {
+    *why = "no queue '" + job.request.queue + "'";
+    return false;
+  }
+  const QueueAmount amount = AmountOf(HeldBy(a));
+  const QueueTree::Fit fit = held.Classify(q, amount, job.request.preemptible);
+  if (fit == QueueTree::Fit::kNo) {
+    *why = "queue '" + tree.name(q) + "': beyond its guarantee and " +
+           (job.request.preemptible ? "its borrowing limit"
+                                    : "only preemptible jobs borrow");
+    return false;
+  }
+  job.queue = q == 0 ? "(root)" : tree.name(q);
+  job.borrowed = fit == QueueTree::Fit::kBorrowed;
+  held.Add({job.id, q, amount, job.borrowed, job.request.preemptible, 0});
+  return true;
+}
+
+nlohmann::json Service::Impl::QueuesJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  if (tree.empty()) return out;
+  std::map<std::string, int64_t> queued;
+  for (const Job& j : queue) {
+    const int q = tree.Route(j.request.queue, j.user, j.team);
+    if (q > 0) ++queued[tree.name(q)];
+  }
+  const auto amount = [](const QueueAmount& a) {
+    const auto v = [](int64_t x) {
+      return x >= kNoLimit ? nlohmann::json() : nlohmann::json(x);
+    };
+    return nlohmann::json{{"gpu_milli", v(a.gpu_milli)},
+                          {"gpu_memory_mib", v(a.gpu_memory_mib)}};
+  };
+  for (const QueueReport& r : HeldTree().Report()) {
+    out.push_back({{"name", r.name},
+                   {"parent", r.parent.empty() ? nlohmann::json()
+                                               : nlohmann::json(r.parent)},
+                   {"depth", r.depth},
+                   {"weight", r.weight},
+                   {"guaranteed", amount(r.guaranteed)},
+                   {"limit", amount(r.limit)},
+                   {"used", amount(r.used)},
+                   {"borrowed", amount(r.borrowed)},
+                   {"idle", amount(r.idle)},
+                   {"lent", amount(r.lent)},
+                   {"running", r.running},
+                   {"borrowing_jobs", r.borrowing_jobs},
+                   {"queued", queued[r.name]}});
+  }
+  return out;
+}
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,202 @@
+// The queue tree in the service (docs/quotas.md): a job starts in its
+// queue's guarantee or on borrowed capacity, the mark is stored (and
+// survives a restart), and an owner's job that fits its guarantee but not
+// what is free reclaims borrowed work: youngest first, a gang whole, the
+// victims requeued as `preempted`.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "service/service.h"
+#include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/scripted_launcher.h"
+
+namespace tessera::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kGpuMiB = 80 * 1024;
+
+// One node, four 80 GiB GPUs, pool "a".
+Topology FourGpus() {
+  Topology t;
+  t.pools = {"a"};
+  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1, 2, 3}, false});
+  for (int i = 0; i < 4; ++i) {
+    t.gpus.push_back(
+        {"node0/gpu" + std::to_string(i), 0, i, "a100-80gb", kGpuMiB});
+  }
+  return t;
+}
+
+QueueSpec Team(std::string name, int gpus) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.guaranteed = {1000 * gpus, kGpuMiB * gpus};
+  return q;
+}
+
+JobRequest Gpus(int n, bool preemptible) {
+  JobRequest r;
+  r.name = "whole";
+  r.pool = "a";
+  r.command = {"true"};
+  r.preemptible = preemptible;
+  r.resources = Resources{n, 0, 0, 0, 0};
+  return r;
+}
+
+class QueueTreeServiceTest : public ::testing::Test {
+ protected:
+  // `adoptable`: the jobs whose processes a restart finds alive.
+  std::unique_ptr<Service> Make(std::set<JobId> adoptable = {}) {
+    ServiceOptions o;
+    o.topology = FourGpus();
+    o.db_path = dir_.File("q.db");
+    o.log_dir = dir_.File("logs");
+    o.start_thread = false;
+    o.clock = [this] { return now_; };
+    QueueSpec org;
+    org.name = "org";
+    org.guaranteed = {4000, 4 * kGpuMiB};
+    org.children = {Team("team-a", 2), Team("team-b", 2)};
+    o.queues = {org};
+    auto l = std::make_unique<ScriptedLauncher>();
+    l->adoptable = std::move(adoptable);
+    launcher_ = l.get();
+    auto s = Service::Start(std::move(o), std::move(l));
+    EXPECT_TRUE(s) << s.error().message;
+    return s ? std::move(s).value() : nullptr;
+  }
+  Job Get(Service& s, JobId id) {
+    auto j = s.Get(id);
+    EXPECT_TRUE(j && *j);
+    return (j && *j) ? **j : Job{};
+  }
+  JobId Submit(Service& s, const User& u, JobRequest r) {
+    auto j = s.Submit(u, std::move(r));
+    EXPECT_TRUE(j) << j.error().message;
+    return j ? j->id : 0;
+  }
+  static nlohmann::json Queue(const nlohmann::json& cluster,
+                              const std::string& name) {
+    for (const auto& q : cluster["queues"]) {
+      if (q["name"] == name) return q;
+    }
+    return nullptr;
+  }
+
+  testlib::TempDir dir_;
+  double now_ = 1000;
+  ScriptedLauncher* launcher_ = nullptr;
+  const User alice_{"alice", "team-a", false, ""};
+  const User bob_{"bob", "team-b", false, ""};
+};
+
+TEST_F(QueueTreeServiceTest, OwnerReclaimsYoungestBorrowedFirst) {
+  auto s = Make();
+  // team-b fills the cluster: two GPUs in its guarantee, two borrowed.
+  const JobId b1 = Submit(*s, bob_, Gpus(1, true));
+  const JobId b2 = Submit(*s, bob_, Gpus(1, false));
+  s->Tick();
+  now_ += 10;
+  const JobId b3 = Submit(*s, bob_, Gpus(1, true));
+  s->Tick();
+  now_ += 10;
+  const JobId b4 = Submit(*s, bob_, Gpus(1, true));
+  s->Tick();
+  for (const JobId id : {b1, b2, b3, b4}) {
+    ASSERT_EQ(Get(*s, id).state, JobState::kRunning) << id;
+    EXPECT_EQ(Get(*s, id).queue, "team-b");
+  }
+  EXPECT_FALSE(Get(*s, b1).borrowed);
+  EXPECT_FALSE(Get(*s, b2).borrowed);
+  EXPECT_TRUE(Get(*s, b3).borrowed);
+  EXPECT_TRUE(Get(*s, b4).borrowed);
+  nlohmann::json cluster = s->ClusterJson();
+  EXPECT_EQ(Queue(cluster, "team-b")["borrowed"]["gpu_milli"], 2000);
+  EXPECT_EQ(Queue(cluster, "team-a")["lent"]["gpu_milli"], 2000);
+  EXPECT_EQ(Queue(cluster, "team-a")["guaranteed"]["gpu_milli"], 2000);
+
+  // alice's job is in team-a's guarantee and nothing is free: the youngest
+  // borrowed job (b4) is reclaimed, only it.
+  now_ += 10;
+  const JobId a1 = Submit(*s, alice_, Gpus(1, false));
+  s->Tick();
+  EXPECT_EQ(Get(*s, a1).state, JobState::kQueued);
+  s->Tick();  // the victim has exited: its GPU goes to the owner
+  EXPECT_EQ(Get(*s, a1).state, JobState::kRunning);
+  EXPECT_FALSE(Get(*s, a1).borrowed);
+  EXPECT_EQ(Get(*s, b3).state, JobState::kRunning);
+  const Job victim = Get(*s, b4);
+  EXPECT_EQ(victim.state, JobState::kPreempted);
+  EXPECT_THAT(victim.reason, HasSubstr("reclaimed by queue 'team-a'"));
+  EXPECT_EQ(victim.restarts, 1);
+  // A non-preemptible job beyond its queue's guarantee does not borrow.
+  const JobId b5 = Submit(*s, bob_, Gpus(1, false));
+  s->Tick();
+  EXPECT_EQ(Get(*s, b5).state, JobState::kQueued);
+  cluster = s->ClusterJson();
+  bool held = false;
+  for (const auto& w : cluster["quota_waits"]) {
+    if (w["job"] == b5) {
+      held = true;
+      EXPECT_THAT(w["reason"].get<std::string>(),
+                  HasSubstr("only preemptible jobs borrow"));
+    }
+  }
+  EXPECT_TRUE(held);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+TEST_F(QueueTreeServiceTest, AGangIsReclaimedWholeAndTheMarkSurvivesRestart) {
+  auto s = Make();
+  const JobId b1 = Submit(*s, bob_, Gpus(2, false));
+  s->Tick();
+  now_ += 10;
+  const JobId gang = Submit(*s, bob_, Gpus(2, true));  // borrowed, 2 GPUs
+  s->Tick();
+  ASSERT_EQ(Get(*s, gang).state, JobState::kRunning);
+  EXPECT_TRUE(Get(*s, gang).borrowed);
+  EXPECT_EQ(Get(*s, gang).allocation.gpus.size(), 2u);
+
+  // A restart: the processes are still there, the marks come back.
+  s.reset();
+  s = Make({b1, gang});
+  ASSERT_EQ(Get(*s, gang).state, JobState::kRunning);
+  EXPECT_TRUE(Get(*s, gang).borrowed);
+  EXPECT_FALSE(Get(*s, b1).borrowed);
+  EXPECT_EQ(Queue(s->ClusterJson(), "team-b")["borrowed"]["gpu_milli"], 2000);
+
+  // alice needs one GPU of her guarantee: the whole gang goes.
+  now_ += 10;
+  const JobId a1 = Submit(*s, alice_, Gpus(1, false));
+  s->Tick();
+  s->Tick();
+  EXPECT_EQ(Get(*s, a1).state, JobState::kRunning);
+  const Job g = Get(*s, gang);
+  EXPECT_EQ(g.state, JobState::kPreempted);
+  EXPECT_TRUE(g.allocation.gpus.empty());
+  EXPECT_EQ(Get(*s, b1).state, JobState::kRunning);
+  // One GPU is free but the gang needs two: it waits, whole.
+  s->Tick();
+  EXPECT_EQ(Get(*s, gang).state, JobState::kPreempted);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+TEST_F(QueueTreeServiceTest, ASubmissionNamesAQueueThatExists) {
+  auto s = Make();
+  JobRequest r = Gpus(1, false);
+  r.queue = "team-c";
+  auto j = s->Submit(alice_, r);
+  ASSERT_FALSE(j);
+  EXPECT_EQ(j.error().code, ErrorCode::kBadInput);
+  EXPECT_THAT(j.error().message, HasSubstr("queue: no queue 'team-c'"));
+  r.queue = "team-b";  // alice may run in team-b's queue
+  const JobId id = Submit(*s, alice_, r);
+  s->Tick();
+  EXPECT_EQ(Get(*s, id).queue, "team-b");
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
