@@ -169,6 +169,12 @@ class LocalLauncher : public Launcher {
     if (!c.kill_at || deadline < *c.kill_at) c.kill_at = deadline;
   }
 
+  void Notify(JobId id, int sig) override {
+    std::lock_guard lock(mu_);
+    auto it = children_.find(id);
+    if (it != children_.end()) Signal(it->second, sig);
+  }
+
   std::vector<Exited> Poll() override {
     std::lock_guard lock(mu_);
     std::vector<Exited> exited;

@@ -69,6 +69,10 @@ class Launcher {
   virtual Result<Launched> Start(const LaunchSpec& spec) = 0;
   // SIGTERM to the job's process group, SIGKILL after `grace_s`.
   virtual void Stop(JobId id, double grace_s) = 0;
+  // Sends `sig` to the job's process group (an elastic job's allocation
+  // changed: SIGUSR1); a no-op for a job it does not run, or a launcher
+  // that cannot signal (a cluster engine: the job polls its allocation).
+  virtual void Notify(JobId /*id*/, int /*sig*/) {}
   // Jobs whose process has ended since the last call.
   virtual std::vector<Exited> Poll() = 0;
   // After a restart: takes over a job still running from the previous
