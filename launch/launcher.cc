@@ -123,7 +123,7 @@ class LocalLauncher : public Launcher {
     if (pid == 0) {
       ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
                 envp.data(), /*new_session=*/true, go_read.get(),
-                go_write.get());
+                go_write.get(), spec.ignore_sigusr1 ? SIGUSR1 : 0);
     }
     report_write.Reset();
     go_read.Reset();

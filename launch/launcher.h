@@ -34,6 +34,10 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;  // added to the service's own
   std::string log_dir;                     // <log_dir>/<id>.out and .err
   std::vector<LaunchPart> parts;           // by node, the first holds CPU
+  // An elastic job: it starts with SIGUSR1 ignored (inherited by what it
+  // runs), so that the notice of a change (Notify) kills no process that
+  // did not ask for it; the job installs its handler when it is ready.
+  bool ignore_sigusr1 = false;
 };
 
 // What Start returns and Adopt gets back after a restart. The local

@@ -96,6 +96,12 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     sized = std::move(s).value();
   } else {
     job.demand = *request.resources;
+    if (request.elastic && request.elastic->mode == ElasticMode::kPerWorker) {
+      return BadInput(
+          "elastic.mode: per-worker is not implemented yet (docs/elastic.md, "
+          "\"Launch modes\"); use one-process, where the job starts a "
+          "process per worker itself");
+    }
     if (request.elastic) {  // the guaranteed part
       job.demand =
           ElasticGuaranteedDemand(*request.resources, *request.elastic);

@@ -497,6 +497,7 @@ void Service::Impl::RunRound() {
     p.spec.env = LaunchEnv(p.job, t, p.model.get());
     p.spec.log_dir = options.log_dir;
     p.spec.parts = LaunchParts(t, p.job.allocation);
+    p.spec.ignore_sigusr1 = p.job.request.elastic.has_value();
     outcomes.push_back(launcher->Start(p.spec));
   }
   std::vector<JobId> preempt_stops, elastic_notices;
