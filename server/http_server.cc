@@ -445,12 +445,16 @@ void HttpServer::Impl::Allocation(const Request& req, Response& res) {
     }
     *out = *v;
   }
+  struct Counted {  // this long-poll, while it waits (even if it throws)
+    std::atomic<int>& n;
+    ~Counted() { n.fetch_sub(1); }
+  };
   const int waiting = long_polls.fetch_add(1) + 1;
+  const Counted counted{long_polls};
   const bool may_wait = waiting <= std::max(1, http::kDefaultWorkerThreads / 2);
   if (!may_wait) res.set_header("Retry-After", "1");
   Result<json> out = service.WaitAllocation(
       job->id, after, may_wait ? static_cast<double>(wait_s) : 0.0);
-  long_polls.fetch_sub(1);
   if (!out) {
     SendError(res,
               out.error().code == ErrorCode::kBadInput

@@ -171,6 +171,26 @@ bool Service::Impl::AskBackFor(const Allocation& allocation,
   return asked;
 }
 
+bool Service::Impl::MakeRoom(const RoundSnapshot& snap, const Job& job,
+                             const std::string& pool, Allocation& allocation) {
+  if (state.Fits(allocation)) return true;
+  const bool extras =
+      std::any_of(running.begin(), running.end(), [&](const auto& r) {
+        const Job& e = r.second;
+        return e.request.elastic && e.request.pool == pool &&
+               e.allocation.gpus.size() >
+                   static_cast<size_t>(e.request.elastic->min);
+      });
+  if (!extras) return true;  // a stale plan: BeginStart puts it back
+  if (!job.request.model) {
+    if (std::optional<Allocation> now = Allocate(snap, state, job)) {
+      allocation = std::move(*now);
+      return true;
+    }
+  }
+  return !AskBackFor(allocation, pool);
+}
+
 void Service::Impl::ReclaimOverdue(double now) {
   std::vector<JobId> due;
   for (const auto& [id, job] : running) {

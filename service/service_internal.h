@@ -244,6 +244,12 @@ struct Service::Impl {
   // Before `allocation` (a start the policy chose) can be reserved: asks
   // back the extras in its way, on its node. True if it asked any.
   bool AskBackFor(const Allocation& allocation, const std::string& pool);
+  // A start the policy planned (`allocation`) against the state now: kept
+  // if it fits; if elastic extras of `pool` are in the way, replaced by a
+  // placement on what is free now when there is one, else the extras are
+  // asked back and false returned (the job waits). Holds round_mu and mu.
+  bool MakeRoom(const RoundSnapshot& snap, const Job& job,
+                const std::string& pool, Allocation& allocation);
   // Extras whose release_by has passed are reclaimed.
   void ReclaimOverdue(double now);
   // Free capacity goes to running elastic jobs, oldest first, up to max.

@@ -449,14 +449,14 @@ void Service::Impl::RunRound() {
         }
         continue;
       }
-      for (const auto& [id, allocation] : d.start) {
+      for (const auto& [id, chosen] : d.start) {
         auto it = std::find_if(queue.begin(), queue.end(),
                                [&](const Job& j) { return j.id == id; });
         if (it == queue.end()) continue;  // cancelled meanwhile
-        // Planned on extras: they are asked back, the job waits for them.
-        if (!state.Fits(allocation) && AskBackFor(allocation, pd.pool)) {
-          continue;
-        }
+        // Planned on elastic jobs' extras: placed on free GPUs if it fits
+        // there now, else the extras are asked back and it waits.
+        Allocation allocation = chosen;
+        if (!MakeRoom(snap, *it, pd.pool, allocation)) continue;
         if (quotas) {
           std::string why = held.Over(options.quotas, *it, HeldBy(allocation));
           if (!why.empty()) {

@@ -98,6 +98,13 @@ class ElasticCli : public ::testing::Test {
     }
     return a;
   }
+  // The sweep's stdout and stderr, for a failure's message.
+  std::string HpoLogs(int64_t id) {
+    const std::string base = dir_.File("logs") + "/" + std::to_string(id);
+    return "\nstdout:\n" + testlib::ReadFile(base + ".out") + "\nstderr:\n" +
+           testlib::ReadFile(base + ".err") + "\nserve.log:\n" +
+           testlib::ReadFile(dir_.File("serve.log"));
+  }
   std::string Touch(const std::string& name) {
     const std::string path = dir_.File(name);
     std::ofstream(path) << "stop\n";
@@ -123,7 +130,7 @@ TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {
       " --env HPO_TRIALS=100000 --env HPO_STEPS=20000 --env HPO_STOP_FILE=" +
       dir_.File("stop-hpo") + " -- python3 " + TESSERA_SOURCE_DIR +
       "/examples/hpo/hpo.py");
-  ASSERT_TRUE(WaitState(hpo, "running"));
+  ASSERT_TRUE(WaitState(hpo, "running")) << Job(hpo).dump() << HpoLogs(hpo);
   Json alloc = Allocation(hpo, -1, 0);
   ASSERT_TRUE(alloc.is_object());
   EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
@@ -140,7 +147,8 @@ TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {
 
   // A new 2-GPU job: two extras asked back, released by the sweep.
   const int64_t b = Submit("--name blocker-b --gpus 2 " + Blocker("stop-b"));
-  ASSERT_TRUE(WaitState(b, "running")) << Job(hpo).dump();
+  ASSERT_TRUE(WaitState(b, "running"))
+      << Job(hpo).dump() << Job(b).dump() << HpoLogs(hpo);
   alloc = Allocation(hpo, -1, 0);
   EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
   std::string actions;
@@ -160,7 +168,7 @@ TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {
 
   Touch("stop-b");
   Touch("stop-hpo");
-  ASSERT_TRUE(WaitState(hpo, "succeeded")) << Job(hpo).dump();
+  ASSERT_TRUE(WaitState(hpo, "succeeded")) << Job(hpo).dump() << HpoLogs(hpo);
   const RunResult logs = Cli("logs " + std::to_string(hpo));
   EXPECT_THAT(logs.out, HasSubstr("workers [0, 1, 2]"));
   EXPECT_THAT(logs.out, HasSubstr("released ["));
