@@ -102,6 +102,13 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
           "\"Launch modes\"); use one-process, where the job starts a "
           "process per worker itself");
     }
+    if (request.elastic && m.launcher->multi_node()) {
+      // A cluster engine holds what it was given at the start: a grow
+      // would be in tessera's books only.
+      return BadInput(
+          "resources: elastic jobs run under the local launcher only "
+          "(docs/elastic.md); this service hands jobs to a cluster engine");
+    }
     if (request.elastic) {  // the guaranteed part
       job.demand =
           ElasticGuaranteedDemand(*request.resources, *request.elastic);
