@@ -520,6 +520,9 @@ Examples:
   tessera submit --model-path /srv/models/gpt2.onnx --batch 8 -- python train_gpt2.py
   tessera submit --name sweep-3 --priority 5 --preemptible --time-limit 600 \
       --env SEED=3 --gpu-milli 500 --gpu-memory 12GiB --json -- python sweep.py
+  tessera submit --gpus 1:8 -- python elastic_train.py     # elastic: 1 to 8 GPUs
+  tessera submit --workers 2:16 --gpu-milli 250 --gpu-memory 4GiB \
+      --elastic-mode one-process -- python hpo.py          # docs/elastic.md
 )") + kClientFooter);
   AddClientOptions(cmd, args.client);
   cmd->add_option("--name", args.name, "A name for people")->type_name("NAME");
@@ -534,8 +537,18 @@ Examples:
       ->type_name("K");
   cmd->add_flag("--preemptible", args.preemptible,
                 "May be stopped (and requeued) for higher-priority jobs");
-  cmd->add_option("--gpus", args.gpus, "Whole GPUs on one node")
-      ->type_name("N");
+  cmd->add_option("--gpus", args.gpus,
+                  "Whole GPUs on one node; MIN:MAX: an elastic job that "
+                  "starts with MIN and grows to MAX (docs/elastic.md)")
+      ->type_name("N|MIN:MAX");
+  cmd->add_option("--workers", args.workers,
+                  "An elastic job of MIN to MAX workers, each a --gpu-milli "
+                  "share of its own GPU")
+      ->type_name("MIN:MAX");
+  cmd->add_option("--elastic-mode", args.elastic_mode,
+                  "An elastic job's processes: one-process (default: it "
+                  "manages its workers) or per-worker")
+      ->type_name("MODE");
   cmd->add_option("--gpu-milli", args.gpu_milli,
                   "Compute share of one GPU, 1..1000 (with --gpu-memory)")
       ->type_name("M");

@@ -4,6 +4,7 @@
 
 #include "cli/queue_commands.h"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "common/result.h"
 #include "common/units.h"
 #include "graph/graph.h"
+#include "scheduler/elastic.h"
 
 namespace tessera::cli {
 namespace {
@@ -241,6 +243,21 @@ void PrintJob(const json& job) {
   row("command", command);
   if (job.contains("demand")) row("demand", Demand(job["demand"]));
   row("allocation", Allocation(job));
+  const bool elastic = job.contains("elastic") && job["elastic"].is_object();
+  if (elastic) {
+    const json& e = job["elastic"];
+    std::string workers;
+    for (const json& w : e.value("workers", json::array())) {
+      workers += (workers.empty() ? "" : ", ") + Str(w, "worker") + "@" +
+                 Str(w, "gpu") + (w.value("guaranteed", false) ? "" : "+");
+    }
+    row("elastic", Str(e, "min") + ".." + Str(e, "max") + " workers, " +
+                       Str(e, "mode") + ", version " + Str(e, "version"));
+    row("workers", workers.empty() ? "" : workers + " (+: an extra)");
+    if (!e.value("releasing", json::array()).empty()) {
+      row("releasing", e["releasing"].dump() + " by " + Str(e, "release_by"));
+    }
+  }
   if (job.contains("plan") && !job["plan"].is_null()) {
     row("plan", "split over several GPUs (tessera job " +
                     std::to_string(Int(job, "id")) + " --json shows it)");
@@ -248,6 +265,14 @@ void PrintJob(const json& job) {
   std::string rendered = table.Render();
   // The empty header row: drop the table's first line.
   std::cout << rendered.substr(rendered.find('\n') + 1);
+  if (elastic && !job["elastic"].value("history", json::array()).empty()) {
+    std::cout << "elastic history:\n";
+    for (const json& h : job["elastic"]["history"]) {
+      std::cout << "  " << Str(h, "at") << "  v" << Str(h, "version") << " "
+                << Str(h, "action") << " workers "
+                << h.value("workers", json::array()).dump() << "\n";
+    }
+  }
   if (job.contains("decision") && job["decision"].is_object()) {
     const std::string state = Str(job, "state");
     PrintDecision(job["decision"], state == "queued" || state == "preempted");
@@ -263,15 +288,55 @@ Result<int64_t> Mib(const std::string& flag, const std::string& text) {
   return (*bytes + kMiB - 1) / kMiB;
 }
 
-Result<scheduler::Resources> ResourcesOf(const SubmitArgs& a) {
+// "N" (min == max, not elastic) or "MIN:MAX".
+Result<std::pair<int, int>> Range(const std::string& flag,
+                                  const std::string& text) {
+  const size_t colon = text.find(':');
+  const auto number = [&](const std::string& t) -> std::optional<int> {
+    int v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
+      return std::nullopt;
+    }
+    return v;
+  };
+  const std::optional<int> lo = number(text.substr(0, colon));
+  const std::optional<int> hi =
+      colon == std::string::npos ? lo : number(text.substr(colon + 1));
+  if (!lo || !hi) {
+    return BadInput(flag + ": '" + text + "' is not N or MIN:MAX");
+  }
+  return std::pair<int, int>{*lo, *hi};
+}
+
+Result<scheduler::Resources> ResourcesOf(const SubmitArgs& a,
+                                         scheduler::JobRequest& j) {
   scheduler::Resources r;
-  if (a.gpus) {
+  if (!a.gpus.empty() && !a.workers.empty()) {
+    return BadInput(
+        "--gpus MIN:MAX gives a worker a whole GPU, --workers MIN:MAX a "
+        "--gpu-milli share: give one or the other");
+  }
+  if (!a.workers.empty()) {
+    Result<std::pair<int, int>> range = Range("--workers", a.workers);
+    TESSERA_RETURN_IF_ERROR(range);
+    j.elastic = scheduler::ElasticRequest{range->first, range->second,
+                                          scheduler::ElasticMode::kOneProcess,
+                                          /*whole_gpus=*/false};
+  }
+  if (!a.gpus.empty()) {
     if (a.gpu_milli || !a.gpu_memory.empty()) {
       return BadInput(
           "--gpus asks for whole GPUs; --gpu-milli/--gpu-memory ask for a "
           "fraction of one: give one or the other");
     }
-    r.gpus = *a.gpus;
+    Result<std::pair<int, int>> range = Range("--gpus", a.gpus);
+    TESSERA_RETURN_IF_ERROR(range);
+    r.gpus = range->first;
+    if (a.gpus.find(':') != std::string::npos) {
+      r.gpus = 1;  // a worker's GPU
+      j.elastic = scheduler::ElasticRequest{range->first, range->second};
+    }
   } else {
     if (!a.gpu_milli || a.gpu_memory.empty()) {
       return BadInput(
@@ -288,6 +353,20 @@ Result<scheduler::Resources> ResourcesOf(const SubmitArgs& a) {
     Result<int64_t> mib = Mib("--memory", a.memory);
     TESSERA_RETURN_IF_ERROR(mib);
     r.memory_mib = *mib;
+  }
+  if (!a.elastic_mode.empty()) {
+    if (!j.elastic) {
+      return BadInput(
+          "--elastic-mode: only for an elastic job (--gpus MIN:MAX or "
+          "--workers MIN:MAX)");
+    }
+    const std::optional<scheduler::ElasticMode> mode =
+        scheduler::ParseElasticMode(a.elastic_mode);
+    if (!mode) {
+      return BadInput("--elastic-mode: '" + a.elastic_mode +
+                      "' must be one-process or per-worker");
+    }
+    j.elastic->mode = *mode;
   }
   return r;
 }
@@ -317,8 +396,8 @@ Result<std::string> StrippedModel(const std::string& file) {
 }
 
 Result<scheduler::ModelRequest> ModelOf(const SubmitArgs& a) {
-  if (a.gpus || a.gpu_milli || !a.gpu_memory.empty() || a.cpu_milli ||
-      !a.memory.empty()) {
+  if (!a.gpus.empty() || !a.workers.empty() || a.gpu_milli ||
+      !a.gpu_memory.empty() || a.cpu_milli || !a.memory.empty()) {
     return BadInput(
         "--model sizes the job with the estimator: leave out --gpus, "
         "--gpu-milli, --gpu-memory, --cpu-milli and --memory");
@@ -382,7 +461,7 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
     TESSERA_RETURN_IF_ERROR(model);
     j.model = *model;
   } else {
-    Result<scheduler::Resources> resources = ResourcesOf(a);
+    Result<scheduler::Resources> resources = ResourcesOf(a, j);
     TESSERA_RETURN_IF_ERROR(resources);
     j.resources = *resources;
   }

@@ -24,8 +24,10 @@ struct SubmitArgs {
   std::string name, pool;
   std::optional<int> priority;
   bool preemptible = false;
-  std::string queue;        // --queue: the queue tree's queue ("" = the team's)
-  std::optional<int> gpus;  // whole GPUs
+  std::string queue;    // --queue: the queue tree's queue ("" = the team's)
+  std::string gpus;     // whole GPUs: "N", or elastic "MIN:MAX"
+  std::string workers;  // elastic fractional workers "MIN:MAX"
+  std::string elastic_mode;      // "one-process" (default) or "per-worker"
   std::optional<int> gpu_milli;  // or a fraction of one
   std::string gpu_memory;        // with gpu_milli, e.g. "8GiB"
   std::optional<long long> cpu_milli;

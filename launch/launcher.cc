@@ -123,7 +123,7 @@ class LocalLauncher : public Launcher {
     if (pid == 0) {
       ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
                 envp.data(), /*new_session=*/true, go_read.get(),
-                go_write.get());
+                go_write.get(), spec.ignore_sigusr1 ? SIGUSR1 : 0);
     }
     report_write.Reset();
     go_read.Reset();
@@ -167,6 +167,12 @@ class LocalLauncher : public Launcher {
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(grace_s));
     if (!c.kill_at || deadline < *c.kill_at) c.kill_at = deadline;
+  }
+
+  void Notify(JobId id, int sig) override {
+    std::lock_guard lock(mu_);
+    auto it = children_.find(id);
+    if (it != children_.end()) Signal(it->second, sig);
   }
 
   std::vector<Exited> Poll() override {

@@ -34,6 +34,10 @@ struct LaunchSpec {
   std::map<std::string, std::string> env;  // added to the service's own
   std::string log_dir;                     // <log_dir>/<id>.out and .err
   std::vector<LaunchPart> parts;           // by node, the first holds CPU
+  // An elastic job: it starts with SIGUSR1 ignored (inherited by what it
+  // runs), so that the notice of a change (Notify) kills no process that
+  // did not ask for it; the job installs its handler when it is ready.
+  bool ignore_sigusr1 = false;
 };
 
 // What Start returns and Adopt gets back after a restart. The local
@@ -69,6 +73,10 @@ class Launcher {
   virtual Result<Launched> Start(const LaunchSpec& spec) = 0;
   // SIGTERM to the job's process group, SIGKILL after `grace_s`.
   virtual void Stop(JobId id, double grace_s) = 0;
+  // Sends `sig` to the job's process group (an elastic job's allocation
+  // changed: SIGUSR1); a no-op for a job it does not run, or a launcher
+  // that cannot signal (a cluster engine: the job polls its allocation).
+  virtual void Notify(JobId /*id*/, int /*sig*/) {}
   // Jobs whose process has ended since the last call.
   virtual std::vector<Exited> Poll() = 0;
   // After a restart: takes over a job still running from the previous

@@ -88,8 +88,8 @@ int AboveStdio(int fd) {
 }
 
 [[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
-                            char** envp, bool new_session, int go,
-                            int go_write) {
+                            char** envp, bool new_session, int go, int go_write,
+                            int ignored) {
   if (go >= 0) {
     // Else the child itself keeps the pipe open: no EOF when the parent dies.
     if (go_write >= 0) close(go_write);
@@ -114,6 +114,11 @@ int AboveStdio(int fd) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  if (ignored > 0) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(ignored, &ign, nullptr);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);

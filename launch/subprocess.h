@@ -78,10 +78,12 @@ int AboveStdio(int fd);
 // errno to `report`, and exits 127. With `go` (a pipe's read end, >= 0) it
 // first closes its copy of the write end (`go_write`) and waits for one
 // byte, and exits 127 without running anything if the pipe closes empty
-// (the parent died or gave up). Only async-signal-safe calls.
+// (the parent died or gave up). `ignored` (> 0): a signal the child starts
+// with ignored instead (an elastic job's SIGUSR1). Only async-signal-safe
+// calls.
 [[noreturn]] void ExecChild(int in, int out, int err, int report, char** argv,
                             char** envp, bool new_session, int go = -1,
-                            int go_write = -1);
+                            int go_write = -1, int ignored = 0);
 
 // In the parent, after fork, with its copy of the report pipe's write end
 // closed: errno of the child's failed exec (the child then reaped), or

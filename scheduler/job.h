@@ -49,6 +49,23 @@ struct Resources {
   bool operator==(const Resources&) const = default;
 };
 
+// An elastic job (docs/elastic.md): `resources` is one worker's share (one
+// whole GPU, or gpu_milli of one, plus its CPU and memory); the job starts
+// with `min` workers, the guaranteed part, and is offered more up to `max`
+// as capacity frees: extras, taken back first when others need the room.
+enum class ElasticMode {
+  kOneProcess,  // one process manages its workers (all GPUs visible)
+  kPerWorker,   // one process per worker (each sees its own GPU)
+};
+struct ElasticRequest {
+  int min = 1;
+  int max = 1;
+  ElasticMode mode = ElasticMode::kOneProcess;
+  bool whole_gpus = true;  // asked as gpus: {min, max} (else workers)
+  bool operator==(const ElasticRequest&) const = default;
+};
+std::string_view ElasticModeName(ElasticMode m);  // "one-process", ...
+
 // A job that asks by model: the estimator sizes it.
 struct ModelRequest {
   std::string path;    // a file on the service's machine, or
@@ -81,6 +98,7 @@ struct JobRequest {
   // The queue of the queue tree (docs/quotas.md) it goes to: "" = the
   // queue named after its user, else its team's.
   std::string queue;
+  std::optional<ElasticRequest> elastic;  // set: an elastic job
 };
 
 // A reservation on one GPU.
@@ -103,6 +121,26 @@ struct Allocation {
   bool exclusive = false;    // whole GPUs: shared with nobody
   bool spans_nodes = false;  // a gang whose GPUs may be on other nodes
   bool empty() const { return gpus.empty() && node < 0; }
+};
+
+// A running elastic job's workers: allocation.gpus[i] is worker
+// workers[i]'s share; workers 0..min-1 are the guaranteed part and never
+// asked back, the others are extras. `version` grows with every change the
+// job is told about (grow, a shrink asked, a release).
+struct ElasticChange {
+  double at = 0;             // Unix seconds
+  std::string action;        // "start", "grow", "shrink asked", "released", ...
+  std::vector<int> workers;  // the workers it was about
+  int64_t version = 0;       // the allocation's version after it
+  bool operator==(const ElasticChange&) const = default;
+};
+struct ElasticState {
+  int64_t version = 0;
+  std::vector<int> workers;    // worker ids, parallel to allocation.gpus
+  std::vector<int> releasing;  // extras asked back, not yet released
+  double release_by = 0;       // then they are reclaimed anyway
+  std::vector<ElasticChange> history;  // oldest first (bounded)
+  bool operator==(const ElasticState&) const = default;
 };
 
 struct Job {
@@ -131,6 +169,7 @@ struct Job {
   // its queue's guarantee. Stored, so a restart keeps the mark.
   std::string queue;
   bool borrowed = false;
+  ElasticState elastic;  // an elastic job's workers while it runs
 };
 
 }  // namespace tessera::scheduler

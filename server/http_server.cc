@@ -6,12 +6,15 @@
 #include "server/http_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "common/strings.h"
@@ -33,6 +36,8 @@ using nlohmann::json;
 constexpr int64_t kMaxLogChunk = int64_t{4} << 20;
 // GET /v1/jobs?limit= beyond this is refused (the answer would be huge).
 constexpr int64_t kMaxListLimit = 100000;
+// The longest an allocation long-poll waits (GET /v1/jobs/{id}/allocation).
+constexpr int64_t kMaxAllocationWaitS = 30;
 
 constexpr const char* kJsonType = "application/json";
 constexpr const char* kMetricsType = "text/plain; version=0.0.4";
@@ -217,6 +222,13 @@ struct HttpServer::Impl {
   void Drain(const Request& req, Response& res, bool drained);
   void PlanPicture(const Request& req, Response& res);
   void UploadModel(const Request& req, Response& res);
+  // Elastic jobs (docs/elastic.md): the allocation's long-poll and the
+  // job's release of extras.
+  void Allocation(const Request& req, Response& res);
+  void Release(const Request& req, Response& res);
+  // Long-polls waiting at once: at most half the worker threads, so that
+  // they never starve the other requests; beyond, answered at once.
+  std::atomic<int> long_polls{0};
 
   Service& service;
   std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
@@ -397,6 +409,90 @@ void HttpServer::Impl::Progress(const Request& req, Response& res) {
     return;
   }
   Result<json> out = service.ReportProgress(job->id, steps.get<int64_t>());
+  if (!out) {
+    SendError(res,
+              out.error().code == ErrorCode::kInfeasible ? 409
+              : out.error().code == ErrorCode::kBadInput
+                  ? 400
+                  : ServiceErrorStatus(out.error().code),
+              out.error().message);
+    return;
+  }
+  SendJson(res, 200, *out);
+}
+
+// GET /v1/jobs/{id}/allocation?after=V&wait_s=S: an elastic job's
+// workers, at once when their version is above V (default -1: now), else
+// when they change or after S seconds (default 0, at most 30).
+void HttpServer::Impl::Allocation(const Request& req, Response& res) {
+  if (!Authenticated(req, res)) return;
+  if (!CheckParams(req, res, {"after", "wait_s"})) return;
+  const std::optional<Job> job = PathJob(req, res);
+  if (!job) return;
+  int64_t after = -1, wait_s = 0;
+  for (const auto& [key, out, max] :
+       {std::tuple<const char*, int64_t*, int64_t>{"after", &after, INT64_MAX},
+        {"wait_s", &wait_s, kMaxAllocationWaitS}}) {
+    if (!req.has_param(key)) continue;
+    const std::string text = req.param(key);
+    const std::optional<int64_t> v = ParseInt(text);
+    if (!v || *v < 0 || *v > max) {
+      SendError(res, 400,
+                std::string(key) + ": '" + text +
+                    "' must be a whole number from 0 to " +
+                    std::to_string(max));
+      return;
+    }
+    *out = *v;
+  }
+  struct Counted {  // this long-poll, while it waits (even if it throws)
+    std::atomic<int>& n;
+    ~Counted() { n.fetch_sub(1); }
+  };
+  const int waiting = long_polls.fetch_add(1) + 1;
+  const Counted counted{long_polls};
+  const bool may_wait = waiting <= std::max(1, http::kDefaultWorkerThreads / 2);
+  if (!may_wait) res.set_header("Retry-After", "1");
+  Result<json> out = service.WaitAllocation(
+      job->id, after, may_wait ? static_cast<double>(wait_s) : 0.0);
+  if (!out) {
+    SendError(res,
+              out.error().code == ErrorCode::kBadInput
+                  ? 409
+                  : ServiceErrorStatus(out.error().code),
+              out.error().message);
+    return;
+  }
+  SendJson(res, 200, *out);
+}
+
+// POST /v1/jobs/{id}/release {"workers": [ids]}: the job let these extras
+// go (its owner, or an admin).
+void HttpServer::Impl::Release(const Request& req, Response& res) {
+  const std::optional<User> user = Authenticated(req, res);
+  if (!user) return;
+  const std::optional<Job> job =
+      OwnedJob(req, res, *user, "release another user's workers");
+  if (!job) return;
+  const std::optional<json> parsed = JsonBody(req, res);
+  if (!parsed) return;
+  const json& body = *parsed;
+  if (!body.is_object() || !body.contains("workers") || body.size() != 1 ||
+      !body["workers"].is_array()) {
+    SendError(res, 400,
+              "the body must be {\"workers\": [ids]}: the workers released");
+    return;
+  }
+  std::vector<int> workers;
+  for (const json& w : body["workers"]) {
+    if (!w.is_number_integer() || w.get<int64_t>() < 0 ||
+        w.get<int64_t>() > 1 << 20) {
+      SendError(res, 400, "workers: must be worker ids (whole numbers >= 0)");
+      return;
+    }
+    workers.push_back(w.get<int>());
+  }
+  Result<json> out = service.ReleaseWorkers(job->id, workers, &*user);
   if (!out) {
     SendError(res,
               out.error().code == ErrorCode::kInfeasible ? 409
@@ -617,6 +713,14 @@ void HttpServer::Impl::Register() {
   router.Post(R"(/v1/jobs/([^/]+)/progress)",
               Guarded([this](const Request& req, Response& res) {
                 Progress(req, res);
+              }));
+  router.Get(R"(/v1/jobs/([^/]+)/allocation)",
+             Guarded([this](const Request& req, Response& res) {
+               Allocation(req, res);
+             }));
+  router.Post(R"(/v1/jobs/([^/]+)/release)",
+              Guarded([this](const Request& req, Response& res) {
+                Release(req, res);
               }));
   router.Get(
       R"(/v1/jobs/([^/]+)/logs)",

@@ -56,7 +56,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "model_roots",
                                          "interference",
                                          "calibrate_interference",
-                                         "model_default_work_s"};
+                                         "model_default_work_s",
+                                         "elastic_release_grace_s"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights"};
 constexpr std::string_view kNodeKeys[] = {"name", "pool", "cpu_milli", "memory",
@@ -287,6 +288,11 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
     Result<double> seconds = Number(*f, "");
     TESSERA_RETURN_IF_ERROR(seconds);
     service.kill_grace_s = *seconds;
+  }
+  if (const Field* f = Find(top, "elastic_release_grace_s")) {
+    Result<double> seconds = Number(*f, "");
+    TESSERA_RETURN_IF_ERROR(seconds);
+    service.elastic_release_grace_s = *seconds;
   }
   if (const Field* f = Find(top, "model_headroom")) {
     Result<double> headroom = Number(*f, "");

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
 
 namespace tessera::scheduler {
@@ -156,15 +157,69 @@ class Reader {
     return {};
   }
 
+  // An elastic range {"min": N, "max": M} (docs/elastic.md).
+  Status Range(const json& j, const std::string& where,
+               ElasticRequest* e) const {
+    TESSERA_RETURN_IF_ERROR(Keys(j, where, {"min", "max"}));
+    if (j.contains("min")) {
+      TESSERA_RETURN_IF_ERROR(
+          SmallInt(j["min"], Field(where, "min"), 1, kMaxGpus, &e->min));
+    }
+    if (!j.contains("max")) {
+      if (strict_) {
+        return FieldError(Field(where, "max"),
+                          "required: the most workers the job can use");
+      }
+      e->max = e->min;
+      return {};
+    }
+    TESSERA_RETURN_IF_ERROR(
+        SmallInt(j["max"], Field(where, "max"), 1, kMaxGpus, &e->max));
+    if (strict_ && e->max < e->min) {
+      return FieldError(Field(where, "max"),
+                        "must be at least min (" + std::to_string(e->min) +
+                            "; got " + std::to_string(e->max) + ")");
+    }
+    return {};
+  }
+
+  // `elastic` (null for a demand) takes a range: gpus {min, max} (one
+  // whole GPU per worker) or workers {min, max} (each worker's share).
   Status Resources(const json& j, const std::string& where,
-                   scheduler::Resources* r) const {
-    TESSERA_RETURN_IF_ERROR(Keys(
-        j, where,
-        {"gpus", "gpu_milli", "gpu_memory_mib", "cpu_milli", "memory_mib"}));
+                   scheduler::Resources* r,
+                   std::optional<ElasticRequest>* elastic = nullptr) const {
+    if (elastic) {
+      TESSERA_RETURN_IF_ERROR(Keys(j, where,
+                                   {"gpus", "gpu_milli", "gpu_memory_mib",
+                                    "cpu_milli", "memory_mib", "workers"}));
+    } else {
+      TESSERA_RETURN_IF_ERROR(Keys(
+          j, where,
+          {"gpus", "gpu_milli", "gpu_memory_mib", "cpu_milli", "memory_mib"}));
+    }
     const auto f = [&](const char* k) { return Field(where, k); };
-    if (j.contains("gpus")) {
+    if (elastic && j.contains("gpus") && j["gpus"].is_object()) {
+      elastic->emplace();
+      TESSERA_RETURN_IF_ERROR(Range(j["gpus"], f("gpus"), &**elastic));
+      r->gpus = 1;
+    } else if (j.contains("gpus")) {
       TESSERA_RETURN_IF_ERROR(
           SmallInt(j["gpus"], f("gpus"), 0, kMaxGpus, &r->gpus));
+    }
+    if (elastic && j.contains("workers")) {
+      if (elastic->has_value() && strict_) {
+        return FieldError(f("workers"),
+                          "cannot be combined with gpus: {min, max} (a "
+                          "worker per GPU already)");
+      }
+      elastic->emplace();
+      (*elastic)->whole_gpus = false;
+      TESSERA_RETURN_IF_ERROR(Range(j["workers"], f("workers"), &**elastic));
+      if (strict_ && r->gpus > 1) {
+        return FieldError(f("gpus"),
+                          "an elastic job's worker holds one whole GPU "
+                          "(gpus: 1) or a fraction of one (gpu_milli)");
+      }
     }
     if (j.contains("gpu_milli")) {
       TESSERA_RETURN_IF_ERROR(SmallInt(j["gpu_milli"], f("gpu_milli"), 0,
@@ -312,10 +367,11 @@ class Reader {
   }
 
   Status Request(const json& j, JobRequest* r) const {
-    TESSERA_RETURN_IF_ERROR(Keys(
-        j, "",
-        {"name", "pool", "priority", "preemptible", "command", "env",
-         "resources", "model", "splittable", "time_limit_s", "work", "queue"}));
+    TESSERA_RETURN_IF_ERROR(
+        Keys(j, "",
+             {"name", "pool", "priority", "preemptible", "command", "env",
+              "resources", "model", "splittable", "time_limit_s", "work",
+              "queue", "elastic"}));
     if (j.contains("name")) {
       TESSERA_RETURN_IF_ERROR(String(j["name"], "name", &r->name));
     }
@@ -340,8 +396,10 @@ class Reader {
     if (j.contains("resources")) {
       r->resources.emplace();
       TESSERA_RETURN_IF_ERROR(
-          Resources(j["resources"], "resources", &*r->resources));
+          Resources(j["resources"], "resources", &*r->resources, &r->elastic));
     }
+    if (j.contains("elastic"))
+      TESSERA_RETURN_IF_ERROR(Elastic(j["elastic"], r));
     if (j.contains("model")) {
       r->model.emplace();
       TESSERA_RETURN_IF_ERROR(Model(j["model"], &*r->model));
@@ -356,6 +414,32 @@ class Reader {
     }
     if (j.contains("work")) TESSERA_RETURN_IF_ERROR(Work(j["work"], r));
     return strict_ ? Consistent(*r) : Status{};
+  }
+
+  // {"mode": "one-process" | "per-worker"}: for an elastic job only.
+  Status Elastic(const json& j, JobRequest* r) const {
+    TESSERA_RETURN_IF_ERROR(Keys(j, "elastic", {"mode"}));
+    if (!r->elastic) {
+      if (strict_) {
+        return FieldError("elastic",
+                          "only for an elastic job: ask for a range, "
+                          "resources.gpus: {min, max} or resources.workers: "
+                          "{min, max}");
+      }
+      return {};
+    }
+    if (!j.contains("mode")) return {};
+    std::string mode;
+    TESSERA_RETURN_IF_ERROR(String(j["mode"], "elastic.mode", &mode));
+    const std::optional<ElasticMode> m = ParseElasticMode(mode);
+    if (!m) {
+      return FieldError("elastic.mode",
+                        "must be one-process or per-worker "
+                        "(got '" +
+                            mode + "')");
+    }
+    r->elastic->mode = *m;
+    return {};
   }
 
   Status Work(const json& j, JobRequest* r) const {
@@ -385,6 +469,9 @@ class Reader {
                         "only a model job declares its work in steps (the "
                         "queue knows a step's time from the model); give "
                         "time_limit_s instead");
+    }
+    if (r.elastic && r.model) {
+      return FieldError("elastic", "a model job cannot be elastic");
     }
     if (r.command[0].empty()) {
       return FieldError("command[0]", "must not be empty (the program)");
@@ -520,6 +607,11 @@ json JobRequestJson(const JobRequest& r) {
   for (const auto& [k, v] : r.env) j["env"][k] = v;
   if (r.resources) j["resources"] = ResourcesJson(*r.resources);
   if (r.model) j["model"] = ModelJson(*r.model);
+  if (r.elastic && r.resources) {
+    const json range = {{"min", r.elastic->min}, {"max", r.elastic->max}};
+    j["resources"][r.elastic->whole_gpus ? "gpus" : "workers"] = range;
+    j["elastic"] = {{"mode", ElasticModeName(r.elastic->mode)}};
+  }
   return j;
 }
 
@@ -551,7 +643,8 @@ json JobJson(const Job& job, const Topology& topology) {
               {"allocation", allocation},
               {"node", node_known ? json(topology.nodes[node].name) : json()},
               {"restarts", job.restarts},
-              {"plan", job.plan}};
+              {"plan", job.plan},
+              {"elastic", ElasticAllocationJson(job, topology)}};
   if (!job.queue.empty()) {
     out["queue"] = job.queue;
     out["borrowed"] = job.borrowed;
@@ -576,7 +669,8 @@ json JobRecordJson(const Job& job) {
               {"pid", job.pid},
               {"pid_start", job.pid_start},
               {"restarts", job.restarts},
-              {"origin", job.origin}};
+              {"origin", job.origin},
+              {"elastic", ElasticStateRecordJson(job.elastic)}};
   if (!job.queue.empty()) {
     out["queue"] = job.queue;
     out["borrowed"] = job.borrowed;
@@ -588,9 +682,10 @@ Result<Job> ParseJobRecord(const json& j) {
   const Reader rd(/*strict=*/false, {});
   TESSERA_RETURN_IF_ERROR(rd.Keys(
       j, "",
-      {"id", "user", "team", "state", "request", "demand", "submitted_at",
-       "started_at", "finished_at", "exit_code", "reason", "allocation", "plan",
-       "pid", "pid_start", "restarts", "origin", "queue", "borrowed"}));
+      {"id",       "user",         "team",       "state",       "request",
+       "demand",   "submitted_at", "started_at", "finished_at", "exit_code",
+       "reason",   "allocation",   "plan",       "pid",         "pid_start",
+       "restarts", "origin",       "queue",      "borrowed",    "elastic"}));
   for (const char* k : {"id", "state", "request"}) {
     if (!j.contains(k)) return FieldError(k, "missing from the job record");
   }
@@ -653,6 +748,10 @@ Result<Job> ParseJobRecord(const json& j) {
   }
   if (j.contains("borrowed")) {
     TESSERA_RETURN_IF_ERROR(rd.Bool(j["borrowed"], "borrowed", &job.borrowed));
+  }
+  if (j.contains("elastic")) {
+    TESSERA_RETURN_IF_ERROR(
+        ParseElasticStateRecord(j["elastic"], &job.elastic));
   }
   return job;
 }

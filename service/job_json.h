@@ -43,6 +43,16 @@ nlohmann::json JobJson(const Job& job, const Topology& topology);
 nlohmann::json JobRecordJson(const Job& job);
 Result<Job> ParseJobRecord(const nlohmann::json& j);
 
+// Elastic jobs (service/elastic_json.cc, docs/elastic.md). The job's
+// allocation as GET /v1/jobs/{id}/allocation answers it (null for a job
+// that is not elastic): {"version", "min", "max", "mode", "workers":
+// [{"worker", "gpu", "node", "cuda_visible_devices", "gpu_milli",
+// "gpu_memory_mib", "guaranteed"}], "releasing", "release_by", "history"}.
+nlohmann::json ElasticAllocationJson(const Job& job, const Topology& topology);
+// The store's form of ElasticState, and its inverse.
+nlohmann::json ElasticStateRecordJson(const ElasticState& e);
+Status ParseElasticStateRecord(const nlohmann::json& j, ElasticState* e);
+
 }  // namespace tessera::scheduler
 
 #endif  // TESSERA_SERVICE_JOB_JSON_H_

@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
 namespace tessera::scheduler {
@@ -97,6 +98,23 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     sized = std::move(s).value();
   } else {
     job.demand = *request.resources;
+    if (request.elastic && request.elastic->mode == ElasticMode::kPerWorker) {
+      return BadInput(
+          "elastic.mode: per-worker is not implemented yet (docs/elastic.md, "
+          "\"Launch modes\"); use one-process, where the job starts a "
+          "process per worker itself");
+    }
+    if (request.elastic && m.launcher->multi_node()) {
+      // A cluster engine holds what it was given at the start: a grow
+      // would be in tessera's books only.
+      return BadInput(
+          "resources: elastic jobs run under the local launcher only "
+          "(docs/elastic.md); this service hands jobs to a cluster engine");
+    }
+    if (request.elastic) {  // the guaranteed part
+      job.demand =
+          ElasticGuaranteedDemand(*request.resources, *request.elastic);
+    }
     if (!CouldEverFit(t, request.pool, job.demand)) {
       return BadInput("resources: no GPU or node of pool '" + request.pool +
                       "' could ever hold this request");
@@ -315,6 +333,26 @@ std::string Service::CheckInvariants() {
       broken += "job " + std::to_string(id) + " is " +
                 std::string(JobStateName(s)) + " in the store, " +
                 std::string(JobStateName(it->second)) + " in memory; ";
+    }
+  }
+  // An elastic job holds between min and max workers, one share each,
+  // and the store holds what memory does.
+  for (const auto& [id, j] : m.running) {
+    if (!j.request.elastic) continue;
+    const size_t n = j.allocation.gpus.size();
+    if (j.elastic.workers.size() != n ||
+        n < static_cast<size_t>(j.request.elastic->min) ||
+        n > static_cast<size_t>(j.request.elastic->max)) {
+      broken += "elastic job " + std::to_string(id) + " holds " +
+                std::to_string(n) + " shares for " +
+                std::to_string(j.elastic.workers.size()) + " workers; ";
+    }
+    for (const Job& d : *stored) {
+      if (d.id == id && (d.allocation.gpus != j.allocation.gpus ||
+                         !(d.elastic == j.elastic))) {
+        broken += "elastic job " + std::to_string(id) +
+                  " differs between memory and the store; ";
+      }
     }
   }
   for (const auto& [id, s] : memory) {

@@ -94,6 +94,9 @@ struct ServiceOptions {
   // Uploaded models are stored as <log_dir>/models/<sha256>.onnx.
   // Seconds since the Unix epoch; tests substitute a virtual clock.
   std::function<double()> clock;
+  // Elastic jobs (docs/elastic.md): how long a job has to release the
+  // extras asked back before they are reclaimed anyway.
+  double elastic_release_grace_s = 30;
   // Scheduling rounds run on submissions, exits and this often.
   double tick_s = 0.2;
   bool start_thread = true;  // false: the caller drives Tick()
@@ -191,6 +194,21 @@ class Service {
   // others. kBadInput when `steps` went back; kInfeasible when the job is
   // not running. Returns what it measured.
   Result<nlohmann::json> ReportProgress(JobId id, int64_t steps);
+
+  // Elastic jobs (service_elastic.cc, docs/elastic.md).
+  // GET /v1/jobs/{id}/allocation?after=V&wait_s=S: the elastic job's
+  // allocation (ElasticAllocationJson) at once when its version is above
+  // `after` or the job no longer runs, else when it changes or `wait_s`
+  // (real seconds) have passed. kNotFound: no such job; kBadInput: not an
+  // elastic job.
+  Result<nlohmann::json> WaitAllocation(JobId id, int64_t after, double wait_s);
+  // POST /v1/jobs/{id}/release: the job has let `workers` go (extras: asked
+  // back, or given back unasked); their shares are freed at once.
+  // kBadInput naming the worker that is not an extra it holds;
+  // kInfeasible when the job is not running.
+  Result<nlohmann::json> ReleaseWorkers(JobId id,
+                                        const std::vector<int>& workers,
+                                        const User* by = nullptr);
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();

@@ -252,6 +252,41 @@ struct Service::Impl {
   Result<Job> EndReserved(std::map<JobId, Job>::iterator it, JobState end,
                           const std::string& reason, const User* by = nullptr);
 
+  // Elastic jobs (service_elastic.cc; the caller holds mu). A change of
+  // a job's allocation wakes the long-polls; `notices` are the jobs to
+  // signal (SIGUSR1), sent by the round thread without the lock.
+  std::condition_variable allocation_changed;
+  std::vector<JobId> notices;
+  // Pools where extras were asked back this round: nothing grows there.
+  std::set<std::string> elastic_reclaiming;
+  // A job starting: its first `min` workers, version and history.
+  void BeginElastic(Job& job);
+  // The state the policies plan on: every elastic job holds only its
+  // guaranteed part, so extras count as free (borrowable) capacity.
+  ClusterState PlanningState() const;
+  // Before `allocation` (a start the policy chose) can be reserved: asks
+  // back the extras in its way, on its node. True if it asked any.
+  bool AskBackFor(const Allocation& allocation, const std::string& pool);
+  // A start the policy planned (`allocation`) against the state now: kept
+  // if it fits; if elastic extras of `pool` are in the way, replaced by a
+  // placement on what is free now when there is one, else the extras are
+  // asked back and false returned (the job waits). Holds round_mu and mu.
+  bool MakeRoom(const RoundSnapshot& snap, const Job& job,
+                const std::string& pool, Allocation& allocation);
+  // Extras whose release_by has passed are reclaimed.
+  void ReclaimOverdue(double now);
+  // Free capacity goes to running elastic jobs, oldest first, up to max.
+  void GrowElastic();
+  // Applies `next` (the job's new allocation and elastic state) to
+  // running job `id`: reserved, stored with an event, file rewritten,
+  // waiters woken, the job signalled. False if it does not fit or the
+  // store failed (nothing changed).
+  bool ApplyElastic(JobId id, const Allocation& next, ElasticState st,
+                    const std::string& action, std::vector<int> workers,
+                    const User* by = nullptr);
+  std::string AllocationFilePath(JobId id) const;
+  void WriteAllocationFile(const Job& job) const;
+
   // Which model files jobs may name (Start fills it from `options`).
   ModelFiles model_files;
   // Uploads are loaded one at a time (UploadModel): bounds their memory.

@@ -39,6 +39,12 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(
   // Which start of the job this is: 0, then one more after each preemption.
   env["TESSERA_ATTEMPT"] = std::to_string(job.restarts);
   env["TESSERA_GPUS"] = ids;
+  if (job.request.elastic) {  // docs/elastic.md, "The job's side"
+    env["TESSERA_ALLOCATION_FILE"] = AllocationFilePath(job.id);
+    env["TESSERA_ELASTIC_MIN"] = std::to_string(job.request.elastic->min);
+    env["TESSERA_ELASTIC_MAX"] = std::to_string(job.request.elastic->max);
+    env["TESSERA_ELASTIC_MODE"] = ElasticModeName(job.request.elastic->mode);
+  }
   if (job.allocation.node >= 0) {
     env["TESSERA_NODE"] = t.nodes[job.allocation.node].name;
     std::string nodes;

@@ -15,7 +15,9 @@
 // which Recover reconciles with the launcher instead of starting it again.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 
+#include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
 namespace tessera::scheduler {
@@ -79,6 +81,10 @@ std::optional<Allocation> Service::Impl::Allocate(const RoundSnapshot& snap,
   }
   AdmissionOptions admission;
   admission.cache = &admission_cache;
+  if (job.request.elastic && job.request.resources) {
+    return ElasticStartAllocation(s, job.request.pool, *job.request.resources,
+                                  *job.request.elastic, *scorer, admission);
+  }
   return FindAllocation(s, job.request.pool, PlacementRequest{job.demand, {}},
                         *scorer, admission);
 }
@@ -187,6 +193,7 @@ bool Service::Impl::Finish(const Exited& e) {
     metrics.finished++;
   }
   progress.erase(job.id);
+  allocation_changed.notify_all();  // an elastic job's long-polls end
   return true;
 }
 
@@ -206,6 +213,7 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
   begun.state = JobState::kStarting;
   begun.allocation = allocation;
   begun.reason.clear();
+  BeginElastic(begun);
   if (auto p = pending_plans.find(job.id); p != pending_plans.end()) {
     begun.plan = p->second;
   }
@@ -216,6 +224,7 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
     return std::nullopt;
   }
   (void)state.Reserve(begun.id, allocation);
+  if (begun.request.elastic) WriteAllocationFile(begun);
   starting.emplace(begun.id, begun);
   return begun;
 }
@@ -330,13 +339,15 @@ void Service::Impl::RunRound() {
     for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
     for (const Exited& e : exits) Finish(e);
     if (now < launch_retry_at) return;  // the engine was unreachable
+    ReclaimOverdue(now);
+    elastic_reclaiming.clear();
     reclaiming = !reclaim_victims.empty();
     std::erase_if(reclaimers, [&](JobId id) {
       return std::none_of(queue.begin(), queue.end(),
                           [id](const Job& j) { return j.id == id; });
     });
     owners = reclaimers;
-    snap.state = state;
+    snap.state = PlanningState();  // extras count as free
     snap.queue = queue;
     for (const auto& [id, j] : running) snap.running.push_back(j);
     snap.held = snap.running;
@@ -471,10 +482,14 @@ void Service::Impl::RunRound() {
         }
         continue;
       }
-      for (const auto& [id, allocation] : d.start) {
+      for (const auto& [id, chosen] : d.start) {
         auto it = std::find_if(queue.begin(), queue.end(),
                                [&](const Job& j) { return j.id == id; });
         if (it == queue.end()) continue;  // cancelled meanwhile
+        // Planned on elastic jobs' extras: placed on free GPUs if it fits
+        // there now, else the extras are asked back and it waits.
+        Allocation allocation = chosen;
+        if (!MakeRoom(snap, *it, pd.pool, allocation)) continue;
         if (quotas) {
           std::string why = held.Over(options.quotas, *it, HeldBy(allocation));
           if (!why.empty()) {
@@ -504,6 +519,7 @@ void Service::Impl::RunRound() {
         starts.push_back(std::move(p));
       }
     }
+    GrowElastic();
   }
   pending_plans.clear();
   pending_pictures.clear();
@@ -521,18 +537,22 @@ void Service::Impl::RunRound() {
     p.spec.env = LaunchEnv(p.job, t, p.model.get());
     p.spec.log_dir = options.log_dir;
     p.spec.parts = LaunchParts(t, p.job.allocation);
+    p.spec.ignore_sigusr1 = p.job.request.elastic.has_value();
     outcomes.push_back(launcher->Start(p.spec));
   }
-  std::vector<JobId> preempt_stops;
+  std::vector<JobId> preempt_stops, elastic_notices;
   {
     std::lock_guard lock(mu);
     for (size_t i = 0; i < starts.size(); ++i) {
       EndStart(starts[i].job.id, outcomes[i]);
     }
     preempt_stops.swap(stop_requests);
+    elastic_notices.swap(notices);
   }
-  // 6. Preemptions and cancels decided meanwhile, without the lock.
+  // 6. Preemptions and cancels decided meanwhile, and elastic jobs whose
+  // allocation changed, without the lock.
   for (const JobId id : preempt_stops) launcher->Stop(id, options.kill_grace_s);
+  for (const JobId id : elastic_notices) launcher->Notify(id, SIGUSR1);
 }
 
 void Service::Impl::Loop() {

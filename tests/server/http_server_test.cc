@@ -290,6 +290,67 @@ TEST_F(HttpServerTest, UsersCancelOnlyTheirOwnJobsAdminsAny) {
 
 // POST /v1/jobs/{id}/progress: the owner (or an admin) of a running job;
 // a body of {"steps": N}; steps never go back.
+// Elastic jobs' routes (docs/elastic.md): the allocation's long-poll and
+// the release, with their errors.
+TEST_F(HttpServerTest, ElasticAllocationAndRelease) {
+  const Reply sub = Http(
+      port_, "POST", "/v1/jobs", "alice-token",
+      R"({"command": ["true"], "resources": {"gpus": {"min": 1, "max": 2}}})");
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const int64_t e = sub.Json()["id"];
+  const int64_t plain = Submit("alice-token");
+  const std::string path = "/v1/jobs/" + std::to_string(e);
+  EXPECT_EQ(
+      Http(
+          port_, "POST", "/v1/jobs", "alice-token",
+          R"({"command": ["true"], "resources": {"gpus": {"min": 0, "max": 2}}})")
+          .Json()
+          .value("error", ""),
+      "resources.gpus.min: must be at least 1 (got 0)");
+  service_->Tick();  // both start; the elastic job with one GPU
+  service_->Tick();  // the fraction holds the other: nothing to grow into
+  Reply a = Http(port_, "GET", path + "/allocation", "alice-token");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.Json()["workers"].size(), 1u);
+  const int64_t v = a.Json()["version"];
+  // Unchanged: answered when the (short) wait is over.
+  a = Http(port_, "GET",
+           path + "/allocation?after=" + std::to_string(v) + "&wait_s=0",
+           "alice-token");
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.Json()["version"], v);
+  for (const char* bad : {"?wait_s=31", "?after=-2", "?after=x", "?since=1"}) {
+    EXPECT_EQ(
+        Http(port_, "GET", path + "/allocation" + bad, "alice-token").status,
+        400)
+        << bad;
+  }
+  EXPECT_EQ(
+      Http(port_, "GET", "/v1/jobs/" + std::to_string(plain) + "/allocation",
+           "alice-token")
+          .status,
+      409);
+  EXPECT_EQ(Http(port_, "GET", "/v1/jobs/999/allocation", "alice-token").status,
+            404);
+  // The release: the owner (or an admin), extras only.
+  EXPECT_EQ(
+      Http(port_, "POST", path + "/release", "bob-token", R"({"workers": [1]})")
+          .status,
+      403);
+  for (const char* bad : {"", "[]", R"({"workers": 1})", R"({"workers": [-1]})",
+                          R"({"workers": [1], "x": 1})"}) {
+    EXPECT_EQ(Http(port_, "POST", path + "/release", "alice-token", bad).status,
+              400)
+        << bad;
+  }
+  const Reply guaranteed = Http(port_, "POST", path + "/release", "alice-token",
+                                R"({"workers": [0]})");
+  EXPECT_EQ(guaranteed.status, 400);
+  EXPECT_THAT(guaranteed.Json().value("error", ""),
+              HasSubstr("worker 0 is guaranteed"));
+  EXPECT_EQ(service_->CheckInvariants(), "");
+}
+
 TEST_F(HttpServerTest, ProgressIsReportedForARunningJobByItsOwner) {
   const int64_t a = Submit("alice-token");
   const Reply big = Http(port_, "POST", "/v1/jobs", "alice-token",

@@ -40,6 +40,10 @@ class ScriptedLauncher : public Launcher {
     std::lock_guard lock(mu);
     exits.push_back({id, {}, "signal 15"});
   }
+  void Notify(JobId id, int sig) override {
+    std::lock_guard lock(mu);
+    notified.emplace_back(id, sig);
+  }
   std::vector<Exited> Poll() override {
     std::lock_guard lock(mu);
     return std::exchange(exits, {});
@@ -72,6 +76,7 @@ class ScriptedLauncher : public Launcher {
   std::vector<LaunchSpec> started;
   std::vector<Exited> exits;
   std::set<JobId> adoptable;
+  std::vector<std::pair<JobId, int>> notified;  // Notify's calls
   std::map<JobId, Reconciled> reconcile;
   std::optional<Error> fail_next;  // the next Start's error
   // Called by Start (without mu) before it records the start.

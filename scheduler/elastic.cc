@@ -1,0 +1,147 @@
+#include "scheduler/elastic.h"
+
+#include <algorithm>
+
+namespace tessera::scheduler {
+
+std::string_view ElasticModeName(ElasticMode m) {
+  return m == ElasticMode::kPerWorker ? "per-worker" : "one-process";
+}
+
+std::optional<ElasticMode> ParseElasticMode(std::string_view text) {
+  if (text == "one-process") return ElasticMode::kOneProcess;
+  if (text == "per-worker") return ElasticMode::kPerWorker;
+  return std::nullopt;
+}
+
+Resources ElasticGuaranteedDemand(const Resources& worker,
+                                  const ElasticRequest& e) {
+  Resources d = worker;
+  if (worker.gpus > 0) d.gpus = e.min;
+  d.cpu_milli = worker.cpu_milli * e.min;
+  d.memory_mib = worker.memory_mib * e.min;
+  return d;
+}
+
+GpuShare WorkerShare(const Resources& worker, int gpu) {
+  if (worker.gpus > 0) return {gpu, kFullGpuMilli, 0};
+  return {gpu, worker.gpu_milli, worker.gpu_memory_mib};
+}
+
+std::vector<int> FreeWorkerGpus(const ClusterState& s, const Allocation& a,
+                                const Resources& worker, int count) {
+  std::vector<int> out;
+  if (a.node < 0 || count <= 0) return out;
+  const Topology& t = s.topology();
+  const NodeInfo& node = t.nodes[a.node];
+  if (node.drained) return out;
+  int room = count;
+  if (worker.cpu_milli > 0) {
+    room = std::min<int64_t>(room, s.free_cpu_milli(a.node) / worker.cpu_milli);
+  }
+  if (worker.memory_mib > 0) {
+    room = std::min<int64_t>(
+        room, s.free_memory_mib_on_node(a.node) / worker.memory_mib);
+  }
+  for (const int g : node.gpus) {
+    if (static_cast<int>(out.size()) >= room) break;
+    const bool mine =
+        std::any_of(a.gpus.begin(), a.gpus.end(),
+                    [g](const GpuShare& sh) { return sh.gpu == g; });
+    if (mine) continue;
+    const bool fits = worker.gpus > 0
+                          ? s.holders_on(g) == 0
+                          : !s.exclusive(g) &&
+                                s.free_milli(g) >= worker.gpu_milli &&
+                                s.free_memory_mib(g) >= worker.gpu_memory_mib;
+    if (fits) out.push_back(g);
+  }
+  return out;
+}
+
+std::optional<Allocation> ElasticStartAllocation(
+    const ClusterState& s, std::string_view pool, const Resources& worker,
+    const ElasticRequest& e, const GpuScorer& scorer,
+    const AdmissionOptions& options) {
+  if (worker.gpus > 0 || e.min == 1) {
+    Resources d = worker;
+    if (worker.gpus > 0) d.gpus = e.min;
+    d.cpu_milli = worker.cpu_milli * e.min;
+    d.memory_mib = worker.memory_mib * e.min;
+    return FindAllocation(s, pool, PlacementRequest{d, {}}, scorer, options);
+  }
+  // Several fractional workers: one GPU each, on one node.
+  const Topology& t = s.topology();
+  std::optional<ScoredAllocation> best;
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    if (t.nodes[n].pool != pool) continue;
+    auto first =
+        FitOnNode(s, static_cast<int>(n), PlacementRequest{worker, {}}, scorer);
+    if (!first) continue;
+    if (best && first->score <= best->score) continue;
+    ClusterState trial = s;
+    if (!trial.Reserve(-1, first->allocation).ok()) continue;
+    const std::vector<int> more =
+        FreeWorkerGpus(trial, first->allocation, worker, e.min - 1);
+    if (static_cast<int>(more.size()) < e.min - 1) continue;
+    Allocation a = first->allocation;
+    for (const int g : more) a.gpus.push_back(WorkerShare(worker, g));
+    a.cpu_milli = worker.cpu_milli * e.min;
+    a.memory_mib = worker.memory_mib * e.min;
+    best = ScoredAllocation{std::move(a), first->score};
+  }
+  if (!best) return std::nullopt;
+  return best->allocation;
+}
+
+Allocation WithoutWorkers(const Allocation& a, const Resources& worker,
+                          std::vector<int>& workers,
+                          const std::set<int>& drop) {
+  Allocation out = a;
+  out.gpus.clear();
+  std::vector<int> kept;
+  for (size_t i = 0; i < a.gpus.size() && i < workers.size(); ++i) {
+    if (drop.count(workers[i])) continue;
+    out.gpus.push_back(a.gpus[i]);
+    kept.push_back(workers[i]);
+  }
+  const int64_t n = static_cast<int64_t>(kept.size());
+  out.cpu_milli = worker.cpu_milli * n;
+  out.memory_mib = worker.memory_mib * n;
+  workers = std::move(kept);
+  return out;
+}
+
+Allocation WithWorkers(const Allocation& a, const Resources& worker,
+                       std::vector<int>& workers,
+                       const std::vector<int>& gpus) {
+  Allocation out = a;
+  for (const int g : gpus) {
+    int id = 0;
+    while (std::find(workers.begin(), workers.end(), id) != workers.end()) {
+      ++id;
+    }
+    workers.push_back(id);
+    out.gpus.push_back(WorkerShare(worker, g));
+  }
+  const int64_t n = static_cast<int64_t>(workers.size());
+  out.cpu_milli = worker.cpu_milli * n;
+  out.memory_mib = worker.memory_mib * n;
+  return out;
+}
+
+Allocation GuaranteedPart(const Job& job) {
+  if (!job.request.elastic || !job.request.resources ||
+      job.elastic.workers.size() != job.allocation.gpus.size()) {
+    return job.allocation;
+  }
+  std::set<int> extras;
+  for (const int w : job.elastic.workers) {
+    if (w >= job.request.elastic->min) extras.insert(w);
+  }
+  std::vector<int> workers = job.elastic.workers;
+  return WithoutWorkers(job.allocation, *job.request.resources, workers,
+                        extras);
+}
+
+}  // namespace tessera::scheduler

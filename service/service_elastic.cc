@@ -1,0 +1,337 @@
+// Elastic jobs in the service (docs/elastic.md): a job starts with its
+// guaranteed part (min workers), grows into free capacity up to max, and
+// gives its extras back first when a job the policy admits needs their
+// room: asked with notice (allocation version, file, SIGUSR1), released
+// by the job (POST /v1/jobs/{id}/release) or reclaimed after the grace.
+//
+// Decisions, all on the job's node: a worker is one GPU (whole, or a
+// fraction of one), the local launcher runs a job on one machine, and the
+// guaranteed part is placed like any job of the pool. Policies plan on
+// PlanningState, where extras are free: what they admit may take extras
+// back, and only what does not fit even then preempts anybody.
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "scheduler/elastic.h"
+#include "service/job_json.h"
+#include "service/service_internal.h"
+
+namespace tessera::scheduler {
+
+namespace {
+
+// A job's history keeps its last changes only.
+constexpr size_t kMaxElasticHistory = 100;
+
+std::string WorkerList(const std::vector<int>& workers) {
+  std::string out;
+  for (const int w : workers)
+    out += (out.empty() ? "" : ",") + std::to_string(w);
+  return out;
+}
+
+bool IsExtra(const Job& job, int worker) {
+  return job.request.elastic && worker >= job.request.elastic->min;
+}
+
+}  // namespace
+
+std::string Service::Impl::AllocationFilePath(JobId id) const {
+  return (std::filesystem::path(options.log_dir) /
+          (std::to_string(id) + ".allocation.json"))
+      .string();
+}
+
+// Written as a temporary file and renamed over the old one: a reader sees
+// the old allocation or the new one, never half of one.
+void Service::Impl::WriteAllocationFile(const Job& job) const {
+  std::error_code ec;
+  std::filesystem::create_directories(options.log_dir, ec);
+  const std::string path = AllocationFilePath(job.id);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << ElasticAllocationJson(job, state.topology()).dump(2) << "\n";
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, path, ec);
+}
+
+void Service::Impl::BeginElastic(Job& job) {
+  if (!job.request.elastic) return;
+  ElasticState& e = job.elastic;
+  e.workers.clear();
+  for (int w = 0; w < static_cast<int>(job.allocation.gpus.size()); ++w) {
+    e.workers.push_back(w);
+  }
+  e.releasing.clear();
+  e.release_by = 0;
+  ++e.version;
+  e.history.push_back({Now(), "start", e.workers, e.version});
+  if (e.history.size() > kMaxElasticHistory) e.history.erase(e.history.begin());
+}
+
+ClusterState Service::Impl::PlanningState() const {
+  ClusterState s = state;
+  for (const auto& [id, job] : running) {
+    if (!job.request.elastic) continue;
+    const Allocation guaranteed = GuaranteedPart(job);
+    if (guaranteed.gpus.size() == job.allocation.gpus.size()) continue;
+    s.Release(id);
+    (void)s.Reserve(id, guaranteed);
+  }
+  return s;
+}
+
+bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
+                                 ElasticState st, const std::string& action,
+                                 std::vector<int> workers, const User* by) {
+  auto it = running.find(id);
+  if (it == running.end()) return false;
+  Job job = it->second;
+  const Allocation before = job.allocation;
+  state.Release(id);
+  if (!state.Fits(next)) {
+    (void)state.Reserve(id, before);
+    return false;
+  }
+  ++st.version;
+  st.history.push_back({Now(), action, workers, st.version});
+  if (st.history.size() > kMaxElasticHistory) {
+    st.history.erase(st.history.begin());
+  }
+  job.allocation = next;
+  job.elastic = std::move(st);
+  const JobEvent event =
+      Event(id, by, "elastic " + action,
+            "workers " + WorkerList(workers) + "; holds " +
+                std::to_string(job.allocation.gpus.size()) + " (version " +
+                std::to_string(job.elastic.version) + ")");
+  if (!Persist(job, &event).ok()) {
+    (void)state.Reserve(id, before);
+    return false;
+  }
+  (void)state.Reserve(id, job.allocation);
+  it->second = job;
+  WriteAllocationFile(job);
+  notices.push_back(id);
+  allocation_changed.notify_all();
+  dirty = true;
+  return true;
+}
+
+bool Service::Impl::AskBackFor(const Allocation& allocation,
+                               const std::string& pool) {
+  bool asked = false;
+  for (auto& [id, job] : running) {
+    if (!job.request.elastic || job.request.pool != pool) continue;
+    if (job.allocation.node != allocation.node &&
+        !std::any_of(allocation.gpus.begin(), allocation.gpus.end(),
+                     [&](const GpuShare& g) {
+                       return state.topology().gpus[g.gpu].node ==
+                              job.allocation.node;
+                     })) {
+      continue;
+    }
+    // The extras on the GPUs `allocation` takes; when CPU or memory is
+    // short too, every extra on the node.
+    const bool node_short =
+        allocation.cpu_milli > state.free_cpu_milli(allocation.node) ||
+        allocation.memory_mib > state.free_memory_mib_on_node(allocation.node);
+    std::vector<int> want;
+    for (size_t i = 0; i < job.allocation.gpus.size(); ++i) {
+      const int w = job.elastic.workers[i];
+      if (!IsExtra(job, w)) continue;
+      const int g = job.allocation.gpus[i].gpu;
+      const bool in_way =
+          node_short ||
+          std::any_of(allocation.gpus.begin(), allocation.gpus.end(),
+                      [g](const GpuShare& s) { return s.gpu == g; });
+      const bool already =
+          std::find(job.elastic.releasing.begin(), job.elastic.releasing.end(),
+                    w) != job.elastic.releasing.end();
+      if (in_way && !already) want.push_back(w);
+    }
+    const bool releasing = !job.elastic.releasing.empty();
+    if (want.empty()) {
+      asked = asked || releasing;
+      continue;
+    }
+    ElasticState st = job.elastic;
+    st.releasing.insert(st.releasing.end(), want.begin(), want.end());
+    std::sort(st.releasing.begin(), st.releasing.end());
+    st.release_by = Now() + options.elastic_release_grace_s;
+    if (ApplyElastic(id, job.allocation, std::move(st), "shrink asked", want)) {
+      asked = true;
+    }
+  }
+  if (asked) elastic_reclaiming.insert(pool);
+  return asked;
+}
+
+bool Service::Impl::MakeRoom(const RoundSnapshot& snap, const Job& job,
+                             const std::string& pool, Allocation& allocation) {
+  if (state.Fits(allocation)) return true;
+  const bool extras =
+      std::any_of(running.begin(), running.end(), [&](const auto& r) {
+        const Job& e = r.second;
+        return e.request.elastic && e.request.pool == pool &&
+               e.allocation.gpus.size() >
+                   static_cast<size_t>(e.request.elastic->min);
+      });
+  if (!extras) return true;  // a stale plan: BeginStart puts it back
+  if (!job.request.model) {
+    if (std::optional<Allocation> now = Allocate(snap, state, job)) {
+      allocation = std::move(*now);
+      return true;
+    }
+  }
+  return !AskBackFor(allocation, pool);
+}
+
+void Service::Impl::ReclaimOverdue(double now) {
+  std::vector<JobId> due;
+  for (const auto& [id, job] : running) {
+    if (!job.elastic.releasing.empty() && now >= job.elastic.release_by) {
+      due.push_back(id);
+    }
+  }
+  for (const JobId id : due) {
+    const Job& job = running.at(id);
+    ElasticState st = job.elastic;
+    std::vector<int> workers = st.workers;
+    const std::vector<int> dropped = st.releasing;
+    const Allocation next =
+        WithoutWorkers(job.allocation, *job.request.resources, workers,
+                       {dropped.begin(), dropped.end()});
+    st.workers = std::move(workers);
+    st.releasing.clear();
+    st.release_by = 0;
+    ApplyElastic(id, next, std::move(st), "reclaimed", dropped);
+  }
+}
+
+void Service::Impl::GrowElastic() {
+  std::set<std::string> busy = elastic_reclaiming;
+  for (const auto& [id, job] : running) {
+    if (!job.elastic.releasing.empty()) busy.insert(job.request.pool);
+  }
+  std::vector<JobId> growing;
+  for (const auto& [id, job] : running) {
+    if (job.request.elastic && !busy.count(job.request.pool) &&
+        static_cast<int>(job.allocation.gpus.size()) <
+            job.request.elastic->max) {
+      growing.push_back(id);  // by id: the oldest first
+    }
+  }
+  for (const JobId id : growing) {
+    const Job& job = running.at(id);
+    const int want =
+        job.request.elastic->max - static_cast<int>(job.allocation.gpus.size());
+    const std::vector<int> gpus =
+        FreeWorkerGpus(state, job.allocation, *job.request.resources, want);
+    if (gpus.empty()) continue;
+    ElasticState st = job.elastic;
+    std::vector<int> workers = st.workers;
+    const Allocation next =
+        WithWorkers(job.allocation, *job.request.resources, workers, gpus);
+    std::vector<int> added(workers.end() - static_cast<long>(gpus.size()),
+                           workers.end());
+    st.workers = std::move(workers);
+    ApplyElastic(id, next, std::move(st), "grow", std::move(added));
+  }
+}
+
+Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
+                                               double wait_s) {
+  Impl& m = *impl_;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(std::max(0.0, wait_s)));
+  std::unique_lock lock(m.mu);
+  while (true) {
+    const Job* live = nullptr;
+    if (auto r = m.running.find(id); r != m.running.end()) live = &r->second;
+    if (auto s = m.starting.find(id); s != m.starting.end()) live = &s->second;
+    for (const Job& q : m.queue) {
+      if (q.id == id) live = &q;
+    }
+    if (!live) {
+      lock.unlock();
+      auto stored = m.store->Get(id);
+      if (!stored) return stored.error();
+      if (!stored->has_value()) {
+        return BadInput("no job " + std::to_string(id));
+      }
+      if (!(*stored)->request.elastic) {
+        return BadInput("job " + std::to_string(id) + " is not elastic");
+      }
+      return ElasticAllocationJson(**stored, m.options.topology);
+    }
+    if (!live->request.elastic) {
+      return BadInput("job " + std::to_string(id) + " is not elastic");
+    }
+    // Only a running job's allocation changes.
+    if (live->elastic.version > after || live->state != JobState::kRunning ||
+        m.stopping) {
+      return ElasticAllocationJson(*live, m.state.topology());
+    }
+    if (m.allocation_changed.wait_until(lock, deadline) ==
+        std::cv_status::timeout) {
+      // Looked at once more below, then answered unchanged.
+      if (auto r = m.running.find(id); r != m.running.end()) {
+        return ElasticAllocationJson(r->second, m.state.topology());
+      }
+    }
+  }
+}
+
+Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
+                                               const std::vector<int>& workers,
+                                               const User* by) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  auto it = m.running.find(id);
+  if (it == m.running.end()) {
+    return Infeasible("job " + std::to_string(id) + " is not running");
+  }
+  const Job& job = it->second;
+  if (!job.request.elastic) {
+    return BadInput("job " + std::to_string(id) + " is not elastic");
+  }
+  std::set<int> drop;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const int w = workers[i];
+    const std::string field = "workers[" + std::to_string(i) + "]";
+    if (std::find(job.elastic.workers.begin(), job.elastic.workers.end(), w) ==
+        job.elastic.workers.end()) {
+      return BadInput(field + ": the job holds no worker " + std::to_string(w));
+    }
+    if (!IsExtra(job, w)) {
+      return BadInput(field + ": worker " + std::to_string(w) +
+                      " is guaranteed (below min " +
+                      std::to_string(job.request.elastic->min) +
+                      "); only extras are released");
+    }
+    drop.insert(w);
+  }
+  if (drop.empty()) return BadInput("workers: name the workers released");
+  ElasticState st = job.elastic;
+  std::vector<int> kept = st.workers;
+  const Allocation next =
+      WithoutWorkers(job.allocation, *job.request.resources, kept, drop);
+  st.workers = std::move(kept);
+  std::erase_if(st.releasing, [&](int w) { return drop.count(w) > 0; });
+  if (st.releasing.empty()) st.release_by = 0;
+  if (!m.ApplyElastic(id, next, std::move(st), "released",
+                      {drop.begin(), drop.end()}, by)) {
+    return Unavailable("the job store failed; try again");
+  }
+  m.wake.notify_all();
+  return ElasticAllocationJson(m.running.at(id), m.state.topology());
+}
+
+}  // namespace tessera::scheduler

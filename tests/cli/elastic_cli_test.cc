@@ -1,0 +1,179 @@
+// End to end: examples/hpo/hpo.py, a hyper-parameter sweep whose trials are
+// workers, as one elastic job (--gpus 1:3) under the real `tessera serve`
+// and its local launcher. It starts with one worker beside a 2-GPU job,
+// grows to three when that job ends (seen through the allocation's
+// long-poll), and when a new 2-GPU job arrives it stops two workers'
+// trials and releases them (POST /v1/jobs/{id}/release) before the grace
+// ends, so that the newcomer starts. Waits are bounded by counts of
+// long-polls and polls, not by asserted times.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/cli/cli_runner.h"
+#include "tests/cli/serve_process.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Json = nlohmann::json;
+using testlib::RunResult;
+
+constexpr const char* kAlice = "alice-test-token";
+
+class ElasticCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = testlib::FreeLoopbackPort();
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+    config_ = dir_.File("serve.yaml");
+    std::ofstream(config_)
+        << "listen: 127.0.0.1:" << port_ << "\n"
+        << "db: " << dir_.File("queue.db") << "\n"
+        << "log_dir: " << dir_.File("logs") << "\n"
+        << "kill_grace_s: 1\n"
+        // Long: the sweep releases, it is never reclaimed.
+        << "elastic_release_grace_s: 600\n"
+        << "pools:\n  - {name: a, policy: fifo}\n"
+        << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
+           "256GiB, gpus: [{kind: a100-80gb, count: 3}]}\n"
+        << "users:\n"
+        << "  - {name: alice, role: user, token_sha256: "
+        << testlib::Sha256Hex(kAlice) << "}\n";
+    const std::string error =
+        serve_.Start(config_, port_, dir_.File("serve.log"));
+    if (!error.empty()) FAIL() << error;
+  }
+  void TearDown() override { serve_.Stop(SIGTERM); }
+
+  RunResult Cli(const std::string& args) {
+    setenv("TESSERA_URL", url_.c_str(), 1);
+    setenv("TESSERA_TOKEN", kAlice, 1);
+    return testlib::RunTessera(args, dir_);
+  }
+  int64_t Submit(const std::string& args) {
+    const RunResult r = Cli("submit --json " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? Json::parse(r.out)["id"].get<int64_t>() : -1;
+  }
+  Json Job(int64_t id) {
+    const RunResult r = Cli("job " + std::to_string(id) + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? Json::parse(r.out) : Json();
+  }
+  // Polls (up to ~60 s) until job `id` is in `state`.
+  bool WaitState(int64_t id, const std::string& state) {
+    for (int i = 0; i < 600; ++i) {
+      if (Job(id).value("state", "") == state) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  // GET /v1/jobs/{id}/allocation?after=V&wait_s=S.
+  Json Allocation(int64_t id, int64_t after, int wait_s) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60);
+    std::string query = "?wait_s=" + std::to_string(wait_s);
+    if (after >= 0) query += "&after=" + std::to_string(after);
+    auto r = c.Get("/v1/jobs/" + std::to_string(id) + "/allocation" + query,
+                   {{"Authorization", std::string("Bearer ") + kAlice}});
+    EXPECT_TRUE(r);
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body);
+  }
+  // Long-polls until the job holds `n` workers; at most 20 polls.
+  Json WaitWorkers(int64_t id, size_t n) {
+    Json a = Allocation(id, -1, 0);
+    for (int i = 0; i < 20 && a.is_object() && a["workers"].size() != n; ++i) {
+      a = Allocation(id, a["version"].get<int64_t>(), 10);
+    }
+    return a;
+  }
+  // The sweep's stdout and stderr, for a failure's message.
+  std::string HpoLogs(int64_t id) {
+    const std::string base = dir_.File("logs") + "/" + std::to_string(id);
+    return "\nstdout:\n" + testlib::ReadFile(base + ".out") + "\nstderr:\n" +
+           testlib::ReadFile(base + ".err") + "\nserve.log:\n" +
+           testlib::ReadFile(dir_.File("serve.log"));
+  }
+  std::string Touch(const std::string& name) {
+    const std::string path = dir_.File(name);
+    std::ofstream(path) << "stop\n";
+    return path;
+  }
+  std::string Blocker(const std::string& stop) {
+    return "-- sh -c 'while [ ! -e " + dir_.File(stop) +
+           " ]; do sleep 0.1; done'";
+  }
+
+  testlib::TempDir dir_;
+  int port_ = 0;
+  std::string url_, config_;
+  testlib::ServeProcess serve_;
+};
+
+TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {
+  const int64_t a = Submit("--name blocker-a --gpus 2 " + Blocker("stop-a"));
+  ASSERT_TRUE(WaitState(a, "running"));
+  const int64_t hpo = Submit(
+      "--name hpo --gpus 1:3 --env TESSERA_URL=" + url_ +
+      " --env TESSERA_TOKEN=" + kAlice +
+      " --env HPO_TRIALS=100000 --env HPO_STEPS=20000 --env HPO_STOP_FILE=" +
+      dir_.File("stop-hpo") + " -- python3 " + TESSERA_SOURCE_DIR +
+      "/examples/hpo/hpo.py");
+  ASSERT_TRUE(WaitState(hpo, "running")) << Job(hpo).dump() << HpoLogs(hpo);
+  Json alloc = Allocation(hpo, -1, 0);
+  ASSERT_TRUE(alloc.is_object());
+  EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
+  EXPECT_EQ(alloc["min"], 1);
+  EXPECT_EQ(alloc["max"], 3);
+
+  // The blocker ends: the sweep grows to three workers.
+  Touch("stop-a");
+  alloc = WaitWorkers(hpo, 3);
+  ASSERT_EQ(alloc["workers"].size(), 3u)
+      << alloc.dump() << Job(hpo).dump()
+      << testlib::ReadFile(dir_.File("logs") + "/" + std::to_string(hpo) +
+                           ".err");
+
+  // A new 2-GPU job: two extras asked back, released by the sweep.
+  const int64_t b = Submit("--name blocker-b --gpus 2 " + Blocker("stop-b"));
+  ASSERT_TRUE(WaitState(b, "running"))
+      << Job(hpo).dump() << Job(b).dump() << HpoLogs(hpo);
+  alloc = Allocation(hpo, -1, 0);
+  EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
+  std::string actions;
+  for (const Json& h : alloc["history"]) {
+    actions += h["action"].get<std::string>() + " ";
+  }
+  EXPECT_THAT(actions, HasSubstr("start grow"));
+  EXPECT_THAT(actions, HasSubstr("shrink asked"));
+  EXPECT_THAT(actions, HasSubstr("released"));
+  EXPECT_THAT(actions, Not(HasSubstr("reclaimed")));
+
+  // `tessera job` shows the elastic allocation and its history.
+  RunResult shown = Cli("job " + std::to_string(hpo));
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("1..3 workers, one-process"));
+  EXPECT_THAT(shown.out, HasSubstr("elastic history:"));
+
+  Touch("stop-b");
+  Touch("stop-hpo");
+  ASSERT_TRUE(WaitState(hpo, "succeeded")) << Job(hpo).dump() << HpoLogs(hpo);
+  const RunResult logs = Cli("logs " + std::to_string(hpo));
+  EXPECT_THAT(logs.out, HasSubstr("workers [0, 1, 2]"));
+  EXPECT_THAT(logs.out, HasSubstr("released ["));
+  EXPECT_THAT(logs.out, HasSubstr("done:"));
+}
+
+}  // namespace
+}  // namespace tessera
