@@ -72,12 +72,11 @@ bool NotModified(const Request& req, std::string_view etag) {
   return false;
 }
 
-// A 200 with `body` and an ETag, or a bodiless 304 when the client already
-// has it: what the console polls (docs/http_api.md, "Polling").
-void SendCached(const Request& req, Response& res, std::string body,
-                const std::string& content_type) {
-  const std::string etag = EntityTag(body);
-  res.set_header("ETag", etag);
+// A 200 with `body` and its tag `etag`, or a bodiless 304 when the client
+// already has it: what the console polls (docs/http_api.md, "Polling").
+void SendTagged(const Request& req, Response& res, std::string body,
+                const std::string& content_type, std::string_view etag) {
+  res.set_header("ETag", std::string(etag));
   res.set_header("Cache-Control", "no-cache");
   if (NotModified(req, etag)) {
     res.status = 304;
@@ -85,6 +84,13 @@ void SendCached(const Request& req, Response& res, std::string body,
   }
   res.status = 200;
   res.set_content(std::move(body), content_type);
+}
+
+// SendTagged with the body's own tag.
+void SendCached(const Request& req, Response& res, std::string body,
+                const std::string& content_type) {
+  const std::string etag = EntityTag(body);
+  SendTagged(req, res, std::move(body), content_type, etag);
 }
 
 void SendJsonCached(const Request& req, Response& res, const json& body) {
@@ -105,14 +111,8 @@ void SendAsset(const Request& req, Response& res, const console::Asset& a) {
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("X-Frame-Options", "DENY");
-  res.set_header("ETag", std::string(a.etag));
-  res.set_header("Cache-Control", "no-cache");
-  if (NotModified(req, a.etag)) {
-    res.status = 304;
-    return;
-  }
-  res.status = 200;
-  res.set_content(std::string(a.body), std::string(a.content_type));
+  SendTagged(req, res, std::string(a.body), std::string(a.content_type),
+             a.etag);
 }
 
 // The extender's errors carry the protocol's Error too.

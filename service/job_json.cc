@@ -615,15 +615,20 @@ json JobRequestJson(const JobRequest& r) {
   return j;
 }
 
-json JobJson(const Job& job, const Topology& topology) {
+json AllocationJson(const Allocation& a, const Topology& topology) {
   json allocation = json::array();
-  for (const GpuShare& g : job.allocation.gpus) {
+  for (const GpuShare& g : a.gpus) {
     const bool known = g.gpu >= 0 && g.gpu < int(topology.gpus.size());
     allocation.push_back(
         {{"gpu", known ? topology.gpus[g.gpu].id : "#" + std::to_string(g.gpu)},
          {"gpu_milli", g.milli},
          {"gpu_memory_mib", g.memory_mib}});
   }
+  return allocation;
+}
+
+json JobJson(const Job& job, const Topology& topology) {
+  const json allocation = AllocationJson(job.allocation, topology);
   const int node = job.allocation.node;
   const bool node_known = node >= 0 && node < int(topology.nodes.size());
   json out = {{"id", job.id},

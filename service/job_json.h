@@ -37,6 +37,10 @@ nlohmann::json ResourcesJson(const Resources& r);
 // "demand", "allocation": [{"gpu", "gpu_milli", "gpu_memory_mib"}],
 // "plan"}; times as ISO-8601 UTC strings (null when not yet).
 nlohmann::json JobJson(const Job& job, const Topology& topology);
+// The job's GPU shares as JobJson has them: [{"gpu": "node0/gpu1",
+// "gpu_milli", "gpu_memory_mib"}] (an index out of range as "#N").
+nlohmann::json AllocationJson(const Allocation& allocation,
+                              const Topology& topology);
 
 // The store's form: JobJson plus what the service needs to recover (the
 // allocation by indices, pid and start time). Parse is its inverse.

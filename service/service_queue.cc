@@ -23,14 +23,6 @@ using nlohmann::json;
 constexpr size_t kExplained = 200;
 
 json Summary(const Job& j, const Topology& t) {
-  json gpus = json::array();
-  for (const GpuShare& g : j.allocation.gpus) {
-    const bool known = g.gpu >= 0 && g.gpu < static_cast<int>(t.gpus.size());
-    gpus.push_back(
-        {{"gpu", known ? t.gpus[g.gpu].id : "#" + std::to_string(g.gpu)},
-         {"gpu_milli", g.milli},
-         {"gpu_memory_mib", g.memory_mib}});
-  }
   const int node = j.allocation.node;
   const bool node_known = node >= 0 && node < static_cast<int>(t.nodes.size());
   return {{"id", j.id},
@@ -43,7 +35,7 @@ json Summary(const Job& j, const Topology& t) {
           {"submitted_at", IsoTime(j.submitted_at)},
           {"started_at", IsoTime(j.started_at)},
           {"node", node_known ? json(t.nodes[node].name) : json()},
-          {"gpus", std::move(gpus)},
+          {"gpus", AllocationJson(j.allocation, t)},
           {"model", j.request.model.has_value()},
           {"split", !j.plan.is_null()}};
 }
