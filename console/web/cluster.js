@@ -4,6 +4,7 @@
 // Space or a click on a GPU lists its jobs. Admins drain and undrain nodes.
 import * as api from './api.js';
 import {el, clear, mib, jobLink, keepFocus} from './util.js';
+import {renderQueues} from './teams.js';
 
 const PAGE = 50;  // nodes drawn per pool before "Show more"
 
@@ -22,10 +23,12 @@ export function mountCluster(main, ctx) {
     placeholder: 'node name, GPU kind, busy, free or drained',
     'aria-describedby': 'cluster-status'});
   const pools = el('div', {id: 'pools'}, el('p', null, 'Loading the cluster…'));
+  const queues = el('div', {id: 'queues'});
   const popover = el('div', {id: 'gpu-popover', class: 'popover', role: 'dialog',
     'aria-modal': 'false', 'aria-labelledby': 'gpu-popover-title', hidden: true});
   main.append(
     el('h1', null, 'Cluster'),
+    queues,
     el('div', {class: 'toolbar'},
       el('label', {for: 'cluster-filter'}, 'Filter nodes'), filter, status),
     el('p', {class: 'legend'}, 'Each GPU: the top bar is the compute reserved ' +
@@ -312,6 +315,9 @@ export function mountCluster(main, ctx) {
     const c = await cluster;
     if (c.changed || first) {
       view.cluster = c.data;
+      const tree = renderQueues(c.data.queues);
+      clear(queues);
+      if (tree) queues.append(tree);
       render();
     }
     const [running, starting] = await jobs;
