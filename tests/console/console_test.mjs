@@ -3,7 +3,7 @@
 // the cluster's bars, draining as admin, the unreachable banner, keyboard
 // use and accessible names; no console error or CSP violation anywhere.
 //   node console_test.mjs --tessera BIN [--workdir DIR]
-import {parseArgs, loadPuppeteer, launchBrowser, newPage, login, Serve, usersYaml,
+import {parseArgs, loadPuppeteer, startServe, openPage, newPage, login, usersYaml,
   TOKENS, assert, run, step, screenshot} from './lib.mjs';
 
 const args = parseArgs();
@@ -23,13 +23,8 @@ const gpuLabels = (page) => page.$$eval('button.gpu', (cells) =>
   cells.map((c) => c.getAttribute('aria-label')));
 
 await run('console', async ({onExit}) => {
-  const serve = new Serve(args.tessera, args.dir, config);
-  const url = await serve.start();
-  onExit(() => serve.stop());
-  onExit(() => serve.cancelAll());
-  const browser = await launchBrowser(puppeteer, args.chromium);
-  onExit(() => browser.close());
-  const page = await newPage(browser);
+  const {serve, url} = await startServe(args, config, onExit);
+  const {browser, page} = await openPage(args, puppeteer, onExit);
   const urls = [];
   page.on('request', (r) => urls.push(r.url()));
 

@@ -166,6 +166,23 @@ export class Serve {
   }
 }
 
+// A `tessera serve` of `configText` in args.dir, started; stopped (its
+// jobs cancelled first, unless `cancelAll` is false) when the test ends.
+export async function startServe(args, configText, onExit, {timeoutMs = 15000, cancelAll = true} = {}) {
+  const serve = new Serve(args.tessera, args.dir, configText);
+  const url = await serve.start(timeoutMs);
+  onExit(() => serve.stop());
+  if (cancelAll) onExit(() => serve.cancelAll());
+  return {serve, url};
+}
+
+// A headless Chromium with one page (newPage), closed when the test ends.
+export async function openPage(args, puppeteer, onExit) {
+  const browser = await launchBrowser(puppeteer, args.chromium);
+  onExit(() => browser.close());
+  return {browser, page: await newPage(browser)};
+}
+
 // A headless Chromium and one page that records console errors, page
 // errors and CSP violations.
 export async function launchBrowser(puppeteer, chromium) {

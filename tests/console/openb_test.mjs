@@ -6,7 +6,7 @@
 //   node openb_test.mjs --tessera BIN [--workdir DIR]
 import fs from 'node:fs';
 import path from 'node:path';
-import {parseArgs, loadPuppeteer, launchBrowser, newPage, login, Serve, usersYaml,
+import {parseArgs, loadPuppeteer, startServe, openPage, login, usersYaml,
   SOURCE_DIR, assert, run, step, screenshot} from './lib.mjs';
 
 const args = parseArgs();
@@ -42,12 +42,8 @@ function openbConfig() {
 await run('openb', async ({onExit}) => {
   const config = openbConfig();
   assert(config.nodes === 1213 && config.gpus === 6212, `openb: ${config.nodes} nodes, ${config.gpus} GPUs`);
-  const serve = new Serve(args.tessera, args.dir, config.text);
-  const url = await serve.start(30000);
-  onExit(() => serve.stop());
-  const browser = await launchBrowser(puppeteer, args.chromium);
-  onExit(() => browser.close());
-  const page = await newPage(browser);
+  const {url} = await startServe(args, config.text, onExit, {timeoutMs: 30000, cancelAll: false});
+  const {page} = await openPage(args, puppeteer, onExit);
   await login(page, url, 'alice');
   await page.waitForSelector('li.node');
 

@@ -5,7 +5,7 @@
 // the graph coloured by device.
 //   node split_test.mjs --tessera BIN [--workdir DIR]
 import path from 'node:path';
-import {parseArgs, loadPuppeteer, launchBrowser, newPage, login, Serve, usersYaml,
+import {parseArgs, loadPuppeteer, startServe, openPage, login, usersYaml,
   SOURCE_DIR, assert, run, step, screenshot} from './lib.mjs';
 
 const args = parseArgs();
@@ -20,10 +20,7 @@ nodes:
 ${usersYaml()}`;
 
 await run('split', async ({onExit}) => {
-  const serve = new Serve(args.tessera, args.dir, config);
-  const url = await serve.start();
-  onExit(() => serve.stop());
-  onExit(() => serve.cancelAll());
+  const {serve, url} = await startServe(args, config, onExit);
 
   step('fill both GPUs but 700 MiB, then submit GPT-2');
   for (let i = 0; i < 2; ++i) {
@@ -40,9 +37,7 @@ await run('split', async ({onExit}) => {
   }
   assert(after.plan && after.allocation.length === 2, `the job started split: ${after.state} ${after.reason}`);
 
-  const browser = await launchBrowser(puppeteer, args.chromium);
-  onExit(() => browser.close());
-  const page = await newPage(browser);
+  const {page} = await openPage(args, puppeteer, onExit);
   await login(page, url, 'alice');
 
   step('the job page: decision, devices, timeline and graph');

@@ -5,7 +5,7 @@
 // 1-GPU job: the tree reclaims alice's job whole and the table follows
 // without a reload.
 //   node teams_test.mjs --tessera BIN [--workdir DIR]
-import {parseArgs, loadPuppeteer, launchBrowser, newPage, login, Serve, usersYaml,
+import {parseArgs, loadPuppeteer, startServe, openPage, login, usersYaml,
   assert, run, step, screenshot} from './lib.mjs';
 
 const args = parseArgs();
@@ -41,13 +41,8 @@ const rows = (page) => page.$$eval('#queues-table tbody tr', (trs) => {
 });
 
 await run('teams', async ({onExit}) => {
-  const serve = new Serve(args.tessera, args.dir, config);
-  const url = await serve.start();
-  onExit(() => serve.stop());
-  onExit(() => serve.cancelAll());
-  const browser = await launchBrowser(puppeteer, args.chromium);
-  onExit(() => browser.close());
-  const page = await newPage(browser);
+  const {serve, url} = await startServe(args, config, onExit);
+  const {page} = await openPage(args, puppeteer, onExit);
   await login(page, url, 'alice');
 
   step('the tree, idle: guarantees, nothing used');
