@@ -340,6 +340,17 @@ TEST(TimedElastic, TheOpenbDefaultTraceOnASmallerCluster) {
   EXPECT_EQ(el->started + el->unplaceable + el->stuck, 8152);
   EXPECT_EQ(el->stuck, 0);
   EXPECT_GT(el->grows, 0);
+  EXPECT_GT(el->shrinks, 0);
+  // min = max (8 caps every pod at its GPUs): nothing grows or shrinks and
+  // the elastic run is the gang run, pod by pod.
+  o.base.on_round = nullptr;
+  o.min_workers = 8;
+  auto fixed = RunTimedElastic(t, pods->rows, o, true);
+  auto gang = RunTimedElastic(t, pods->rows, o, false);
+  ASSERT_TRUE(fixed && gang);
+  EXPECT_EQ(fixed->grows + fixed->shrinks, 0);
+  EXPECT_EQ(fixed->pod_jct_s, gang->pod_jct_s);
+  EXPECT_DOUBLE_EQ(fixed->makespan_s, gang->makespan_s);
 }
 
 }  // namespace
