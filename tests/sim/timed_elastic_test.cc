@@ -183,6 +183,27 @@ TEST(TimedElastic, AGuaranteedPartIsNeverTakenBack) {
   EXPECT_EQ(el.shrinks, 0);
 }
 
+TEST(TimedElastic, TheGuaranteedPartAndTheExtrasKeepThePodsGpuKinds) {
+  // Node 0: four GPUs of kind A (best-fit's tighter node for one worker);
+  // node 1: eight of kind B. A 4-GPU pod asking B runs on node 1 only.
+  Topology t =
+      MakeTopology({{32, 32, 32, 32}, {32, 32, 32, 32, 32, 32, 32, 32}});
+  for (GpuInfo& g : t.gpus) g.kind = g.node == 0 ? "A" : "B";
+  std::vector<TracePod> pods = {Pod(0, 100, 4)};
+  pods[0].gpu_spec = {"B"};
+  ElasticTimedOptions o = Options();
+  std::string wrong;
+  o.base.on_round = [&](double, const ClusterState& s) {
+    const Allocation* a = s.AllocationOf(1);
+    if (a != nullptr && a->node != 1)
+      wrong = "on node " + std::to_string(a->node);
+  };
+  const ElasticTimedRun el = Replay(t, pods, o, true);
+  EXPECT_EQ(wrong, "");
+  EXPECT_DOUBLE_EQ(el.makespan_s, 100);
+  EXPECT_EQ(el.workers_grown, 3);
+}
+
 // A mixed trace on two 4-GPU nodes: 1-, 2- and 4-GPU pods and fractions,
 // best-effort ones among them (preemptible under priority).
 std::vector<TracePod> MixedTrace(uint64_t seed, int count) {
