@@ -143,6 +143,9 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
     return ReportError(
         BadInput("--elastic: not combined with --model-pods or --quotas"));
   }
+  if (!args.plot.empty()) {
+    return ReportError(BadInput("--plot: not drawn with --elastic (yet)"));
+  }
   if (!(args.load > 0) || !std::isfinite(args.load)) {
     return ReportError(
         BadInput("--load: a positive factor, got " + Fixed(args.load, 2)));

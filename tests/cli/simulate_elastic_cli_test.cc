@@ -100,6 +100,7 @@ TEST(SimulateElasticCli, ElasticFlagsRefuseBadValues) {
       {"--elastic 50 --elastic-efficiency 0", "--elastic-efficiency"},
       {"--elastic 50 --elastic-efficiency 1.5", "--elastic-efficiency"},
       {"--elastic 50 --model-pods 10", "--model-pods"},
+      {"--elastic 50 --plot x.svg", "--plot"},
   };
   for (const auto& [flags, named] : cases) {
     SCOPED_TRACE(flags);
