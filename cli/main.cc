@@ -352,6 +352,9 @@ Examples:
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy fgd \
                    --cluster-fraction 0.05 --load 4 --model-pods 20 \
                    --interference 0.5      # fixed vs tessera for model pods
+  tessera simulate --nodes N.csv --pods P.csv --mode timed --policy fgd \
+                   --cluster-fraction 0.02 --load 2 --elastic 100
+                                           # gang-only vs elastic, same arrivals
   tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
                    --duration lognormal:7.0,1.0 --sharing mps
   tessera simulate --mode models --interference-sweep 0,0.25,0.5,1
@@ -445,6 +448,21 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "timed, with --teams: none, equal (each team guaranteed "
                   "1/N of the GPUs, idle quota lent and reclaimed) or both")
       ->type_name("MODE")
+      ->capture_default_str();
+  cmd->add_option("--elastic", args.elastic,
+                  "timed: this % of the multi-GPU pods (by name) are elastic "
+                  "jobs (--elastic-min to their GPUs); prints gang-only vs "
+                  "elastic on the same arrivals")
+      ->type_name("PCT")
+      ->capture_default_str();
+  cmd->add_option("--elastic-min", args.elastic_min,
+                  "timed, with --elastic: an elastic pod's min workers")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--elastic-efficiency", args.elastic_efficiency,
+                  "timed, with --elastic: speedup of k workers is "
+                  "1 + (k-1) x E (1: linear)")
+      ->type_name("E")
       ->capture_default_str();
   cmd->add_option("--config", args.config,
                   "models: the serve configuration whose cluster the jobs "

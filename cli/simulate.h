@@ -50,6 +50,13 @@ struct SimulateArgs {
   // milli and memory, borrowing and reclaim; docs/quotas.md) or both.
   int teams = 0;
   std::string quotas = "none";
+  // timed: this % of the multi-GPU pods (by name) are elastic jobs of
+  // --elastic-min to their GPUs, progress speedup(k) = 1 + (k-1) x
+  // --elastic-efficiency; the same arrivals gang-only and elastic side by
+  // side (--elastic; docs/simulate_timed.md, "Elastic jobs").
+  int elastic = 0;
+  int elastic_min = 1;
+  double elastic_efficiency = 1;
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";
@@ -89,6 +96,8 @@ Result<std::vector<std::string>> PolicyList(const std::string& policy);
 // The timed and models modes (cli/simulate_timed.cc, simulate_models.cc).
 int RunSimulateTimed(const SimulateArgs& args);
 int RunSimulateModels(const SimulateArgs& args);
+// timed with --elastic (cli/simulate_elastic.cc).
+int RunSimulateTimedElastic(const SimulateArgs& args);
 
 }  // namespace tessera::cli
 

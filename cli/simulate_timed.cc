@@ -498,6 +498,7 @@ Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
 }  // namespace
 
 int RunSimulateTimed(const SimulateArgs& args) {
+  if (args.elastic != 0) return RunSimulateTimedElastic(args);
   if (!(args.load > 0) || !std::isfinite(args.load)) {
     return ReportError(
         BadInput("--load: a positive factor, got " + Fixed(args.load, 2)));

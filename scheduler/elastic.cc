@@ -62,21 +62,23 @@ std::vector<int> FreeWorkerGpus(const ClusterState& s, const Allocation& a,
 std::optional<Allocation> ElasticStartAllocation(
     const ClusterState& s, std::string_view pool, const Resources& worker,
     const ElasticRequest& e, const GpuScorer& scorer,
-    const AdmissionOptions& options) {
+    const AdmissionOptions& options,
+    const std::vector<std::string>& gpu_kinds) {
   if (worker.gpus > 0 || e.min == 1) {
     Resources d = worker;
     if (worker.gpus > 0) d.gpus = e.min;
     d.cpu_milli = worker.cpu_milli * e.min;
     d.memory_mib = worker.memory_mib * e.min;
-    return FindAllocation(s, pool, PlacementRequest{d, {}}, scorer, options);
+    return FindAllocation(s, pool, PlacementRequest{d, gpu_kinds}, scorer,
+                          options);
   }
   // Several fractional workers: one GPU each, on one node.
   const Topology& t = s.topology();
   std::optional<ScoredAllocation> best;
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     if (t.nodes[n].pool != pool) continue;
-    auto first =
-        FitOnNode(s, static_cast<int>(n), PlacementRequest{worker, {}}, scorer);
+    auto first = FitOnNode(s, static_cast<int>(n),
+                           PlacementRequest{worker, gpu_kinds}, scorer);
     if (!first) continue;
     if (best && first->score <= best->score) continue;
     ClusterState trial = s;

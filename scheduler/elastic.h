@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,11 +40,13 @@ std::vector<int> FreeWorkerGpus(const ClusterState& s, const Allocation& a,
                                 const Resources& worker, int count);
 
 // Where `min` workers fit now in `pool`: the node the scorer ranks best
-// among those with room for all of them. nullopt when none has.
+// among those with room for all of them (and, when `gpu_kinds` is not
+// empty, whose GPUs are of one of those kinds). nullopt when none has.
 std::optional<Allocation> ElasticStartAllocation(
     const ClusterState& s, std::string_view pool, const Resources& worker,
     const ElasticRequest& e, const GpuScorer& scorer,
-    const AdmissionOptions& options = {});
+    const AdmissionOptions& options = {},
+    const std::vector<std::string>& gpu_kinds = {});
 
 // `a` with the workers of `drop` (ids in `workers`, parallel to a.gpus)
 // removed, and their CPU and memory; `workers` is updated alike.

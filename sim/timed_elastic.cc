@@ -1,0 +1,586 @@
+// RunTimedElastic: the timed replay's event loop (arrivals, departures, a
+// policy round after each batch of events at one instant) with elastic
+// jobs: the policy plans on the state with every extra free, extras in the
+// way of its starts are taken back at once, and free GPUs on an elastic
+// job's node go to the running elastic jobs, oldest first, after every
+// round. Without elastic pods it is RunTimed's loop (tested equal).
+#include "sim/timed_elastic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <queue>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "scheduler/admission.h"
+#include "scheduler/elastic.h"
+#include "scheduler/parallel.h"
+#include "scheduler/policy.h"
+#include "sim/replay.h"
+
+namespace tessera::scheduler {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr double kProgressStep = 0.01;
+
+int64_t GpuMilliOf(const Allocation& a) {
+  int64_t milli = 0;
+  for (const GpuShare& share : a.gpus) {
+    milli += a.exclusive ? kFullGpuMilli : share.milli;
+  }
+  return milli;
+}
+
+// Speedup of k workers (ElasticTimedOptions::scaling_efficiency).
+double Speedup(int k, double efficiency) { return 1 + (k - 1) * efficiency; }
+
+// An elastic pod's worker, request and run.
+struct ElasticPod {
+  Resources worker;  // one whole GPU and 1/max of the pod's CPU and memory
+  ElasticRequest request;
+  std::vector<int> workers;  // ids, parallel to the allocation's GPUs
+  // Work left at `since` in seconds at max workers, and the rate since.
+  double remaining = 0, rate = 0, since = 0;
+};
+
+class ElasticReplay {
+ public:
+  ElasticReplay(const Topology& topology, std::vector<TimedPod> pods,
+                std::vector<std::optional<ElasticPod>> elastic,
+                const GpuScorer& scorer, QueuePolicy& policy,
+                const ElasticTimedOptions& options, ElasticTimedRun& run)
+      : pods_(std::move(pods)),
+        elastic_(std::move(elastic)),
+        scorer_(scorer),
+        policy_(policy),
+        options_(options),
+        run_(run),
+        state_(topology),
+        pool_(topology.pools.empty() ? "" : topology.pools[0]),
+        capacity_milli_(static_cast<double>(GpuCapacityMilli(topology))),
+        running_at_(pods_.size(), -1),
+        queued_since_(pods_.size(), 0),
+        waited_(pods_.size(), 0),
+        gpu_seconds_(pods_.size(), 0),
+        held_since_(pods_.size(), 0),
+        epoch_(pods_.size(), 0) {
+    // The node order and arrival order of RunTimed's replay.
+    node_order_.resize(topology.nodes.size());
+    std::iota(node_order_.begin(), node_order_.end(), 0);
+    std::mt19937_64 rng(options.base.seed);
+    std::shuffle(node_order_.begin(), node_order_.end(), rng);
+    admission_.node_order = node_order_;
+    admission_.cache = &cache_;
+    arrivals_.resize(pods_.size());
+    std::iota(arrivals_.begin(), arrivals_.end(), 0);
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
+      return pods_[a].arrival < pods_[b].arrival;
+    });
+  }
+
+  Status Run() {
+    const size_t n = pods_.size();
+    run_.pods = static_cast<int64_t>(n);
+    run_.pod_jct_s.assign(n, -1);
+    run_.pod_delay_s.assign(n, -1);
+    run_.first_arrival = n == 0 ? 0 : pods_[arrivals_[0]].arrival;
+    double now = run_.first_arrival;
+    double last_departure = run_.first_arrival;
+    double next_report = 0;
+    while (true) {
+      const double t = std::min(NextArrival(), NextDeparture());
+      if (t == kNever) break;
+      AccountUtilization(t);
+      now = t;
+      while (NextDeparture() <= now) {
+        const int p = departures_.top().pod;
+        departures_.pop();
+        Depart(p, now);
+        last_departure = now;
+      }
+      while (NextArrival() <= now) Arrive(arrivals_[next_arrival_++], now);
+      TESSERA_RETURN_IF_ERROR(Round(now));
+      const double done =
+          static_cast<double>(next_arrival_) / static_cast<double>(run_.pods);
+      if (options_.base.progress && done >= next_report) {
+        options_.base.progress(done);
+        next_report = done + kProgressStep;
+      }
+    }
+    run_.stuck = static_cast<int64_t>(queue_.size());
+    run_.makespan_s = last_departure - run_.first_arrival;
+    const double span = std::max(last_departure, now) - run_.first_arrival;
+    run_.mean_utilization_pct =
+        span > 0 ? 100 * milli_seconds_ / span / capacity_milli_ : 0;
+    Summarize();
+    return {};
+  }
+
+ private:
+  struct Departure {
+    double time;
+    int pod;
+    int epoch;  // the run (or rate) it ends; stale once changed
+    bool operator>(const Departure& o) const {
+      return time != o.time ? time > o.time : pod > o.pod;
+    }
+  };
+
+  double NextArrival() const {
+    return next_arrival_ < arrivals_.size()
+               ? pods_[arrivals_[next_arrival_]].arrival
+               : kNever;
+  }
+  double NextDeparture() {
+    while (!departures_.empty() &&
+           departures_.top().epoch != epoch_[departures_.top().pod]) {
+      departures_.pop();
+    }
+    return departures_.empty() ? kNever : departures_.top().time;
+  }
+
+  void AccountUtilization(double t) {
+    milli_seconds_ += static_cast<double>(milli_) * (t - clock_);
+    clock_ = t;
+  }
+
+  void Arrive(int p, double now) {
+    if (!CouldEverFit(state_.topology(), pool_, pods_[p].request)) {
+      ++run_.unplaceable;
+      return;
+    }
+    Enqueue(p, now);
+  }
+
+  void Enqueue(int p, double now) {
+    const QueuedJob& job = pods_[p].job;
+    const auto at = std::upper_bound(queue_.begin(), queue_.end(), job,
+                                     [](const auto& a, const auto& b) {
+                                       return std::pair(a.submitted_at, a.id) <
+                                              std::pair(b.submitted_at, b.id);
+                                     });
+    queue_.insert(at, job);
+    queued_since_[p] = now;
+  }
+
+  // The GPUs pod p holds now (its workers, for an elastic pod).
+  int Held(int p) const {
+    const Allocation* a = state_.AllocationOf(pods_[p].job.id);
+    return a == nullptr ? 0 : static_cast<int>(a->gpus.size());
+  }
+
+  // An elastic pod's progress until now at its rate so far, then its new
+  // rate with the workers it holds now and its new end.
+  void Reschedule(int p, double now) {
+    ElasticPod& e = *elastic_[p];
+    e.remaining = std::max(0.0, e.remaining - e.rate * (now - e.since));
+    e.since = now;
+    const double eff = options_.scaling_efficiency;
+    e.rate = Speedup(Held(p), eff) / Speedup(e.request.max, eff);
+    departures_.push({now + e.remaining / e.rate, p, ++epoch_[p]});
+  }
+
+  // Changes what pod p holds to `next` (its GPU time so far counted).
+  void Change(int p, const Allocation& next, double now) {
+    const JobId id = pods_[p].job.id;
+    const Allocation before = *state_.AllocationOf(id);
+    gpu_seconds_[p] +=
+        static_cast<double>(before.gpus.size()) * (now - held_since_[p]);
+    held_since_[p] = now;
+    milli_ -= GpuMilliOf(before);
+    state_.Release(id);
+    (void)state_.Reserve(id, next);
+    milli_ += GpuMilliOf(next);
+    Reschedule(p, now);
+  }
+
+  void Start(int p, double now) {
+    const QueuedJob& job = pods_[p].job;
+    waited_[p] += now - queued_since_[p];
+    running_at_[p] = static_cast<int>(running_.size());
+    running_.push_back({job.id, job.user, job.team, job.priority,
+                        job.preemptible, now, job.time_limit_s});
+    const Allocation& a = *state_.AllocationOf(job.id);
+    milli_ += GpuMilliOf(a);
+    gpu_seconds_[p] = 0;
+    held_since_[p] = now;
+    if (elastic_[p]) {
+      // Its whole work again (a preempted pod restarts from scratch).
+      ElasticPod& e = *elastic_[p];
+      e.workers.clear();
+      for (int w = 0; w < static_cast<int>(a.gpus.size()); ++w) {
+        e.workers.push_back(w);
+      }
+      e.remaining = pods_[p].duration;
+      e.since = now;
+      e.rate = 0;
+      Reschedule(p, now);
+      return;
+    }
+    departures_.push({now + pods_[p].duration, p, ++epoch_[p]});
+  }
+
+  void Stop(int p, double now) {
+    const JobId id = pods_[p].job.id;
+    if (const Allocation* a = state_.AllocationOf(id)) {
+      milli_ -= GpuMilliOf(*a);
+      gpu_seconds_[p] +=
+          static_cast<double>(a->gpus.size()) * (now - held_since_[p]);
+    }
+    state_.Release(id);
+    const int i = running_at_[p];
+    running_at_[running_.back().id - 1] = i;
+    running_[i] = std::move(running_.back());
+    running_.pop_back();
+    running_at_[p] = -1;
+    ++epoch_[p];
+  }
+
+  void Depart(int p, double now) {
+    Stop(p, now);
+    ++run_.started;
+    run_.pod_delay_s[p] = waited_[p];
+    run_.pod_jct_s[p] = now - pods_[p].arrival;
+  }
+
+  // The state the policy plans on: every running elastic pod holds its
+  // guaranteed part only (the service's PlanningState).
+  ClusterState PlanningState() const {
+    ClusterState s = state_;
+    for (const RunningJob& r : running_) {
+      const auto p = static_cast<int>(r.id - 1);
+      if (!elastic_[p]) continue;
+      const ElasticPod& e = *elastic_[p];
+      std::set<int> extras;
+      for (const int w : e.workers) {
+        if (w >= e.request.min) extras.insert(w);
+      }
+      if (extras.empty()) continue;
+      std::vector<int> workers = e.workers;
+      const Allocation guaranteed =
+          WithoutWorkers(*state_.AllocationOf(r.id), e.worker, workers, extras);
+      s.Release(r.id);
+      (void)s.Reserve(r.id, guaranteed);
+    }
+    return s;
+  }
+
+  // Takes back, at once, the extras in the way of `a`: those on its GPUs,
+  // or every extra on its node when the node's CPU or memory is short (the
+  // service's AskBackFor, with no grace on the virtual clock).
+  void TakeBackFor(const Allocation& a, double now) {
+    const Topology& t = state_.topology();
+    const bool node_short =
+        a.node >= 0 && (a.cpu_milli > state_.free_cpu_milli(a.node) ||
+                        a.memory_mib > state_.free_memory_mib_on_node(a.node));
+    for (const RunningJob& r : running_) {
+      const auto p = static_cast<int>(r.id - 1);
+      if (!elastic_[p]) continue;
+      ElasticPod& e = *elastic_[p];
+      const Allocation& held = *state_.AllocationOf(r.id);
+      const bool same_node =
+          held.node == a.node ||
+          std::any_of(a.gpus.begin(), a.gpus.end(), [&](const GpuShare& g) {
+            return t.gpus[g.gpu].node == held.node;
+          });
+      if (!same_node) continue;
+      std::set<int> drop;
+      for (size_t i = 0; i < held.gpus.size(); ++i) {
+        const int w = e.workers[i];
+        if (w < e.request.min) continue;
+        const int g = held.gpus[i].gpu;
+        if (node_short ||
+            std::any_of(a.gpus.begin(), a.gpus.end(),
+                        [g](const GpuShare& s) { return s.gpu == g; })) {
+          drop.insert(w);
+        }
+      }
+      if (drop.empty()) continue;
+      const Allocation next = WithoutWorkers(held, e.worker, e.workers, drop);
+      Change(p, next, now);
+      ++run_.shrinks;
+      run_.workers_taken_back += static_cast<int64_t>(drop.size());
+    }
+  }
+
+  // Free GPUs on an elastic pod's node to the running elastic pods, oldest
+  // first (by start, then id), up to their max (the service's GrowElastic).
+  void Grow(double now) {
+    std::vector<RunningJob> growing;
+    for (const RunningJob& r : running_) {
+      const auto p = static_cast<int>(r.id - 1);
+      if (elastic_[p] && Held(p) < elastic_[p]->request.max) {
+        growing.push_back(r);
+      }
+    }
+    std::sort(growing.begin(), growing.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.started_at, a.id) < std::pair(b.started_at, b.id);
+    });
+    for (const RunningJob& r : growing) {
+      const auto p = static_cast<int>(r.id - 1);
+      ElasticPod& e = *elastic_[p];
+      const Allocation& held = *state_.AllocationOf(r.id);
+      const std::vector<int> gpus =
+          FreeWorkerGpus(state_, held, e.worker, e.request.max - Held(p));
+      if (gpus.empty()) continue;
+      const Allocation next = WithWorkers(held, e.worker, e.workers, gpus);
+      Change(p, next, now);
+      ++run_.grows;
+      run_.workers_grown += static_cast<int64_t>(gpus.size());
+    }
+  }
+
+  Status Round(double now) {
+    if (!queue_.empty()) {
+      ++run_.rounds;
+      const Allocator allocate = [this](const ClusterState& s,
+                                        const QueuedJob& job) {
+        const auto p = static_cast<int>(job.id - 1);
+        if (elastic_[p]) {
+          return ElasticStartAllocation(s, pool_, elastic_[p]->worker,
+                                        elastic_[p]->request, scorer_,
+                                        admission_, pods_[p].request.gpu_kinds);
+        }
+        return FindAllocation(s, pool_, pods_[p].request, scorer_, admission_);
+      };
+      const bool any_elastic = std::any_of(
+          running_.begin(), running_.end(), [this](const RunningJob& r) {
+            return elastic_[r.id - 1].has_value();
+          });
+      const Decision d =
+          any_elastic
+              ? policy_.Schedule(queue_, running_, PlanningState(), allocate,
+                                 now)
+              : policy_.Schedule(queue_, running_, state_, allocate, now);
+      for (const JobId victim : d.preempt) {
+        const auto p = static_cast<int>(victim - 1);
+        if (running_at_[p] < 0) continue;
+        Stop(p, now);
+        ++run_.preemptions;
+        Enqueue(p, now);
+      }
+      for (const auto& [id, allocation] : d.start) {
+        const auto p = static_cast<int>(id - 1);
+        if (running_at_[p] < 0 && !state_.Fits(allocation)) {
+          TakeBackFor(allocation, now);
+        }
+        if (running_at_[p] >= 0 || !state_.Reserve(id, allocation).ok()) {
+          return Internal("elastic timed replay: the " +
+                          std::string(policy_.name()) + " policy started job " +
+                          std::to_string(id) +
+                          " where it does not fit even with the extras in "
+                          "its way taken back");
+        }
+        Start(p, now);
+      }
+      if (!d.start.empty()) {
+        std::erase_if(queue_, [this](const QueuedJob& q) {
+          return running_at_[q.id - 1] >= 0;
+        });
+      }
+    }
+    Grow(now);
+    if (options_.base.on_round) options_.base.on_round(now, state_);
+    return {};
+  }
+
+  void Summarize() {
+    const size_t n = pods_.size();
+    run_.pod_gpu_seconds = gpu_seconds_;
+    run_.pod_elastic.assign(n, 0);
+    run_.pod_min.assign(n, 0);
+    run_.pod_max.assign(n, 0);
+    double jct = 0, wait = 0;
+    int64_t started = 0;
+    for (size_t p = 0; p < n; ++p) {
+      if (run_.pod_jct_s[p] < 0) continue;
+      ++started;
+      jct += run_.pod_jct_s[p];
+      wait += run_.pod_delay_s[p];
+    }
+    if (started > 0) {
+      run_.mean_jct_s = jct / static_cast<double>(started);
+      run_.mean_wait_s = wait / static_cast<double>(started);
+    }
+  }
+
+  const std::vector<TimedPod> pods_;
+  std::vector<std::optional<ElasticPod>> elastic_;
+  const GpuScorer& scorer_;
+  QueuePolicy& policy_;
+  const ElasticTimedOptions& options_;
+  ElasticTimedRun& run_;
+  ClusterState state_;
+  const std::string pool_;
+  const double capacity_milli_;
+  std::vector<int> node_order_;
+  AdmissionCache cache_;
+  AdmissionOptions admission_;
+
+  std::vector<int> arrivals_;
+  size_t next_arrival_ = 0;
+  std::priority_queue<Departure, std::vector<Departure>, std::greater<>>
+      departures_;
+  std::vector<QueuedJob> queue_;  // by (submitted_at, id)
+  std::vector<RunningJob> running_;
+  std::vector<int> running_at_;  // pod -> index in running_, or -1
+  std::vector<double> queued_since_, waited_;
+  std::vector<double> gpu_seconds_, held_since_;  // the current run's
+  std::vector<int> epoch_;
+  int64_t milli_ = 0;  // allocated GPU milli
+  double milli_seconds_ = 0, clock_ = 0;
+};
+
+}  // namespace
+
+bool IsElasticPod(const TracePod& pod, int pct) {
+  return pod.num_gpu >= 2 && pod.gpu_milli >= kFullGpuMilli &&
+         DeclaresModel(pod.name, pct);
+}
+
+Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
+                                        const std::vector<TracePod>& pods,
+                                        const ElasticTimedOptions& options,
+                                        bool elastic) {
+  const auto wall = std::chrono::steady_clock::now();
+  const TimedOptions& base = options.base;
+  if (pods.empty()) return BadInput("the pod list has no pods");
+  if (topology.gpus.empty()) return BadInput("the cluster has no GPUs");
+  if (!(base.load_factor > 0) || !std::isfinite(base.load_factor)) {
+    return BadInput("load factor: must be positive, got " +
+                    std::to_string(base.load_factor));
+  }
+  if (options.elastic_pct < 0 || options.elastic_pct > 100) {
+    return BadInput("--elastic: a percentage in 0..100, got " +
+                    std::to_string(options.elastic_pct));
+  }
+  if (options.min_workers < 1) {
+    return BadInput("--elastic-min: at least 1, got " +
+                    std::to_string(options.min_workers));
+  }
+  if (!(options.scaling_efficiency > 0 && options.scaling_efficiency <= 1)) {
+    return BadInput("--elastic-efficiency: in (0, 1], got " +
+                    std::to_string(options.scaling_efficiency));
+  }
+  if (base.model_pods_pct != 0) {
+    return BadInput("--elastic: not combined with --model-pods");
+  }
+  if (!base.queues.empty()) {
+    return BadInput("--elastic: not combined with --quotas");
+  }
+  auto timed = MakeTimedPods(pods);
+  if (!timed) return timed.error();
+  if (base.load_factor != 1) {
+    double first = kNever;
+    for (const TimedPod& p : *timed) first = std::min(first, p.arrival);
+    for (TimedPod& p : *timed) {
+      p.arrival = first + (p.arrival - first) / base.load_factor;
+      p.job.submitted_at = p.arrival;
+    }
+  }
+  if (base.teams > 0) {
+    for (size_t i = 0; i < pods.size(); ++i) {
+      (*timed)[i].job.team =
+          "team" + std::to_string(TeamOfPod(pods[i].name, base.teams));
+    }
+  }
+  PolicyConfig config;
+  config.name = base.queue_policy;
+  config.preemption = base.preemption;
+  auto policy = MakePolicy(config);
+  if (!policy) return policy.error();
+  const Workload own =
+      base.workload != nullptr ? Workload{} : PodWorkload(pods);
+  ScorerOptions scorer_options;
+  scorer_options.workload = base.workload != nullptr ? base.workload : &own;
+  scorer_options.seed = base.seed;
+  auto scorer = MakeScorer(base.scorer, scorer_options);
+  if (!scorer) return scorer.error();
+
+  ElasticTimedRun run;
+  run.elastic = elastic;
+  std::vector<std::optional<ElasticPod>> pods_elastic(pods.size());
+  run.pod_elastic.assign(pods.size(), 0);
+  std::vector<int> pod_min(pods.size(), 0), pod_max(pods.size(), 0);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (!IsElasticPod(pods[i], options.elastic_pct)) continue;
+    ++run.elastic_pods;
+    const int max = pods[i].num_gpu;
+    pod_min[i] = std::min(options.min_workers, max);
+    pod_max[i] = max;
+    if (!elastic) continue;
+    ElasticPod e;
+    e.worker.gpus = 1;
+    e.worker.cpu_milli = pods[i].cpu_milli / max;
+    e.worker.memory_mib = pods[i].memory_mib / max;
+    e.request.min = pod_min[i];
+    e.request.max = max;
+    TimedPod& t = (*timed)[i];
+    t.request.demand = ElasticGuaranteedDemand(e.worker, e.request);
+    t.job.demand = t.request.demand;
+    // Backfill's estimate: its run on `min` workers (the longest it takes).
+    const double eff = options.scaling_efficiency;
+    t.job.time_limit_s = std::max(
+        t.duration * Speedup(max, eff) / Speedup(e.request.min, eff), 1.0);
+    pods_elastic[i] = std::move(e);
+  }
+  ElasticReplay replay(topology, std::move(*timed), std::move(pods_elastic),
+                       **scorer, **policy, options, run);
+  TESSERA_RETURN_IF_ERROR(replay.Run());
+  for (size_t i = 0; i < pods.size(); ++i) {
+    run.pod_elastic[i] = pod_max[i] > 0 ? 1 : 0;
+  }
+  run.pod_min = std::move(pod_min);
+  run.pod_max = std::move(pod_max);
+  double jct = 0, wait = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (!run.pod_elastic[i] || run.pod_jct_s[i] < 0) continue;
+    ++n;
+    jct += run.pod_jct_s[i];
+    wait += run.pod_delay_s[i];
+  }
+  if (n > 0) {
+    run.mean_elastic_jct_s = jct / static_cast<double>(n);
+    run.mean_elastic_wait_s = wait / static_cast<double>(n);
+  }
+  run.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall)
+          .count();
+  return run;
+}
+
+Result<ElasticComparison> CompareElastic(const Topology& topology,
+                                         const std::vector<TracePod>& pods,
+                                         const ElasticTimedOptions& options,
+                                         int threads) {
+  if (pods.empty()) return BadInput("the pod list has no pods");
+  if (auto timed = MakeTimedPods(pods); !timed) return timed.error();
+  const Workload workload = PodWorkload(pods);
+  ElasticTimedOptions o = options;
+  if (o.base.workload == nullptr) o.base.workload = &workload;
+  o.base.on_round = nullptr;
+  std::optional<Result<ElasticTimedRun>> runs[2];
+  ParallelFor(2, threads, [&](int r) {
+    ElasticTimedOptions mine = o;
+    if (options.base.progress) {
+      mine.base.progress = [&, r](double f) {
+        if (r == 1) options.base.progress(f);
+      };
+    }
+    runs[r] = RunTimedElastic(topology, pods, mine, r == 1);
+  });
+  if (!*runs[0]) return runs[0]->error();
+  if (!*runs[1]) return runs[1]->error();
+  return ElasticComparison{std::move(runs[0]->value()),
+                           std::move(runs[1]->value())};
+}
+
+}  // namespace tessera::scheduler
