@@ -82,21 +82,23 @@ class PerWorkerTest : public ::testing::Test {
     EXPECT_TRUE(s) << s.error().message;
     return s ? std::move(s).value() : nullptr;
   }
-  // A worker: writes its environment and pid, says hello, then waits for
+  // A worker: writes its pid and environment (each whole, then renamed),
+  // says hello, then waits for
   // `stop<ID>` (exits with the code in it) or `stopall` (exits 0).
   JobRequest Workers(int min, int max) const {
     const std::string d = dir_.path().string();
     JobRequest r;
     r.name = "sweep";
     r.pool = "a";
-    r.command = {
-        "sh", "-c",
-        "env > " + d + "/w$TESSERA_WORKER_ID.env; echo $$ > " + d +
-            "/w$TESSERA_WORKER_ID.pid; echo hello from $TESSERA_WORKER_ID; "
-            "while :; do if [ -f " +
-            d + "/stop$TESSERA_WORKER_ID ]; then exit $(cat " + d +
-            "/stop$TESSERA_WORKER_ID); fi; if [ -f " + d +
-            "/stopall ]; then exit 0; fi; sleep 0.05; done"};
+    r.command = {"sh", "-c",
+                 "w=" + d +
+                     "/w$TESSERA_WORKER_ID; echo $$ > $w.pid.tmp; "
+                     "mv $w.pid.tmp $w.pid; env > $w.env.tmp; mv $w.env.tmp "
+                     "$w.env; echo hello from $TESSERA_WORKER_ID; "
+                     "while :; do if [ -f " +
+                     d + "/stop$TESSERA_WORKER_ID ]; then exit $(cat " + d +
+                     "/stop$TESSERA_WORKER_ID); fi; if [ -f " + d +
+                     "/stopall ]; then exit 0; fi; sleep 0.05; done"};
     r.resources = Resources{1, 0, 0, 0, 0};
     r.elastic = ElasticRequest{min, max, ElasticMode::kPerWorker, true};
     return r;
