@@ -15,6 +15,7 @@ Environment:
   HPO_TRIALS   how many trials (default 24)
   HPO_STEPS    SGD steps per trial (default 20000)
   HPO_DIR      the shared directory (default: beside the allocation file)
+  HPO_STOP_FILE  when this file exists, take no more trials and end
 """
 import json
 import os
@@ -33,6 +34,7 @@ def main():
         os.path.dirname(alloc), os.environ["TESSERA_JOB_ID"] + ".hpo")
     os.makedirs(shared, exist_ok=True)
     n = int(os.environ.get("HPO_TRIALS", "24"))
+    stop_file = os.environ.get("HPO_STOP_FILE", "")
     steps = int(os.environ.get("HPO_STEPS", "20000"))
     claimed = [None]
 
@@ -53,6 +55,9 @@ def main():
             lr = 0.001 * (1.5 ** (k % 20))
             claim = os.path.join(shared, "%d.claim" % k)
             result = os.path.join(shared, "%d.json" % k)
+            if stop_file and os.path.exists(stop_file):
+                claimed_any = False
+                break
             if os.path.exists(result):
                 continue
             try:
