@@ -93,84 +93,117 @@ class LocalLauncher : public Launcher {
     if (ec)
       return Unavailable(dir +
                          ": cannot create the log directory: " + ec.message());
-    const int log_flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-    Fd out(AboveStdio(
-        open(LogPathLocked(spec.id, false).c_str(), log_flags, 0644)));
-    if (out.get() < 0) return OpenError(LogPathLocked(spec.id, false));
-    Fd err(AboveStdio(
-        open(LogPathLocked(spec.id, true).c_str(), log_flags, 0644)));
-    if (err.get() < 0) return OpenError(LogPathLocked(spec.id, true));
-    Fd in(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
-    if (in.get() < 0) return OpenError("/dev/null");
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      return Unavailable("pipe: " + ErrnoText(errno));
+    if (spec.workers.empty()) {
+      auto child = SpawnLocked(spec, dir, -1, spec.env);
+      if (!child) return child.error();
+      children_[spec.id] = *child;
+      return Launched{child->pid, child->start_time};
     }
-    Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
-    if (report_write.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      return Unavailable("pipe: " + ErrnoText(errno));
-    }
-    Fd go_read(AboveStdio(fds[0])), go_write(fds[1]);
-    if (go_read.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
-
-    std::vector<std::string> args = spec.command;
-    std::vector<std::string> env = ChildEnvironment(spec.env);
-    std::vector<char*> argv = CStrings(args), envp = CStrings(env);
-
-    const pid_t pid = fork();
-    if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
-    if (pid == 0) {
-      ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
-                envp.data(), /*new_session=*/true, go_read.get(),
-                go_write.get(), spec.ignore_sigusr1 ? SIGUSR1 : 0);
-    }
-    report_write.Reset();
-    go_read.Reset();
-    // The child waits for `go` until its pid file is written: a crash of
-    // the service before that leaves no pid file and no job running.
-    const int64_t start = ProcessStartTime(pid);
-    if (Status s = WritePidFile(dir, spec.id, pid, start); !s.ok()) {
-      go_write.Reset();  // the child exits without running anything
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    // A per-worker elastic job: one process per worker; the first is the
+    // job's pid (its pid file is the job's, for Reconcile).
+    WorkerJob job;
+    job.guaranteed = spec.guaranteed_workers;
+    Launched first;
+    for (const LaunchWorker& w : spec.workers) {
+      auto child = SpawnLocked(spec, dir, w.id, WorkerEnv(spec, w));
+      if (!child) {
+        for (auto& [id, c] : job.workers) KillAndReap(c);
+        return child.error();
       }
-      return s.error();
+      if (job.workers.empty()) first = {child->pid, child->start_time};
+      job.workers[w.id] = *child;
     }
-    const char go = 1;
-    if (write(go_write.get(), &go, 1) != 1) {
-      const int e = errno;
-      go_write.Reset();
-      kill(pid, SIGKILL);
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    worker_jobs_[spec.id] = std::move(job);
+    return first;
+  }
+
+  bool per_worker() const override { return true; }
+
+  Status StartWorkers(const LaunchSpec& spec) override {
+    std::lock_guard lock(mu_);
+    auto it = worker_jobs_.find(spec.id);
+    if (it == worker_jobs_.end()) {
+      return BadInput("job " + std::to_string(spec.id) +
+                      " runs no per-worker processes here");
+    }
+    const std::string dir = LogDirLocked(spec.id);
+    for (const LaunchWorker& w : spec.workers) {
+      if (it->second.workers.count(w.id)) {
+        return BadInput("job " + std::to_string(spec.id) + ": worker " +
+                        std::to_string(w.id) + " runs already");
       }
-      return Unavailable("pipe: " + ErrnoText(e));
     }
-    go_write.Reset();
-    if (const std::optional<int> child_errno =
-            AwaitExec(report_read.get(), pid)) {
-      return BadInput("cannot run '" + spec.command[0] +
-                      "': " + ErrnoText(*child_errno));
+    std::vector<int> started;
+    for (const LaunchWorker& w : spec.workers) {
+      auto child = SpawnLocked(spec, dir, w.id, WorkerEnv(spec, w));
+      if (!child) {
+        for (const int s : started) {
+          KillAndReap(it->second.workers.at(s));
+          it->second.workers.erase(s);
+        }
+        return child.error();
+      }
+      it->second.workers[w.id] = *child;
+      started.push_back(w.id);
     }
-    // The child is ours until Poll reaps it, so /proc/<pid> exists even if
-    // it has exited already.
-    children_[spec.id] = Child{pid, start, /*own=*/true, std::nullopt};
-    return Launched{pid, start};
+    return {};
+  }
+
+  void StopWorkers(JobId id, const std::vector<int>& workers,
+                   double grace_s) override {
+    std::lock_guard lock(mu_);
+    auto it = worker_jobs_.find(id);
+    if (it == worker_jobs_.end()) return;
+    for (const int w : workers) {
+      auto c = it->second.workers.find(w);
+      if (c != it->second.workers.end()) Terminate(c->second, grace_s);
+    }
+  }
+
+  std::vector<WorkerExited> TakeWorkerExits() override {
+    std::lock_guard lock(mu_);
+    return std::exchange(worker_exits_, {});
+  }
+
+  std::vector<int> AdoptWorkers(JobId id, const std::vector<int>& workers,
+                                int guaranteed) override {
+    std::lock_guard lock(mu_);
+    children_.erase(id);  // Reconcile may have taken worker 0 as the job
+    WorkerJob job;
+    job.guaranteed = guaranteed;
+    std::vector<int> adopted;
+    for (const int w : workers) {
+      std::ifstream in(PidPath(LogDirLocked(id), id, w));
+      int64_t pid = 0, start = 0;
+      if ((in >> pid >> start) && SameLiveProcess(pid, start)) {
+        job.workers[w] = Child{pid, start, /*own=*/false, std::nullopt};
+        adopted.push_back(w);
+      } else if (w < guaranteed && !job.failure) {
+        job.failure = Exited{id, std::nullopt,
+                             "worker " + std::to_string(w) +
+                                 " ended while the service was down; exit "
+                                 "code unknown"};
+      }
+    }
+    if (!adopted.empty()) worker_jobs_[id] = std::move(job);
+    return adopted;
   }
 
   void Stop(JobId id, double grace_s) override {
     std::lock_guard lock(mu_);
+    if (auto w = worker_jobs_.find(id); w != worker_jobs_.end()) {
+      for (auto& [worker, c] : w->second.workers) Terminate(c, grace_s);
+    }
     auto it = children_.find(id);
     if (it == children_.end()) return;
-    Child& c = it->second;
-    Signal(c, SIGTERM);
-    const auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(grace_s));
-    if (!c.kill_at || deadline < *c.kill_at) c.kill_at = deadline;
+    Terminate(it->second, grace_s);
   }
 
   void Notify(JobId id, int sig) override {
     std::lock_guard lock(mu_);
+    if (auto w = worker_jobs_.find(id); w != worker_jobs_.end()) {
+      for (auto& [worker, c] : w->second.workers) Signal(c, sig);
+    }
     auto it = children_.find(id);
     if (it != children_.end()) Signal(it->second, sig);
   }
@@ -193,6 +226,42 @@ class LocalLauncher : public Launcher {
         c.kill_at.reset();
       }
       ++it;
+    }
+    for (auto it = worker_jobs_.begin(); it != worker_jobs_.end();) {
+      const JobId id = it->first;
+      WorkerJob& job = it->second;
+      for (auto w = job.workers.begin(); w != job.workers.end();) {
+        Child& c = w->second;
+        std::optional<Exited> e = c.own ? Reap(id, c) : CheckAdopted(id, c);
+        if (!e) {
+          if (c.kill_at && now >= *c.kill_at) {
+            Signal(c, SIGKILL);
+            c.kill_at.reset();
+          }
+          ++w;
+          continue;
+        }
+        const int worker = w->first;
+        const bool ok = e->exit_code && *e->exit_code == 0;
+        if (worker < job.guaranteed && !ok && !job.failure) {
+          job.failure =
+              Exited{id, e->exit_code,
+                     "worker " + std::to_string(worker) +
+                         (e->exit_code ? std::string() : ": " + e->reason)};
+        }
+        worker_exits_.push_back({id, worker, e->exit_code, e->reason});
+        w = job.workers.erase(w);
+      }
+      if (!job.workers.empty()) {
+        ++it;
+        continue;
+      }
+      // The job's last worker: the job ends; its status is its
+      // guaranteed workers'.
+      exited.push_back(job.failure ? *job.failure : Exited{id, 0, ""});
+      std::erase_if(worker_exits_,
+                    [id](const WorkerExited& x) { return x.id == id; });
+      it = worker_jobs_.erase(it);
     }
     return exited;
   }
@@ -235,20 +304,129 @@ class LocalLauncher : public Launcher {
     std::optional<Clock::time_point> kill_at;  // SIGKILL then, if alive
   };
 
-  std::string LogPathLocked(JobId id, bool stderr_log) const {
+  struct WorkerJob {
+    int guaranteed = 0;
+    std::map<int, Child> workers;   // running, by worker id
+    std::optional<Exited> failure;  // the first guaranteed worker that failed
+  };
+
+  const std::string& LogDirLocked(JobId id) const {
     auto it = log_dirs_.find(id);
-    const std::string& dir = it == log_dirs_.end() ? log_dir_ : it->second;
-    return dir + "/" + std::to_string(id) + (stderr_log ? ".err" : ".out");
+    return it == log_dirs_.end() ? log_dir_ : it->second;
   }
 
-  static std::string PidPath(const std::string& dir, JobId id) {
-    return dir + "/" + std::to_string(id) + ".pid";
+  std::string LogPathLocked(JobId id, bool stderr_log) const {
+    return LogDirLocked(id) + "/" + std::to_string(id) +
+           (stderr_log ? ".err" : ".out");
+  }
+
+  // The job's environment with the worker's on top.
+  static std::map<std::string, std::string> WorkerEnv(const LaunchSpec& spec,
+                                                      const LaunchWorker& w) {
+    std::map<std::string, std::string> env = spec.env;
+    for (const auto& [k, v] : w.env) env[k] = v;
+    return env;
+  }
+
+  // SIGTERM now, SIGKILL after `grace_s` (Poll sends it).
+  static void Terminate(Child& c, double grace_s) {
+    Signal(c, SIGTERM);
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(grace_s));
+    if (!c.kill_at || deadline < *c.kill_at) c.kill_at = deadline;
+  }
+
+  // A process started by a failed start of several: gone at once.
+  static void KillAndReap(const Child& c) {
+    Signal(c, SIGKILL);
+    while (waitpid(static_cast<pid_t>(c.pid), nullptr, 0) < 0 &&
+           errno == EINTR) {
+    }
+  }
+
+  // Forks and execs spec.command with `env` (stdout and stderr appended to
+  // the job's logs), in a new session, after its pid file (the job's for
+  // worker -1 or 0, else the worker's) is written. Holds mu_.
+  Result<Child> SpawnLocked(const LaunchSpec& spec, const std::string& dir,
+                            int worker,
+                            const std::map<std::string, std::string>& extra) {
+    const int log_flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    Fd out(AboveStdio(
+        open(LogPathLocked(spec.id, false).c_str(), log_flags, 0644)));
+    if (out.get() < 0) return OpenError(LogPathLocked(spec.id, false));
+    Fd err(AboveStdio(
+        open(LogPathLocked(spec.id, true).c_str(), log_flags, 0644)));
+    if (err.get() < 0) return OpenError(LogPathLocked(spec.id, true));
+    Fd in(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
+    if (in.get() < 0) return OpenError("/dev/null");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return Unavailable("pipe: " + ErrnoText(errno));
+    }
+    Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
+    if (report_write.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return Unavailable("pipe: " + ErrnoText(errno));
+    }
+    Fd go_read(AboveStdio(fds[0])), go_write(fds[1]);
+    if (go_read.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
+
+    std::vector<std::string> args = spec.command;
+    std::vector<std::string> env = ChildEnvironment(extra);
+    std::vector<char*> argv = CStrings(args), envp = CStrings(env);
+
+    const pid_t pid = fork();
+    if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
+    if (pid == 0) {
+      ExecChild(in.get(), out.get(), err.get(), report_write.get(), argv.data(),
+                envp.data(), /*new_session=*/true, go_read.get(),
+                go_write.get(), spec.ignore_sigusr1 ? SIGUSR1 : 0);
+    }
+    report_write.Reset();
+    go_read.Reset();
+    // The child waits for `go` until its pid file is written: a crash of
+    // the service before that leaves no pid file and no job running.
+    const int64_t start = ProcessStartTime(pid);
+    if (Status s = WritePidFile(dir, spec.id, worker, pid, start); !s.ok()) {
+      go_write.Reset();  // the child exits without running anything
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return s.error();
+    }
+    const char go = 1;
+    if (write(go_write.get(), &go, 1) != 1) {
+      const int e = errno;
+      go_write.Reset();
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return Unavailable("pipe: " + ErrnoText(e));
+    }
+    go_write.Reset();
+    if (const std::optional<int> child_errno =
+            AwaitExec(report_read.get(), pid)) {
+      return BadInput("cannot run '" + spec.command[0] +
+                      "': " + ErrnoText(*child_errno));
+    }
+    // The child is ours until Poll reaps it, so /proc/<pid> exists even if
+    // it has exited already.
+    return Child{pid, start, /*own=*/true, std::nullopt};
+  }
+
+  // Worker 0 of a per-worker job (or the job's one process, worker -1)
+  // has the job's pid file; worker k >= 1 its own, <id>.w<k>.pid.
+  static std::string PidPath(const std::string& dir, JobId id,
+                             int worker = -1) {
+    return dir + "/" + std::to_string(id) +
+           (worker > 0 ? ".w" + std::to_string(worker) : std::string()) +
+           ".pid";
   }
 
   // "PID START_TIME", written whole (a temporary file renamed over it).
-  static Status WritePidFile(const std::string& dir, JobId id, int64_t pid,
-                             int64_t start) {
-    const std::string path = PidPath(dir, id), tmp = path + ".tmp";
+  static Status WritePidFile(const std::string& dir, JobId id, int worker,
+                             int64_t pid, int64_t start) {
+    const std::string path = PidPath(dir, id, worker), tmp = path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
       out << pid << " " << start << "\n";
@@ -311,9 +489,11 @@ class LocalLauncher : public Launcher {
   }
 
   const std::string log_dir_;
-  mutable std::mutex mu_;                  // guards the maps below
-  std::map<JobId, Child> children_;        // running, by job id
-  std::map<JobId, std::string> log_dirs_;  // where not log_dir_
+  mutable std::mutex mu_;                   // guards the maps below
+  std::map<JobId, Child> children_;         // running, by job id
+  std::map<JobId, std::string> log_dirs_;   // where not log_dir_
+  std::map<JobId, WorkerJob> worker_jobs_;  // per-worker jobs, by job id
+  std::vector<WorkerExited> worker_exits_;  // for TakeWorkerExits
 };
 
 }  // namespace

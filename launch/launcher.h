@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,14 @@ struct LaunchPart {
   int64_t cpu_milli = 0, memory_mib = 0;
 };
 
+// One process of a per-worker elastic job (docs/elastic.md, "The two launch
+// modes"): its worker id and what its environment adds to the job's
+// (its own CUDA_VISIBLE_DEVICES, limits and TESSERA_WORKER_ID).
+struct LaunchWorker {
+  int id = 0;
+  std::map<std::string, std::string> env;
+};
+
 struct LaunchSpec {
   JobId id = 0;
   std::string name;  // the job's name for people ("" = none)
@@ -38,6 +47,12 @@ struct LaunchSpec {
   // runs), so that the notice of a change (Notify) kills no process that
   // did not ask for it; the job installs its handler when it is ready.
   bool ignore_sigusr1 = false;
+  // A per-worker elastic job: one process per worker instead of one for
+  // the job, each in its own process group, all appending to the job's
+  // logs. The job ends when all of them have ended; it succeeded if every
+  // worker below `guaranteed_workers` exited 0.
+  std::vector<LaunchWorker> workers;
+  int guaranteed_workers = 0;
 };
 
 // What Start returns and Adopt gets back after a restart. The local
@@ -53,6 +68,15 @@ struct Reconciled {
   Kind kind = Kind::kUnknown;
   Launched launched;   // kRunning
   std::string detail;  // kNotFound, kUnknown: what the engine said
+};
+
+// A worker process of a per-worker elastic job that ended while its job
+// runs on (Launcher::TakeWorkerExits).
+struct WorkerExited {
+  JobId id = 0;
+  int worker = 0;
+  std::optional<int> exit_code;  // nullopt: killed by a signal or unknown
+  std::string reason;
 };
 
 struct Exited {
@@ -92,6 +116,30 @@ class Launcher {
     return {Reconciled::Kind::kNotFound,
             {},
             "this launcher keeps no record of the jobs it starts"};
+  }
+  // Per-worker elastic jobs (LaunchSpec::workers). Whether this launcher
+  // runs them; a service refuses per-worker jobs otherwise.
+  virtual bool per_worker() const { return false; }
+  // Starts `spec.workers` as more processes of running job `spec.id` (a
+  // grow). The error says why; the workers are then not running.
+  virtual Status StartWorkers(const LaunchSpec& spec) {
+    return BadInput("job " + std::to_string(spec.id) +
+                    ": this launcher cannot start workers");
+  }
+  // SIGTERM to those workers' process groups, SIGKILL after `grace_s`.
+  virtual void StopWorkers(JobId /*id*/, const std::vector<int>& /*workers*/,
+                           double /*grace_s*/) {}
+  // The workers whose process ended (found by Poll) while their job runs
+  // on; a job's last worker ends the job itself (Poll's Exited).
+  virtual std::vector<WorkerExited> TakeWorkerExits() { return {}; }
+  // After a restart: takes over the live processes of `workers` of job
+  // `id` (their pid files); returns the workers adopted (none: the job is
+  // gone). A guaranteed one (below `guaranteed`) not found ended while the
+  // service was down: the job's status is then unknown (failed).
+  virtual std::vector<int> AdoptWorkers(JobId /*id*/,
+                                        const std::vector<int>& /*workers*/,
+                                        int /*guaranteed*/) {
+    return {};
   }
   // Paths of the job's stdout and stderr logs.
   virtual std::string LogPath(JobId id, bool stderr_log) const = 0;

@@ -140,6 +140,9 @@ struct ElasticState {
   std::vector<int> releasing;  // extras asked back, not yet released
   double release_by = 0;       // then they are reclaimed anyway
   std::vector<ElasticChange> history;  // oldest first (bounded)
+  // Per-worker mode: a worker's process ended without being asked to (its
+  // work is running out), so the job is offered no more workers.
+  bool grow_stopped = false;
   bool operator==(const ElasticState&) const = default;
 };
 

@@ -67,6 +67,7 @@ json ElasticAllocationJson(const Job& job, const Topology& topology) {
           {"workers", workers},
           {"releasing", st.releasing},
           {"release_by", IsoTime(st.release_by)},
+          {"grow_stopped", st.grow_stopped},
           {"history", HistoryJson(st.history, /*iso=*/true)}};
 }
 
@@ -75,6 +76,7 @@ json ElasticStateRecordJson(const ElasticState& e) {
           {"workers", e.workers},
           {"releasing", e.releasing},
           {"release_by", e.release_by},
+          {"grow_stopped", e.grow_stopped},
           {"history", HistoryJson(e.history, /*iso=*/false)}};
 }
 
@@ -98,6 +100,12 @@ Status ParseElasticStateRecord(const json& j, ElasticState* e) {
       return Bad("elastic.release_by", "must be a number");
     }
     e->release_by = j["release_by"].get<double>();
+  }
+  if (j.contains("grow_stopped")) {
+    if (!j["grow_stopped"].is_boolean()) {
+      return Bad("elastic.grow_stopped", "must be true or false");
+    }
+    e->grow_stopped = j["grow_stopped"].get<bool>();
   }
   if (j.contains("history")) {
     if (!j["history"].is_array())

@@ -98,18 +98,19 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     sized = std::move(s).value();
   } else {
     job.demand = *request.resources;
-    if (request.elastic && request.elastic->mode == ElasticMode::kPerWorker) {
-      return BadInput(
-          "elastic.mode: per-worker is not implemented yet (docs/elastic.md, "
-          "\"Launch modes\"); use one-process, where the job starts a "
-          "process per worker itself");
-    }
     if (request.elastic && m.launcher->multi_node()) {
       // A cluster engine holds what it was given at the start: a grow
       // would be in tessera's books only.
       return BadInput(
           "resources: elastic jobs run under the local launcher only "
           "(docs/elastic.md); this service hands jobs to a cluster engine");
+    }
+    if (request.elastic && request.elastic->mode == ElasticMode::kPerWorker &&
+        !m.launcher->per_worker()) {
+      return BadInput(
+          "elastic.mode: this service's launcher cannot run a process per "
+          "worker (docs/elastic.md, \"The two launch modes\"); use "
+          "one-process, where the job starts a process per worker itself");
     }
     if (request.elastic) {  // the guaranteed part
       job.demand =

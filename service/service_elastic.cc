@@ -68,6 +68,7 @@ void Service::Impl::BeginElastic(Job& job) {
   }
   e.releasing.clear();
   e.release_by = 0;
+  e.grow_stopped = false;
   ++e.version;
   e.history.push_back({Now(), "start", e.workers, e.version});
   if (e.history.size() > kMaxElasticHistory) e.history.erase(e.history.begin());
@@ -87,7 +88,8 @@ ClusterState Service::Impl::PlanningState() const {
 
 bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
                                  ElasticState st, const std::string& action,
-                                 std::vector<int> workers, const User* by) {
+                                 std::vector<int> workers, const User* by,
+                                 const std::string& note) {
   auto it = running.find(id);
   if (it == running.end()) return false;
   Job job = it->second;
@@ -108,7 +110,8 @@ bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
       Event(id, by, "elastic " + action,
             "workers " + WorkerList(workers) + "; holds " +
                 std::to_string(job.allocation.gpus.size()) + " (version " +
-                std::to_string(job.elastic.version) + ")");
+                std::to_string(job.elastic.version) + ")" +
+                (note.empty() ? "" : "; " + note));
   if (!Persist(job, &event).ok()) {
     (void)state.Reserve(id, before);
     return false;
@@ -163,8 +166,14 @@ bool Service::Impl::AskBackFor(const Allocation& allocation,
     st.releasing.insert(st.releasing.end(), want.begin(), want.end());
     std::sort(st.releasing.begin(), st.releasing.end());
     st.release_by = Now() + options.elastic_release_grace_s;
+    const bool per_worker = PerWorker(job);
     if (ApplyElastic(id, job.allocation, std::move(st), "shrink asked", want)) {
       asked = true;
+      // Per-worker: the launcher stops their processes; their shares are
+      // released when they have exited (WorkersEnded).
+      if (per_worker) {
+        worker_stops.push_back({id, want, options.elastic_release_grace_s});
+      }
     }
   }
   if (asked) elastic_reclaiming.insert(pool);
@@ -209,7 +218,13 @@ void Service::Impl::ReclaimOverdue(double now) {
     st.workers = std::move(workers);
     st.releasing.clear();
     st.release_by = 0;
-    ApplyElastic(id, next, std::move(st), "reclaimed", dropped);
+    const bool per_worker = PerWorker(job);
+    if (ApplyElastic(id, next, std::move(st), "reclaimed", dropped) &&
+        per_worker) {
+      // Their processes outlived the grace: killed now.
+      worker_stops.push_back({id, dropped, 0});
+      workers_dying[id].insert(dropped.begin(), dropped.end());
+    }
   }
 }
 
@@ -221,27 +236,125 @@ void Service::Impl::GrowElastic() {
   std::vector<JobId> growing;
   for (const auto& [id, job] : running) {
     if (job.request.elastic && !busy.count(job.request.pool) &&
+        !job.elastic.grow_stopped && !workers_dying.count(id) &&
+        !cancel_requested.count(id) && !preempt_requested.count(id) &&
         static_cast<int>(job.allocation.gpus.size()) <
             job.request.elastic->max) {
       growing.push_back(id);  // by id: the oldest first
     }
   }
+  // Under the queue tree extras are their queue's borrowed use: a job
+  // grows only while no queue from its own up would pass its limit.
+  QueueTree held;
+  if (!tree.empty() && !growing.empty()) held = HeldTree();
   for (const JobId id : growing) {
     const Job& job = running.at(id);
     const int want =
         job.request.elastic->max - static_cast<int>(job.allocation.gpus.size());
-    const std::vector<int> gpus =
+    std::vector<int> gpus =
         FreeWorkerGpus(state, job.allocation, *job.request.resources, want);
-    if (gpus.empty()) continue;
     ElasticState st = job.elastic;
-    std::vector<int> workers = st.workers;
-    const Allocation next =
-        WithWorkers(job.allocation, *job.request.resources, workers, gpus);
+    std::vector<int> workers;
+    Allocation next;
+    for (; !gpus.empty(); gpus.pop_back()) {  // as many as the limits allow
+      workers = st.workers;
+      next = WithWorkers(job.allocation, *job.request.resources, workers, gpus);
+      if (tree.empty() || ExtrasWithinLimits(held, job, next)) break;
+    }
+    if (gpus.empty()) continue;
     std::vector<int> added(workers.end() - static_cast<long>(gpus.size()),
                            workers.end());
     st.workers = std::move(workers);
-    ApplyElastic(id, next, std::move(st), "grow", std::move(added));
+    const bool grew = ApplyElastic(id, next, std::move(st), "grow", added);
+    if (grew && !tree.empty()) held = HeldTree();  // for the jobs after it
+    if (grew && PerWorker(running.at(id))) {
+      // The new workers' processes, started by the round thread.
+      const Job& grown = running.at(id);
+      const Topology& t = state.topology();
+      LaunchSpec spec;
+      spec.id = id;
+      spec.name = grown.request.name;
+      spec.user = grown.user;
+      spec.command = grown.request.command;
+      spec.env = LaunchEnv(grown, t, nullptr);
+      spec.log_dir = options.log_dir;
+      spec.ignore_sigusr1 = true;
+      spec.workers = WorkerLaunches(grown, t, added);
+      spec.guaranteed_workers = grown.request.elastic->min;
+      worker_starts.push_back(std::move(spec));
+    }
   }
+}
+
+void Service::Impl::WorkersEnded(JobId id,
+                                 const std::vector<WorkerExited>& ended) {
+  if (auto d = workers_dying.find(id); d != workers_dying.end()) {
+    for (const WorkerExited& w : ended) d->second.erase(w.worker);
+    if (d->second.empty()) workers_dying.erase(d);
+  }
+  auto it = running.find(id);
+  if (it == running.end() || !PerWorker(it->second)) return;
+  const Job& job = it->second;
+  std::set<int> drop;
+  std::string note;
+  bool unasked = false, all_asked = true;
+  for (const WorkerExited& w : ended) {
+    note +=
+        (note.empty() ? "" : "; ") + std::string("worker ") +
+        std::to_string(w.worker) + " ended (" +
+        (w.exit_code ? "exit code " + std::to_string(*w.exit_code) : w.reason) +
+        ")";
+    const auto& held = job.elastic.workers;
+    if (std::find(held.begin(), held.end(), w.worker) == held.end()) {
+      continue;  // reclaimed already
+    }
+    const auto& asked = job.elastic.releasing;
+    const bool was_asked =
+        std::find(asked.begin(), asked.end(), w.worker) != asked.end();
+    unasked = unasked || !was_asked;
+    if (IsExtra(job, w.worker)) {
+      drop.insert(w.worker);
+      all_asked = all_asked && was_asked;
+    }
+  }
+  if (note.empty()) return;
+  ElasticState st = job.elastic;
+  st.grow_stopped = st.grow_stopped || unasked;
+  if (drop.empty()) {
+    // Guaranteed workers keep their shares until the job ends.
+    Job updated = job;
+    updated.elastic = std::move(st);
+    const JobEvent event = Event(id, nullptr, "elastic worker ended", note);
+    if (Persist(updated, &event).ok()) it->second = std::move(updated);
+    return;
+  }
+  std::vector<int> kept = st.workers;
+  const Allocation next =
+      WithoutWorkers(job.allocation, *job.request.resources, kept, drop);
+  st.workers = std::move(kept);
+  std::erase_if(st.releasing, [&](int w) { return drop.count(w) > 0; });
+  if (st.releasing.empty()) st.release_by = 0;
+  // Released: asked back and gone; ended: gone on its own.
+  ApplyElastic(id, next, std::move(st), all_asked ? "released" : "ended",
+               {drop.begin(), drop.end()}, nullptr, note);
+  wake.notify_all();
+}
+
+std::vector<WorkerExited> Service::Impl::RunWorkerCalls(
+    std::vector<LaunchSpec> starts, std::vector<WorkerStop> stops) {
+  for (const WorkerStop& stop : stops) {
+    launcher->StopWorkers(stop.id, stop.workers, stop.grace_s);
+  }
+  std::vector<WorkerExited> failed;
+  for (const LaunchSpec& spec : starts) {
+    const Status s = launcher->StartWorkers(spec);
+    if (s.ok()) continue;
+    for (const LaunchWorker& w : spec.workers) {
+      failed.push_back(
+          {spec.id, w.id, std::nullopt, "not started: " + s.error().message});
+    }
+  }
+  return failed;
 }
 
 Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
@@ -301,6 +414,12 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
   const Job& job = it->second;
   if (!job.request.elastic) {
     return BadInput("job " + std::to_string(id) + " is not elastic");
+  }
+  if (Impl::PerWorker(job)) {
+    return BadInput(
+        "job " + std::to_string(id) +
+        " runs a process per worker: a worker is released when its process "
+        "exits (docs/elastic.md, \"The two launch modes\")");
   }
   std::set<int> drop;
   for (size_t i = 0; i < workers.size(); ++i) {

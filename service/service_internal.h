@@ -216,7 +216,13 @@ struct Service::Impl {
   // Phase 4 (the caller holds mu): promotions stored, victims asked to
   // stop; `held` is the tree with what runs and starts now.
   void ApplyQueuePlan(const TreePlan& plan);
+  // The tree with what runs and starts now: an elastic job's guaranteed
+  // part with its mark, its extras as a second, borrowed entry.
   QueueTree HeldTree() const;
+  // Whether growing `job` to `next` keeps every queue from the job's up
+  // within its limit, on `held` (true without a tree).
+  bool ExtrasWithinLimits(const QueueTree& held, const Job& job,
+                          const Allocation& next) const;
   // Marks `job` (about to start with `a`) guaranteed or borrowed against
   // `held` and counts it there; false (with `why`) if it may not start.
   bool MarkStart(QueueTree& held, Job& job, const Allocation& a,
@@ -283,9 +289,44 @@ struct Service::Impl {
   // store failed (nothing changed).
   bool ApplyElastic(JobId id, const Allocation& next, ElasticState st,
                     const std::string& action, std::vector<int> workers,
-                    const User* by = nullptr);
+                    const User* by = nullptr, const std::string& note = "");
   std::string AllocationFilePath(JobId id) const;
   void WriteAllocationFile(const Job& job) const;
+
+  // Per-worker elastic jobs (docs/elastic.md, "The two launch modes"): the
+  // launcher runs a process per worker. Under mu the service queues which
+  // workers to start (a grow) and stop (a shrink asked, a release, a
+  // reclaim); the round thread hands them to the launcher without it.
+  struct WorkerStop {
+    JobId id = 0;
+    std::vector<int> workers;
+    double grace_s = 0;
+  };
+  std::vector<LaunchSpec> worker_starts;
+  std::vector<WorkerStop> worker_stops;
+  // Reclaimed workers whose process was killed and has not been reaped
+  // yet: their job does not grow meanwhile (a new worker could get the
+  // same id).
+  std::map<JobId, std::set<int>> workers_dying;
+  static bool PerWorker(const Job& job) {
+    return job.request.elastic &&
+           job.request.elastic->mode == ElasticMode::kPerWorker;
+  }
+  // What `workers` of `job` start with: each its own GPU
+  // (CUDA_VISIBLE_DEVICES, TESSERA_GPUS), its share's MPS limits, its id.
+  std::vector<LaunchWorker> WorkerLaunches(const Job& job, const Topology& t,
+                                           const std::vector<int>& workers);
+  // The processes of `workers` of `job` ended (or never started: `why`):
+  // extras are released (their shares freed); the job grows no more when
+  // one ended without being asked back.
+  void WorkersEnded(JobId id, const std::vector<WorkerExited>& ended);
+  // The round thread's launcher calls for per-worker jobs (no lock held);
+  // starts that failed are handed back as ended workers.
+  std::vector<WorkerExited> RunWorkerCalls(std::vector<LaunchSpec> starts,
+                                           std::vector<WorkerStop> stops);
+  // Recover: takes over a running per-worker job's live workers; extras
+  // that ended meanwhile are released. False if none is alive.
+  bool AdoptWorkerJob(Job& job);
 
   // Which model files jobs may name (Start fills it from `options`).
   ModelFiles model_files;

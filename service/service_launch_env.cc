@@ -86,6 +86,39 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(
   return env;
 }
 
+// A per-worker elastic job's processes (docs/elastic.md, "The two launch
+// modes"): each sees only its worker's GPU, with that share's limits.
+std::vector<LaunchWorker> Service::Impl::WorkerLaunches(
+    const Job& job, const Topology& t, const std::vector<int>& workers) {
+  std::vector<LaunchWorker> out;
+  for (const int w : workers) {
+    const auto pos =
+        std::find(job.elastic.workers.begin(), job.elastic.workers.end(), w);
+    if (pos == job.elastic.workers.end()) continue;
+    const GpuShare& s =
+        job.allocation
+            .gpus[static_cast<size_t>(pos - job.elastic.workers.begin())];
+    LaunchWorker launch;
+    launch.id = w;
+    launch.env["CUDA_VISIBLE_DEVICES"] = std::to_string(t.gpus[s.gpu].index);
+    launch.env["TESSERA_GPUS"] = t.gpus[s.gpu].id;
+    launch.env["TESSERA_WORKER_ID"] = std::to_string(w);
+    launch.env["TESSERA_WORKER_GUARANTEED"] =
+        w < job.request.elastic->min ? "1" : "0";
+    if (!job.allocation.exclusive) {
+      const int milli[] = {s.milli};
+      const int64_t memory_mib[] = {s.memory_mib};
+      const MpsLimits mps = MpsLimitsFor(milli, memory_mib);
+      launch.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+          mps.active_thread_percentage;
+      launch.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] =
+          mps.pinned_device_mem_limit;
+    }
+    out.push_back(std::move(launch));
+  }
+  return out;
+}
+
 // What `a` holds on each node, for the launcher: the node that holds the
 // CPU and memory first.
 

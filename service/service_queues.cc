@@ -4,6 +4,7 @@
 // GET /v1/cluster shows them. The decisions are scheduler/queue_tree.h's.
 #include <algorithm>
 
+#include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
 namespace tessera::scheduler {
@@ -42,24 +43,69 @@ Status Service::Impl::CheckQueue(const JobRequest& request) const {
 
 namespace {
 
-// A running (or starting) job as the tree counts it.
+int QueueOf(const QueueTree& tree, const Job& j) {
+  const int q = j.queue.empty() ? -1 : tree.Find(j.queue);
+  return q >= 0 ? q : std::max(0, tree.Route(j.request.queue, j.user, j.team));
+}
+
+// A running (or starting) job as the tree counts it: an elastic job's
+// guaranteed part only (its extras are ExtrasOf's), with the job's mark.
 TreeJob TreeJobOf(const QueueTree& tree, const Job& j) {
-  int q = j.queue.empty() ? -1 : tree.Find(j.queue);
-  if (q < 0) q = std::max(0, tree.Route(j.request.queue, j.user, j.team));
-  return {j.id,
-          q,
-          AmountOf(HeldBy(j.allocation)),
-          j.borrowed,
-          j.request.preemptible,
-          j.started_at};
+  return {
+      j.id,       QueueOf(tree, j),      AmountOf(HeldBy(GuaranteedPart(j))),
+      j.borrowed, j.request.preemptible, j.started_at};
+}
+
+// An elastic job's extras (docs/elastic.md, "Fairness and quotas"): a
+// second entry of the same id, always borrowed use of the job's queue
+// (they are asked back before anybody is reclaimed); none without extras.
+std::optional<TreeJob> ExtrasOf(const QueueTree& tree, const Job& j) {
+  if (!j.request.elastic ||
+      j.allocation.gpus.size() <= static_cast<size_t>(j.request.elastic->min)) {
+    return std::nullopt;
+  }
+  const QueueAmount all = AmountOf(HeldBy(j.allocation));
+  const QueueAmount guaranteed = AmountOf(HeldBy(GuaranteedPart(j)));
+  return TreeJob{j.id,
+                 QueueOf(tree, j),
+                 {all.gpu_milli - guaranteed.gpu_milli,
+                  all.gpu_memory_mib - guaranteed.gpu_memory_mib},
+                 /*borrowed=*/true,
+                 /*preemptible=*/true,
+                 j.started_at};
 }
 
 }  // namespace
 
+bool Service::Impl::ExtrasWithinLimits(const QueueTree& held, const Job& job,
+                                       const Allocation& next) const {
+  if (tree.empty()) return true;
+  const QueueAmount now = AmountOf(HeldBy(job.allocation));
+  const QueueAmount then = AmountOf(HeldBy(next));
+  const QueueAmount more{then.gpu_milli - now.gpu_milli,
+                         then.gpu_memory_mib - now.gpu_memory_mib};
+  std::map<std::string, QueueReport> by_name;
+  for (QueueReport& r : held.Report()) by_name[r.name] = std::move(r);
+  const int q = QueueOf(tree, job);
+  if (q <= 0) return true;  // the root has no limit
+  for (auto it = by_name.find(tree.name(q)); it != by_name.end();
+       it = by_name.find(it->second.parent)) {
+    const QueueReport& r = it->second;
+    QueueAmount used = r.used;
+    used += more;
+    if (!used.Within(r.limit)) return false;
+    if (r.parent.empty()) break;
+  }
+  return true;
+}
+
 QueueTree Service::Impl::HeldTree() const {
   QueueTree held = tree;
   held.Clear();
-  for (const auto& [id, j] : running) held.Add(TreeJobOf(tree, j));
+  for (const auto& [id, j] : running) {
+    held.Add(TreeJobOf(tree, j));
+    if (auto extras = ExtrasOf(tree, j)) held.Add(*extras);
+  }
   for (const auto& [id, j] : starting) held.Add(TreeJobOf(tree, j));
   return held;
 }
@@ -72,6 +118,10 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
   for (const Job& j : snap.held) {
     const TreeJob t = TreeJobOf(tree, j);
     held.Add(t);
+    // Extras count as their queue's borrowed use, but are no victims: the
+    // policies plan with them free, and they are asked back (MakeRoom)
+    // before anybody is reclaimed.
+    if (auto extras = ExtrasOf(tree, j)) held.Add(*extras);
     // Starting jobs are no victims (they have no process to stop yet).
     if (j.state == JobState::kRunning) running_jobs.push_back(t);
   }

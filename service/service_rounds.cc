@@ -169,6 +169,10 @@ bool Service::Impl::Finish(const Exited& e) {
       job.state = JobState::kFailed;
       job.reason =
           e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
+      // A per-worker job's status is its guaranteed workers': which failed.
+      if (e.exit_code && PerWorker(job) && !e.reason.empty()) {
+        job.reason = e.reason + ": " + job.reason;
+      }
     }
   }
   const JobEvent event =
@@ -313,6 +317,11 @@ void Service::Impl::RunRound() {
     reconciled.emplace_back(id, launcher->Reconcile(id));
   }
   std::vector<Exited> exits = launcher->Poll();
+  // Per-worker elastic jobs' workers that ended while their job runs on.
+  std::map<JobId, std::vector<WorkerExited>> worker_exits;
+  for (WorkerExited& w : launcher->TakeWorkerExits()) {
+    worker_exits[w.id].push_back(std::move(w));
+  }
 
   // 2. What the store has to take, and a snapshot to plan on.
   RoundSnapshot snap{state, {}, {}, {}, {}, 0, {}, {}, {}};
@@ -338,6 +347,7 @@ void Service::Impl::RunRound() {
     }
     for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
     for (const Exited& e : exits) Finish(e);
+    for (const auto& [id, ended] : worker_exits) WorkersEnded(id, ended);
     if (now < launch_retry_at) return;  // the engine was unreachable
     ReclaimOverdue(now);
     elastic_reclaiming.clear();
@@ -538,9 +548,15 @@ void Service::Impl::RunRound() {
     p.spec.log_dir = options.log_dir;
     p.spec.parts = LaunchParts(t, p.job.allocation);
     p.spec.ignore_sigusr1 = p.job.request.elastic.has_value();
+    if (PerWorker(p.job)) {  // a process per worker
+      p.spec.workers = WorkerLaunches(p.job, t, p.job.elastic.workers);
+      p.spec.guaranteed_workers = p.job.request.elastic->min;
+    }
     outcomes.push_back(launcher->Start(p.spec));
   }
   std::vector<JobId> preempt_stops, elastic_notices;
+  std::vector<LaunchSpec> grown;
+  std::vector<WorkerStop> shrunk;
   {
     std::lock_guard lock(mu);
     for (size_t i = 0; i < starts.size(); ++i) {
@@ -548,11 +564,22 @@ void Service::Impl::RunRound() {
     }
     preempt_stops.swap(stop_requests);
     elastic_notices.swap(notices);
+    grown.swap(worker_starts);
+    shrunk.swap(worker_stops);
   }
-  // 6. Preemptions and cancels decided meanwhile, and elastic jobs whose
-  // allocation changed, without the lock.
+  // 6. Preemptions and cancels decided meanwhile, per-worker jobs' workers
+  // to start and stop, and elastic jobs whose allocation changed, without
+  // the lock.
   for (const JobId id : preempt_stops) launcher->Stop(id, options.kill_grace_s);
+  const std::vector<WorkerExited> not_started =
+      RunWorkerCalls(std::move(grown), std::move(shrunk));
   for (const JobId id : elastic_notices) launcher->Notify(id, SIGUSR1);
+  if (!not_started.empty()) {
+    std::lock_guard lock(mu);
+    std::map<JobId, std::vector<WorkerExited>> by_job;
+    for (const WorkerExited& w : not_started) by_job[w.id].push_back(w);
+    for (const auto& [id, ended] : by_job) WorkersEnded(id, ended);
+  }
 }
 
 void Service::Impl::Loop() {
@@ -609,6 +636,40 @@ void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
   }
 }
 
+bool Service::Impl::AdoptWorkerJob(Job& job) {
+  const std::vector<int> adopted = launcher->AdoptWorkers(
+      job.id, job.elastic.workers, job.request.elastic->min);
+  if (adopted.empty()) return false;
+  // Extras whose process ended while the service was down: released.
+  std::set<int> gone;
+  for (const int w : job.elastic.workers) {
+    if (w >= job.request.elastic->min &&
+        std::find(adopted.begin(), adopted.end(), w) == adopted.end()) {
+      gone.insert(w);
+    }
+  }
+  if (gone.empty()) return true;
+  Job updated = job;
+  ElasticState& st = updated.elastic;
+  std::vector<int> kept = st.workers;
+  updated.allocation =
+      WithoutWorkers(job.allocation, *job.request.resources, kept, gone);
+  st.workers = std::move(kept);
+  std::erase_if(st.releasing, [&](int w) { return gone.count(w) > 0; });
+  if (st.releasing.empty()) st.release_by = 0;
+  st.grow_stopped = true;  // they ended on their own
+  ++st.version;
+  st.history.push_back(
+      {Now(), "ended", std::vector<int>(gone.begin(), gone.end()), st.version});
+  const JobEvent event = Event(job.id, nullptr, "elastic ended",
+                               "workers ended while the service was down");
+  if (Persist(updated, &event).ok()) {
+    job = std::move(updated);
+    WriteAllocationFile(job);
+  }
+  return true;
+}
+
 Status Service::Impl::Recover() {
   auto jobs = store->LoadAll(/*active_only=*/true);
   if (!jobs) return jobs.error();
@@ -619,7 +680,14 @@ Status Service::Impl::Recover() {
     }
     if (job.state == JobState::kStarting) {
       // Maybe started, maybe not: the launcher knows; never start it again.
-      const Reconciled r = launcher->Reconcile(job.id);
+      Reconciled r = launcher->Reconcile(job.id);
+      if (r.kind == Reconciled::Kind::kRunning && PerWorker(job) &&
+          launcher
+              ->AdoptWorkers(job.id, job.elastic.workers,
+                             job.request.elastic->min)
+              .empty()) {
+        r = {Reconciled::Kind::kNotFound, {}, "its workers ended"};
+      }
       if (r.kind == Reconciled::Kind::kUnknown) {
         (void)state.Reserve(job.id, job.allocation);  // held while unknown
         unreconciled.insert(job.id);
@@ -636,8 +704,10 @@ Status Service::Impl::Recover() {
         continue;
       }
     }
-    const bool alive = job.pid > 0 && state.Fits(job.allocation) &&
-                       launcher->Adopt(job.id, job.pid, job.pid_start);
+    const bool alive =
+        job.pid > 0 && state.Fits(job.allocation) &&
+        (PerWorker(job) ? AdoptWorkerJob(job)
+                        : launcher->Adopt(job.id, job.pid, job.pid_start));
     if (alive && state.Reserve(job.id, job.allocation).ok()) {
       running.emplace(job.id, std::move(job));
       continue;

@@ -175,5 +175,63 @@ TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {
   EXPECT_THAT(logs.out, HasSubstr("done:"));
 }
 
+// The same sweep in per-worker mode (examples/hpo/hpo_worker.py): tessera
+// starts one process per worker, more as the job grows; a shrink SIGTERMs
+// the extras' processes, which drop their trial and exit, and their GPUs
+// are released without any POST /release (the job holds no token).
+TEST_F(ElasticCli, HpoWorkersPerWorkerMode) {
+  const int64_t a = Submit("--name blocker-a --gpus 2 " + Blocker("stop-a"));
+  ASSERT_TRUE(WaitState(a, "running"));
+  const int64_t hpo = Submit(
+      "--name hpo --gpus 1:3 --elastic-mode per-worker "
+      "--env HPO_TRIALS=100000 --env HPO_STEPS=20000 --env HPO_STOP_FILE=" +
+      dir_.File("stop-hpo") + " -- python3 " + TESSERA_SOURCE_DIR +
+      "/examples/hpo/hpo_worker.py");
+  ASSERT_TRUE(WaitState(hpo, "running")) << Job(hpo).dump() << HpoLogs(hpo);
+  Json alloc = Allocation(hpo, -1, 0);
+  ASSERT_TRUE(alloc.is_object());
+  EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
+  EXPECT_EQ(alloc["mode"], "per-worker");
+
+  Touch("stop-a");
+  alloc = WaitWorkers(hpo, 3);
+  ASSERT_EQ(alloc["workers"].size(), 3u) << alloc.dump() << HpoLogs(hpo);
+  // Until the new workers run trials (their SIGTERM handler is set).
+  const std::string out =
+      dir_.File("logs") + "/" + std::to_string(hpo) + ".out";
+  for (int i = 0; i < 600; ++i) {
+    const std::string text = testlib::ReadFile(out);
+    if (text.find("worker 1: trial") != std::string::npos &&
+        text.find("worker 2: trial") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  const int64_t b = Submit("--name blocker-b --gpus 2 " + Blocker("stop-b"));
+  ASSERT_TRUE(WaitState(b, "running"))
+      << Job(hpo).dump() << Job(b).dump() << HpoLogs(hpo);
+  alloc = Allocation(hpo, -1, 0);
+  EXPECT_EQ(alloc["workers"].size(), 1u) << alloc.dump();
+  std::string actions;
+  for (const Json& h : alloc["history"]) {
+    actions += h["action"].get<std::string>() + " ";
+  }
+  EXPECT_THAT(actions, HasSubstr("start grow"));
+  EXPECT_THAT(actions, HasSubstr("shrink asked"));
+  EXPECT_THAT(actions, HasSubstr("released"));
+  EXPECT_THAT(actions, Not(HasSubstr("reclaimed")));
+  RunResult shown = Cli("job " + std::to_string(hpo));
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("1..3 workers, per-worker"));
+
+  Touch("stop-b");
+  Touch("stop-hpo");
+  ASSERT_TRUE(WaitState(hpo, "succeeded")) << Job(hpo).dump() << HpoLogs(hpo);
+  const RunResult logs = Cli("logs " + std::to_string(hpo));
+  EXPECT_THAT(logs.out, HasSubstr("worker 0: trial"));
+  EXPECT_THAT(logs.out, HasSubstr("asked back, stopping"));
+}
+
 }  // namespace
 }  // namespace tessera

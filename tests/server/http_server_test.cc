@@ -9,9 +9,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "server/auth.h"
 #include "tests/server/http_request.h"
@@ -349,6 +352,57 @@ TEST_F(HttpServerTest, ElasticAllocationAndRelease) {
   EXPECT_THAT(guaranteed.Json().value("error", ""),
               HasSubstr("worker 0 is guaranteed"));
   EXPECT_EQ(service_->CheckInvariants(), "");
+}
+
+// The long-poll's cap (docs/elastic.md, "The job's side"): at most half
+// the worker threads (4 of 8) wait at once; a fifth is answered at once,
+// unchanged, with Retry-After: 1; once they are done, a poll waits again.
+TEST_F(HttpServerTest, AllocationLongPollsAreCapped) {
+  using Clock = std::chrono::steady_clock;
+  const Reply sub = Http(
+      port_, "POST", "/v1/jobs", "alice-token",
+      R"({"command": ["true"], "resources": {"gpus": {"min": 1, "max": 1}}})");
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const std::string path =
+      "/v1/jobs/" + std::to_string(sub.Json()["id"].get<int64_t>());
+  service_->Tick();  // it runs; at max, so nothing changes from here on
+  const Reply now = Http(port_, "GET", path + "/allocation", "alice-token");
+  ASSERT_EQ(now.status, 200) << now.body;
+  const std::string poll = path + "/allocation?after=" +
+                           std::to_string(now.Json()["version"].get<int64_t>());
+  struct Answer {
+    Reply reply;
+    double seconds = 0;
+  };
+  auto timed = [&](const std::string& query) {
+    const auto t0 = Clock::now();
+    Answer a{Http(port_, "GET", query, "alice-token"), 0};
+    a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return a;
+  };
+  std::vector<Answer> waited(4);
+  std::vector<std::thread> pollers;
+  for (Answer& a : waited) {
+    pollers.emplace_back([&, out = &a] { *out = timed(poll + "&wait_s=3"); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // all wait
+  const Answer fifth = timed(poll + "&wait_s=3");
+  for (std::thread& t : pollers) t.join();
+  EXPECT_EQ(fifth.reply.status, 200) << fifth.reply.body;
+  EXPECT_EQ(fifth.reply.Json()["version"], now.Json()["version"]);
+  EXPECT_THAT(fifth.reply.headers, HasSubstr("Retry-After: 1"));
+  EXPECT_LT(fifth.seconds, 1.5);
+  for (const Answer& a : waited) {
+    EXPECT_EQ(a.reply.status, 200) << a.reply.body;
+    EXPECT_EQ(a.reply.Json()["version"], now.Json()["version"]);
+    EXPECT_THAT(a.reply.headers, ::testing::Not(HasSubstr("Retry-After")));
+    EXPECT_GE(a.seconds, 2.5);  // waited its wait_s
+  }
+  // The waiters are done: the next poll may wait again.
+  const Answer again = timed(poll + "&wait_s=1");
+  EXPECT_EQ(again.reply.status, 200);
+  EXPECT_THAT(again.reply.headers, ::testing::Not(HasSubstr("Retry-After")));
+  EXPECT_GE(again.seconds, 0.8);
 }
 
 TEST_F(HttpServerTest, ProgressIsReportedForARunningJobByItsOwner) {

@@ -341,6 +341,20 @@ TEST_F(ElasticServiceTest, SurvivesARestartWithItsExtrasAndNotice) {
   EXPECT_EQ(running, 2);
 }
 
+// Per-worker mode needs a launcher that runs a process per worker (the
+// local one); any other refuses it at submission, saying what to use.
+TEST_F(ElasticServiceTest, PerWorkerNeedsALauncherThatRunsWorkers) {
+  auto s = Make();
+  ASSERT_TRUE(s);
+  JobRequest r = ElasticJob(1, 2);
+  r.elastic->mode = ElasticMode::kPerWorker;
+  auto e = s->Submit(alice_, r);
+  ASSERT_FALSE(e);
+  EXPECT_THAT(e.error().message,
+              HasSubstr("elastic.mode: this service's launcher cannot run a "
+                        "process per worker"));
+}
+
 // Several fractional workers, one per GPU, all on one node.
 TEST_F(ElasticServiceTest, FractionalWorkers) {
   auto s = Make();

@@ -60,6 +60,10 @@ class QueueTreeServiceTest : public ::testing::Test {
     org.name = "org";
     org.guaranteed = {4000, 4 * kGpuMiB};
     org.children = {Team("team-a", 2), Team("team-b", 2)};
+    if (team_a_limit_gpus_ > 0) {
+      org.children[0].limit = {1000 * team_a_limit_gpus_,
+                               kGpuMiB * team_a_limit_gpus_};
+    }
     o.queues = {org};
     auto l = std::make_unique<ScriptedLauncher>();
     l->adoptable = std::move(adoptable);
@@ -88,6 +92,7 @@ class QueueTreeServiceTest : public ::testing::Test {
 
   testlib::TempDir dir_;
   double now_ = 1000;
+  int team_a_limit_gpus_ = 0;  // > 0: team-a's limit, in whole GPUs
   ScriptedLauncher* launcher_ = nullptr;
   const User alice_{"alice", "team-a", false, ""};
   const User bob_{"bob", "team-b", false, ""};
@@ -196,6 +201,69 @@ TEST_F(QueueTreeServiceTest, ASubmissionNamesAQueueThatExists) {
   const JobId id = Submit(*s, alice_, r);
   s->Tick();
   EXPECT_EQ(Get(*s, id).queue, "team-b");
+}
+
+// Elastic extras (docs/elastic.md, "Fairness and quotas"): team-a's
+// elastic job grows into team-b's idle guarantee as borrowed use of
+// team-a's queue; when team-b submits, the extras in the way are asked
+// back (with the grace), nobody is preempted, and team-b's job starts
+// once they are released.
+TEST_F(QueueTreeServiceTest, ElasticExtrasBorrowAndAreAskedBackFirst) {
+  auto s = Make();
+  JobRequest r = Gpus(1, false);
+  r.name = "sweep";
+  r.elastic = ElasticRequest{1, 4};
+  const JobId e = Submit(*s, alice_, r);
+  s->Tick();  // its guaranteed worker
+  s->Tick();  // three extras
+  Job job = Get(*s, e);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  ASSERT_EQ(job.allocation.gpus.size(), 4u);
+  EXPECT_EQ(job.queue, "team-a");
+  EXPECT_FALSE(job.borrowed);  // the mark is its guaranteed part's
+  nlohmann::json a = Queue(s->ClusterJson(), "team-a");
+  EXPECT_EQ(a["used"]["gpu_milli"], 4000);
+  EXPECT_EQ(a["borrowed"]["gpu_milli"], 3000);  // the extras
+  EXPECT_EQ(a["borrowing_jobs"], 1);
+
+  const JobId b = Submit(*s, bob_, Gpus(2, false));
+  s->Tick();
+  EXPECT_EQ(s->CheckInvariants(), "");
+  job = Get(*s, e);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  ASSERT_EQ(job.elastic.releasing.size(), 2u);
+  EXPECT_EQ(job.elastic.history.back().action, "shrink asked");
+  EXPECT_EQ(Get(*s, b).state, JobState::kQueued);
+  auto released = s->ReleaseWorkers(e, job.elastic.releasing, &alice_);
+  ASSERT_TRUE(released) << released.error().message;
+  s->Tick();
+  EXPECT_EQ(Get(*s, b).state, JobState::kRunning);
+  EXPECT_EQ(Get(*s, b).queue, "team-b");
+  EXPECT_FALSE(Get(*s, b).borrowed);
+  job = Get(*s, e);
+  EXPECT_EQ(job.state, JobState::kRunning);
+  EXPECT_EQ(job.allocation.gpus.size(), 2u);
+  auto events = s->Events(e);
+  ASSERT_TRUE(events);
+  for (const JobEvent& ev : *events) {
+    EXPECT_THAT(ev.action, ::testing::Not(HasSubstr("preempt"))) << ev.detail;
+  }
+  a = Queue(s->ClusterJson(), "team-a");
+  EXPECT_EQ(a["borrowed"]["gpu_milli"], 1000);
+  EXPECT_EQ(s->CheckInvariants(), "");
+}
+
+// Extras grow only while no queue from the job's up would pass its limit.
+TEST_F(QueueTreeServiceTest, ElasticExtrasStopAtTheQueueLimit) {
+  team_a_limit_gpus_ = 3;
+  auto s = Make();
+  JobRequest r = Gpus(1, false);
+  r.elastic = ElasticRequest{1, 4};
+  const JobId e = Submit(*s, alice_, r);
+  for (int i = 0; i < 3; ++i) s->Tick();
+  EXPECT_EQ(Get(*s, e).allocation.gpus.size(), 3u);  // not the fourth GPU
+  EXPECT_EQ(Queue(s->ClusterJson(), "team-a")["used"]["gpu_milli"], 3000);
+  EXPECT_EQ(s->CheckInvariants(), "");
 }
 
 }  // namespace
