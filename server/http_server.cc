@@ -1,27 +1,21 @@
 // The HTTP/JSON API: routes (http/transport.h) that authenticate, parse,
-// call the Service and map its results to status codes. Handlers never
-// throw: each runs inside Guarded(), and the router turns anything that
-// escapes into a 500 as a second net.
+// call the Service and map its results to status codes, and the route
+// table. Handlers never throw: each runs inside Guarded(), and the router
+// turns anything that escapes into a 500 as a second net. The routes a
+// running job calls are in http_job_runtime.cc, the console's in
+// http_console_routes.cc; how they all answer in http_reply.h.
 
 #include "server/http_server.h"
 
 #include <algorithm>
-#include <atomic>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
-#include <exception>
 #include <fstream>
-#include <iterator>
 #include <optional>
-#include <tuple>
 #include <utility>
 
 #include "common/strings.h"
-#include "console/assets.h"
-#include "http/transport.h"
-#include "k8s/k8s_extender.h"
-#include "server/auth.h"
+#include "server/http_reply.h"
+#include "server/http_server_internal.h"
 #include "service/job_json.h"
 
 namespace tessera::scheduler {
@@ -29,6 +23,16 @@ namespace {
 
 using http::Request;
 using http::Response;
+using http_reply::CheckParams;
+using http_reply::Guarded;
+using http_reply::JsonBody;
+using http_reply::kMetricsType;
+using http_reply::ParseInt;
+using http_reply::SendError;
+using http_reply::SendExtenderError;
+using http_reply::SendJson;
+using http_reply::SendJsonCached;
+using http_reply::SendServiceError;
 using nlohmann::json;
 
 // One response of GET /v1/jobs/{id}/logs carries at most this much; the
@@ -36,210 +40,8 @@ using nlohmann::json;
 constexpr int64_t kMaxLogChunk = int64_t{4} << 20;
 // GET /v1/jobs?limit= beyond this is refused (the answer would be huge).
 constexpr int64_t kMaxListLimit = 100000;
-// The longest an allocation long-poll waits (GET /v1/jobs/{id}/allocation).
-constexpr int64_t kMaxAllocationWaitS = 30;
-
-constexpr const char* kJsonType = "application/json";
-constexpr const char* kMetricsType = "text/plain; version=0.0.4";
-
-void SendJson(Response& res, int status, const json& body) {
-  res.status = status;
-  // Replace rather than throw on invalid UTF-8 (a command's bytes).
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace),
-                  kJsonType);
-}
-
-void SendError(Response& res, int status, const std::string& message) {
-  SendJson(res, status, json{{"error", message}});
-}
-
-// Whether the request's If-None-Match names `etag` (or is "*").
-bool NotModified(const Request& req, std::string_view etag) {
-  if (!req.has_header("If-None-Match")) return false;
-  const std::string have = req.header("If-None-Match");
-  if (have == "*") return true;
-  size_t start = 0;
-  while (start < have.size()) {
-    size_t end = have.find(',', start);
-    if (end == std::string::npos) end = have.size();
-    std::string_view tag(have.data() + start, end - start);
-    while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
-    while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
-    if (tag.rfind("W/", 0) == 0) tag.remove_prefix(2);
-    if (tag == etag) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
-// A 200 with `body` and its tag `etag`, or a bodiless 304 when the client
-// already has it: what the console polls (docs/http_api.md, "Polling").
-void SendTagged(const Request& req, Response& res, std::string body,
-                const std::string& content_type, std::string_view etag) {
-  res.set_header("ETag", std::string(etag));
-  res.set_header("Cache-Control", "no-cache");
-  if (NotModified(req, etag)) {
-    res.status = 304;
-    return;
-  }
-  res.status = 200;
-  res.set_content(std::move(body), content_type);
-}
-
-// SendTagged with the body's own tag.
-void SendCached(const Request& req, Response& res, std::string body,
-                const std::string& content_type) {
-  const std::string etag = EntityTag(body);
-  SendTagged(req, res, std::move(body), content_type, etag);
-}
-
-void SendJsonCached(const Request& req, Response& res, const json& body) {
-  SendCached(req, res,
-             body.dump(-1, ' ', false, json::error_handler_t::replace),
-             kJsonType);
-}
-
-// The console's pages: scripts and styles from this server only, no
-// framing by other sites, nothing sent elsewhere (docs/console.md).
-constexpr const char* kConsolePolicy =
-    "default-src 'none'; script-src 'self'; style-src 'self' "
-    "'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-void SendAsset(const Request& req, Response& res, const console::Asset& a) {
-  res.set_header("Content-Security-Policy", kConsolePolicy);
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
-  res.set_header("X-Frame-Options", "DENY");
-  SendTagged(req, res, std::string(a.body), std::string(a.content_type),
-             a.etag);
-}
-
-// The extender's errors carry the protocol's Error too.
-void SendExtenderError(Response& res, int status, const std::string& message) {
-  SendJson(res, status, json{{"Error", message}, {"error", message}});
-}
-
-// The HTTP status of a service error: a request it rejects is 422, one to
-// try again later 503, a failure of its own 500.
-int ServiceErrorStatus(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInternal:
-      return 500;
-    case ErrorCode::kUnavailable:
-      return 503;
-    case ErrorCode::kRateLimited:
-      return 429;
-    default:
-      return 422;
-  }
-}
-
-void SendServiceError(Response& res, const Error& error) {
-  if (error.code == ErrorCode::kRateLimited) {
-    // Whole seconds, rounded up, as HTTP's Retry-After has them.
-    const auto seconds = static_cast<int64_t>(std::ceil(error.retry_after_s));
-    res.set_header("Retry-After",
-                   std::to_string(std::max<int64_t>(1, seconds)));
-  }
-  SendError(res, ServiceErrorStatus(error.code), error.message);
-}
-
-std::optional<int64_t> ParseInt(std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Query parameters must be among `known` (a typo is an error, not an
-// unfiltered answer).
-bool CheckParams(const Request& req, Response& res,
-                 std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : req.params) {
-    bool ok = false;
-    for (std::string_view k : known) ok = ok || k == key;
-    if (!ok) {
-      std::string names;
-      for (std::string_view k : known) {
-        names += (names.empty() ? "" : ", ") + std::string(k);
-      }
-      SendError(res, 400,
-                "unknown query parameter '" + key + "' (known: " + names + ")");
-      return false;
-    }
-  }
-  return true;
-}
-
-// Runs `handler`, turning an escaped exception into a 500.
-template <typename Handler>
-http::Handler Guarded(Handler handler) {
-  return [handler = std::move(handler)](const Request& req, Response& res) {
-    try {
-      handler(req, res);
-    } catch (const std::exception& e) {
-      SendError(res, 500, std::string("internal error: ") + e.what());
-    } catch (...) {
-      SendError(res, 500, "internal error");
-    }
-  };
-}
 
 }  // namespace
-
-struct HttpServer::Impl {
-  Impl(Service& s, const ServeConfig& config)
-      : service(s),
-        users(config.users),
-        max_body_bytes(config.max_body_bytes),
-        host(config.listen_host),
-        k8s_open(K8sOpenToAll(config)) {}
-
-  void Register();
-  // Whether the caller may use /k8s/filter, prioritize and bind; else
-  // answers 401 or 403 and returns false.
-  bool MaySchedule(const Request& req, Response& res) const;
-  // The caller, or nullopt after answering 401.
-  std::optional<User> Authenticated(const Request& req, Response& res) const;
-  // The job named by the path, or nullopt after answering 404 (or 500).
-  std::optional<Job> PathJob(const Request& req, Response& res);
-
-  void Submit(const Request& req, Response& res);
-  void List(const Request& req, Response& res);
-  void GetJob(const Request& req, Response& res);
-  void Cancel(const Request& req, Response& res);
-  void Progress(const Request& req, Response& res);
-  // The path's job when `user` owns it or is an admin; else a 403 saying
-  // who may `act` ("cancel another user's job") and nullopt.
-  std::optional<Job> OwnedJob(const Request& req, Response& res,
-                              const User& user, const std::string& act);
-  void Events(const Request& req, Response& res);
-  void Logs(const Request& req, Response& res);
-  void Drain(const Request& req, Response& res, bool drained);
-  void PlanPicture(const Request& req, Response& res);
-  void UploadModel(const Request& req, Response& res);
-  // Elastic jobs (docs/elastic.md): the allocation's long-poll and the
-  // job's release of extras.
-  void Allocation(const Request& req, Response& res);
-  void Release(const Request& req, Response& res);
-  // Long-polls waiting at once: at most half the worker threads, so that
-  // they never starve the other requests; beyond, answered at once.
-  std::atomic<int> long_polls{0};
-
-  Service& service;
-  std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
-  const std::vector<UserEntry> users;
-  const int64_t max_body_bytes;
-  std::string host;
-  int port = 0;
-  const bool k8s_open;  // the extender's routes need no credentials
-  http::Router router;
-  std::unique_ptr<http::Server> server;
-};
 
 std::optional<User> HttpServer::Impl::Authenticated(const Request& req,
                                                     Response& res) const {
@@ -289,20 +91,6 @@ std::optional<Job> HttpServer::Impl::OwnedJob(const Request& req, Response& res,
   }
   return job;
 }
-
-namespace {
-
-// The request's body as JSON, or a 400 and nullopt.
-std::optional<json> JsonBody(const Request& req, Response& res) {
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    SendError(res, 400, std::string("malformed JSON: ") + e.what());
-    return std::nullopt;
-  }
-}
-
-}  // namespace
 
 void HttpServer::Impl::Submit(const Request& req, Response& res) {
   const std::optional<User> user = Authenticated(req, res);
@@ -375,134 +163,6 @@ void HttpServer::Impl::GetJob(const Request& req, Response& res) {
   json j = JobJson(*job, service.topology());
   j["decision"] = service.DecisionOf(job->id);
   SendJsonCached(req, res, j);
-}
-
-// POST /v1/jobs/{id}/progress {"steps": N}: the job's steps done in all
-// (its owner, or an admin).
-void HttpServer::Impl::Progress(const Request& req, Response& res) {
-  const std::optional<User> user = Authenticated(req, res);
-  if (!user) return;
-  const std::optional<Job> job =
-      OwnedJob(req, res, *user, "report another user's job's progress");
-  if (!job) return;
-  const std::optional<json> parsed = JsonBody(req, res);
-  if (!parsed) return;
-  const json& body = *parsed;
-  if (!body.is_object() || !body.contains("steps") || body.size() != 1) {
-    SendError(res, 400,
-              "the body must be {\"steps\": N}: the steps done in all");
-    return;
-  }
-  const json& steps = body["steps"];
-  if (!steps.is_number_integer() ||
-      (steps.is_number_unsigned() && steps.get<uint64_t>() > uint64_t{1}
-                                                                 << 62) ||
-      steps.get<int64_t>() < 0) {
-    SendError(res, 400, "steps: must be a whole number >= 0");
-    return;
-  }
-  if (job->state != JobState::kRunning) {
-    SendError(res, 409,
-              "job " + std::to_string(job->id) + " is " +
-                  std::string(JobStateName(job->state)) +
-                  ": only a running job reports progress");
-    return;
-  }
-  Result<json> out = service.ReportProgress(job->id, steps.get<int64_t>());
-  if (!out) {
-    SendError(res,
-              out.error().code == ErrorCode::kInfeasible ? 409
-              : out.error().code == ErrorCode::kBadInput
-                  ? 400
-                  : ServiceErrorStatus(out.error().code),
-              out.error().message);
-    return;
-  }
-  SendJson(res, 200, *out);
-}
-
-// GET /v1/jobs/{id}/allocation?after=V&wait_s=S: an elastic job's
-// workers, at once when their version is above V (default -1: now), else
-// when they change or after S seconds (default 0, at most 30).
-void HttpServer::Impl::Allocation(const Request& req, Response& res) {
-  if (!Authenticated(req, res)) return;
-  if (!CheckParams(req, res, {"after", "wait_s"})) return;
-  const std::optional<Job> job = PathJob(req, res);
-  if (!job) return;
-  int64_t after = -1, wait_s = 0;
-  for (const auto& [key, out, max] :
-       {std::tuple<const char*, int64_t*, int64_t>{"after", &after, INT64_MAX},
-        {"wait_s", &wait_s, kMaxAllocationWaitS}}) {
-    if (!req.has_param(key)) continue;
-    const std::string text = req.param(key);
-    const std::optional<int64_t> v = ParseInt(text);
-    if (!v || *v < 0 || *v > max) {
-      SendError(res, 400,
-                std::string(key) + ": '" + text +
-                    "' must be a whole number from 0 to " +
-                    std::to_string(max));
-      return;
-    }
-    *out = *v;
-  }
-  struct Counted {  // this long-poll, while it waits (even if it throws)
-    std::atomic<int>& n;
-    ~Counted() { n.fetch_sub(1); }
-  };
-  const int waiting = long_polls.fetch_add(1) + 1;
-  const Counted counted{long_polls};
-  const bool may_wait = waiting <= std::max(1, http::kDefaultWorkerThreads / 2);
-  if (!may_wait) res.set_header("Retry-After", "1");
-  Result<json> out = service.WaitAllocation(
-      job->id, after, may_wait ? static_cast<double>(wait_s) : 0.0);
-  if (!out) {
-    SendError(res,
-              out.error().code == ErrorCode::kBadInput
-                  ? 409
-                  : ServiceErrorStatus(out.error().code),
-              out.error().message);
-    return;
-  }
-  SendJson(res, 200, *out);
-}
-
-// POST /v1/jobs/{id}/release {"workers": [ids]}: the job let these extras
-// go (its owner, or an admin).
-void HttpServer::Impl::Release(const Request& req, Response& res) {
-  const std::optional<User> user = Authenticated(req, res);
-  if (!user) return;
-  const std::optional<Job> job =
-      OwnedJob(req, res, *user, "release another user's workers");
-  if (!job) return;
-  const std::optional<json> parsed = JsonBody(req, res);
-  if (!parsed) return;
-  const json& body = *parsed;
-  if (!body.is_object() || !body.contains("workers") || body.size() != 1 ||
-      !body["workers"].is_array()) {
-    SendError(res, 400,
-              "the body must be {\"workers\": [ids]}: the workers released");
-    return;
-  }
-  std::vector<int> workers;
-  for (const json& w : body["workers"]) {
-    if (!w.is_number_integer() || w.get<int64_t>() < 0 ||
-        w.get<int64_t>() > 1 << 20) {
-      SendError(res, 400, "workers: must be worker ids (whole numbers >= 0)");
-      return;
-    }
-    workers.push_back(w.get<int>());
-  }
-  Result<json> out = service.ReleaseWorkers(job->id, workers, &*user);
-  if (!out) {
-    SendError(res,
-              out.error().code == ErrorCode::kInfeasible ? 409
-              : out.error().code == ErrorCode::kBadInput
-                  ? 400
-                  : ServiceErrorStatus(out.error().code),
-              out.error().message);
-    return;
-  }
-  SendJson(res, 200, *out);
 }
 
 // GET /v1/jobs/{id}/events: who did what to the job, oldest first.
@@ -588,32 +248,6 @@ void HttpServer::Impl::Logs(const Request& req, Response& res) {
   res.set_content(text, "text/plain; charset=utf-8");
 }
 
-// GET /v1/jobs/{id}/plan/timeline.html and graph.html: a split job's plan
-// pictures (HTML fragments of inline SVG, no script), written when it
-// started.
-void HttpServer::Impl::PlanPicture(const Request& req, Response& res) {
-  if (!Authenticated(req, res)) return;
-  if (!CheckParams(req, res, {})) return;
-  const std::optional<Job> job = PathJob(req, res);
-  if (!job) return;
-  const bool graph = req.matches[2] == "graph";
-  std::ifstream in(service.PlanPicturePath(job->id, graph), std::ios::binary);
-  if (!in) {
-    SendError(res, 404,
-              "job " + std::to_string(job->id) +
-                  (job->plan.is_null()
-                       ? " was not split: it has no plan to draw"
-                       : " has no plan pictures (they are drawn when a split "
-                         "job starts)"));
-    return;
-  }
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  res.set_header("Content-Security-Policy", "default-src 'none'");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  SendCached(req, res, std::move(text), "text/html; charset=utf-8");
-}
-
 void HttpServer::Impl::Drain(const Request& req, Response& res, bool drained) {
   const std::optional<User> user = Authenticated(req, res);
   if (!user) return;
@@ -659,34 +293,7 @@ void HttpServer::Impl::UploadModel(const Request& req, Response& res) {
 }
 
 void HttpServer::Impl::Register() {
-  // The web console (console/): its files need no token; its data comes
-  // from the API below with the token the page holds.
-  router.Get("/", Guarded([](const Request& req, Response& res) {
-               if (const console::Asset* a = console::FindAsset("index.html")) {
-                 SendAsset(req, res, *a);
-               } else {
-                 SendError(res, 404, "no console in this build");
-               }
-             }));
-  router.Get(R"(/console/([A-Za-z0-9_.-]+))",
-             Guarded([](const Request& req, Response& res) {
-               const console::Asset* a = console::FindAsset(req.matches[1]);
-               if (!a) {
-                 SendError(res, 404,
-                           "no console file '" + req.matches[1] + "'");
-                 return;
-               }
-               SendAsset(req, res, *a);
-             }));
-  router.Get("/v1/whoami", Guarded([this](const Request& req, Response& res) {
-               const std::optional<User> user = Authenticated(req, res);
-               if (!user) return;
-               SendJson(res, 200,
-                        json{{"user", user->name},
-                             {"team", user->team},
-                             {"admin", user->admin},
-                             {"token", user->token_name}});
-             }));
+  RegisterConsole();
   router.Get("/healthz", Guarded([](const Request&, Response& res) {
                SendJson(res, 200, json{{"ok", true}});
              }));

@@ -15,14 +15,25 @@
 
 namespace tessera::scheduler {
 
-// Routes (every one but /healthz needs "Authorization: Bearer TOKEN"):
+// Routes (docs/http_api.md; every one but /healthz and the console's files
+// needs "Authorization: Bearer TOKEN"):
 //   POST /v1/jobs                   submit; 201 and the job
 //   GET  /v1/jobs                   ?state=&user=&pool=&limit=; {"jobs": [...]}
 //   GET  /v1/jobs/{id}              one job
 //   POST /v1/jobs/{id}/cancel       own jobs; an admin's any job
 //   GET  /v1/jobs/{id}/logs         ?stream=stdout|stderr&offset=N; text
-//   GET  /v1/cluster                every GPU and what it holds
+//   GET  /v1/jobs/{id}/events       who did what to the job
+//   POST /v1/jobs/{id}/progress     a running job's steps done
+//   GET  /v1/jobs/{id}/allocation   ?after=V&wait_s=S: an elastic job's
+//                                   workers (a long-poll)
+//   POST /v1/jobs/{id}/release      an elastic job lets extras go
+//   GET  /v1/jobs/{id}/plan/timeline.html, graph.html   a split job's plan
+//   POST /v1/models                 upload an ONNX model
+//   GET  /v1/queue                  ?pool=: why each queued job waits
+//   GET  /v1/cluster                every GPU and what it holds, the queues
 //   POST /v1/nodes/{name}/drain     admin only; also /undrain
+//   GET  /v1/whoami                 the caller
+//   GET  /, /console/NAME           the web console's files (no token)
 //   GET  /healthz                   {"ok": true}
 //   GET  /metrics                   Prometheus text format
 //   POST /k8s/filter, /k8s/prioritize, /k8s/bind   with config.k8s_extender:
