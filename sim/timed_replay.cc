@@ -460,12 +460,21 @@ class Replay {
       for (const RunningJob& r : running_) {
         running.push_back(tree_job_[r.id - 1]);
       }
+      // The reclaim asks the policy which pod it would start next.
+      std::map<JobId, const QueuedJob*> queued;
+      for (const QueuedJob& q : queue_) queued[q.id] = &q;
+      const TreeTrial trial = [&](const ClusterState& s,
+                                  const std::vector<JobId>& ids) {
+        std::vector<QueuedJob> jobs;
+        for (const JobId id : ids) jobs.push_back(*queued.at(id));
+        return policy_.Schedule(jobs, running_, s, allocate, now);
+      };
       return PlanTreeRound(
           tree_, pending, running, state_,
           [&](const ClusterState& s, JobId id) {
             return allocate(s, pods_[id - 1].job);
           },
-          reclaiming, reclaimers_);
+          reclaiming, reclaimers_, trial);
     };
     TreePlan plan = plan_now(false);
     for (const JobId id : plan.promote) {
@@ -500,6 +509,7 @@ class Replay {
       if (fit == QueueTree::Fit::kNo) continue;
       borrow_[p] = fit == QueueTree::Fit::kBorrowed;
       held.Add({id, TreeQueue(p), amount, borrow_[p] != 0, true, now});
+      reclaimers_.erase(id);  // its room is used
       out.start.emplace_back(id, std::move(a));
     }
     return out;
