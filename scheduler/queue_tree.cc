@@ -345,7 +345,7 @@ TreePlan PlanTreeRound(
         if (std::optional<Allocation> a = allocate(s, p.id)) {
           (void)s.Reserve(p.id, *a);
           plan.held_room[p.id] = *a;
-        } else {
+        } else if (fit == QueueTree::Fit::kGuaranteed) {
           waiting_owners.push_back(p.id);
         }
       }
@@ -444,7 +444,9 @@ TreePlan PlanTreeRound(
     int tries = 0;
     for (const JobId c : candidates) {
       if (++tries > kMaxMisses) break;
-      const TreePending& p = *by_id.at(c);
+      auto it = by_id.find(c);
+      if (it == by_id.end()) continue;  // an owner that now borrows
+      const TreePending& p = *it->second;
       std::vector<JobId> victims =
           tree.Reclaim(p, now, after, [&](const ClusterState& st) {
             return allocate(st, p.id).has_value();
