@@ -427,18 +427,22 @@ void PrintTeams(const SimulateArgs& args, const TraceInput& in,
   } else {
     std::cout << "FNV-1a 64 of their name mod " << args.teams;
   }
-  std::cout << "; pods per team:";
+  std::cout << ".\n  Pods per team:";
   std::vector<int64_t> count(args.teams, 0);
   for (const scheduler::TracePod& p : in.pods) {
     ++count[scheduler::TeamOf(p, args.teams, split)];
   }
   for (int k = 0; k < args.teams; ++k) std::cout << " " << count[k];
+  std::cout << ".\n";
   if (args.quotas != "none") {
-    std::cout << ". +quotas: each team a queue guaranteed 1/" << args.teams
-              << " of the GPUs (+quotas(gpu-hours): its share of the "
-                 "GPU-hours), idle quota lent, reclaimed youngest first";
+    std::cout << "  +quotas: each team a queue guaranteed 1/" << args.teams
+              << " of the GPUs";
+    if (args.quotas.find("gpu-hours") != std::string::npos) {
+      std::cout << " (+quotas(gpu-hours): its share of the trace's GPU-hours)";
+    }
+    std::cout << ", idle quota lent, reclaimed youngest first.\n";
   }
-  std::cout << ". Delay: mean / p95.\n";
+  std::cout << "  Delay: mean / p95, the same arrivals in every row.\n";
   if (args.teams <= 6) {
     std::vector<std::string> head = {"policy", "queue"};
     std::vector<bool> right = {false, false};
