@@ -446,7 +446,9 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
       ->capture_default_str();
   cmd->add_option("--quotas", args.quotas,
                   "timed, with --teams: none, equal (each team guaranteed "
-                  "1/N of the GPUs, idle quota lent and reclaimed) or both")
+                  "1/N of the GPUs, idle quota lent and reclaimed), "
+                  "gpu-hours (guarantees by each team's share of the "
+                  "trace's GPU-hours), both (none,equal) or a comma list")
       ->type_name("MODE")
       ->capture_default_str();
   cmd->add_option("--elastic", args.elastic,
@@ -463,6 +465,12 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
                   "timed, with --elastic: speedup of k workers is "
                   "1 + (k-1) x E (1: linear)")
       ->type_name("E")
+      ->capture_default_str();
+  cmd->add_option("--team-split", args.team_split,
+                  "timed, with --teams: hash (FNV-1a 64 of the pod name, the "
+                  "same mix per team) or skewed (fractional-GPU pods to the "
+                  "first half of the teams, whole-GPU pods to the rest)")
+      ->type_name("SPLIT")
       ->capture_default_str();
   cmd->add_option("--config", args.config,
                   "models: the serve configuration whose cluster the jobs "

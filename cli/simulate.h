@@ -47,7 +47,9 @@ struct SimulateArgs {
   // timed: the pods split into this many teams by FNV-1a 64 of their name
   // (--teams; fair-share's accounts), and the queue tree (--quotas): none,
   // equal (each team a top-level queue guaranteed 1/N of the cluster's GPU
-  // milli and memory, borrowing and reclaim; docs/quotas.md) or both.
+  // milli and memory, borrowing and reclaim; docs/quotas.md), gpu-hours
+  // (guarantees in proportion to each team's GPU-hours in the trace), both
+  // (none and equal) or a comma list of these.
   int teams = 0;
   std::string quotas = "none";
   // timed: this % of the multi-GPU pods (by name) are elastic jobs of
@@ -57,6 +59,10 @@ struct SimulateArgs {
   int elastic = 0;
   int elastic_min = 1;
   double elastic_efficiency = 1;
+  // timed: how pods are split into teams (--team-split): hash (FNV-1a 64
+  // of the name, the same mix per team) or skewed (fractional pods to the
+  // first half of the teams, whole-GPU pods to the rest; docs/quotas.md).
+  std::string team_split = "hash";
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";

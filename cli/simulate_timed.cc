@@ -92,9 +92,52 @@ std::vector<scheduler::QueueSpec> EqualQueues(const scheduler::Topology& t,
   return out;
 }
 
-// A run's label in the queue column: the policy, "+quotas" under the tree.
+// --quotas gpu-hours: each team a top-level queue guaranteed the cluster's
+// GPU milli and memory in proportion to the team's share of the trace's
+// GPU-hours (GPUs x milli x (deletion - creation) of its pods), no limit,
+// weight 1. What an admin would set from last quarter's use; here it is the
+// replayed trace's own (foresight).
+std::vector<scheduler::QueueSpec> GpuHourQueues(
+    const scheduler::Topology& t, const std::vector<scheduler::TracePod>& pods,
+    int teams, scheduler::TeamSplit split) {
+  std::vector<scheduler::QueueSpec> out = EqualQueues(t, teams);
+  if (teams <= 0) return out;
+  std::vector<double> use(teams, 0.0);
+  double all = 0;
+  for (const scheduler::TracePod& p : pods) {
+    const double u = static_cast<double>(p.num_gpu) * p.gpu_milli *
+                     std::max(0.0, p.deletion_time - p.creation_time);
+    use[scheduler::TeamOf(p, teams, split)] += u;
+    all += u;
+  }
+  if (!(all > 0)) return out;
+  int64_t milli = 0, memory = 0;
+  for (const scheduler::QueueSpec& q : out) {
+    milli += q.guaranteed.gpu_milli;
+    memory += q.guaranteed.gpu_memory_mib;
+  }
+  for (int k = 0; k < teams; ++k) {
+    const double share = use[k] / all;
+    out[k].guaranteed = {
+        static_cast<int64_t>(static_cast<double>(milli) * share),
+        static_cast<int64_t>(static_cast<double>(memory) * share)};
+  }
+  return out;
+}
+
+// A run's label in the queue column: the policy, "+quotas" under the tree
+// (equal guarantees), "+quotas(gpu-hours)" under the others.
 std::string QueueLabel(const TimedRun& r) {
-  return r.queue_policy + (r.quotas ? "+quotas" : "");
+  if (!r.quotas) return r.queue_policy;
+  if (r.quota_guarantees.empty() || r.quota_guarantees == "equal") {
+    return r.queue_policy + "+quotas";
+  }
+  return r.queue_policy + "+quotas(" + r.quota_guarantees + ")";
+}
+
+scheduler::TeamSplit SplitOf(const SimulateArgs& args) {
+  return args.team_split == "skewed" ? scheduler::TeamSplit::kSkewed
+                                     : scheduler::TeamSplit::kHash;
 }
 
 // Per team: pods that started, their mean and p95 queueing delay.
@@ -103,11 +146,12 @@ struct TeamDelays {
   DelayStats delay_s;
 };
 std::vector<TeamDelays> ByTeam(const std::vector<scheduler::TracePod>& pods,
-                               const TimedRun& r, int teams) {
+                               const TimedRun& r, int teams,
+                               scheduler::TeamSplit split) {
   std::vector<std::vector<double>> delays(teams);
   for (size_t i = 0; i < pods.size() && i < r.pod_delay_s.size(); ++i) {
     if (r.pod_delay_s[i] < 0) continue;
-    delays[scheduler::TeamOfPod(pods[i].name, teams)].push_back(
+    delays[scheduler::TeamOf(pods[i], teams, split)].push_back(
         r.pod_delay_s[i]);
   }
   std::vector<TeamDelays> out(teams);
@@ -231,6 +275,7 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
         {{"policy", r.scorer},
          {"queue_policy", r.queue_policy},
          {"quotas", r.quotas},
+         {"quota_guarantees", r.quotas ? r.quota_guarantees : "none"},
          {"reclaims", r.reclaims},
          {"pods", r.pods},
          {"started", r.started},
@@ -251,13 +296,15 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
          {"utilization_over_time", curve}});
     if (args.teams > 0) {
       nlohmann::json teams = nlohmann::json::array();
-      const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams);
+      const std::vector<TeamDelays> by =
+          ByTeam(in.pods, r, args.teams, SplitOf(args));
       for (int k = 0; k < args.teams; ++k) {
         teams.push_back({{"team", "team" + std::to_string(k)},
                          {"started", by[k].started},
                          {"queueing_delay_s", DelayJson(by[k].delay_s)}});
       }
       results.back()["teams"] = std::move(teams);
+      results.back()["team_split"] = args.team_split;
     }
     if (!r.admission.empty()) {
       results.back()["admission"] = r.admission;
@@ -366,21 +413,70 @@ void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
 }
 
 // Per team and run: pods started, mean and p95 delay; and the runs'
-// reclaims.
+// utilization and reclaims. Up to 6 teams one row per run (the teams side
+// by side, the same arrivals in every row), else one row per team and run.
 void PrintTeams(const SimulateArgs& args, const TraceInput& in,
                 const std::vector<TimedRun>& runs) {
-  std::cout << "\nTeams: the pods split into " << args.teams
-            << " by FNV-1a 64 of their name mod " << args.teams;
-  if (args.quotas != "none") {
-    std::cout << "; +quotas: each team guaranteed 1/" << args.teams
-              << " of the GPUs, idle quota lent, reclaimed youngest first";
+  const scheduler::TeamSplit split = SplitOf(args);
+  std::cout << "\nTeams: the pods split into " << args.teams << " by ";
+  if (split == scheduler::TeamSplit::kSkewed && args.teams > 1) {
+    const int small = (args.teams + 1) / 2;
+    std::cout << "size: fractional-GPU pods to team0.." << small - 1
+              << ", whole-GPU pods to team" << small << ".." << args.teams - 1
+              << ", each side by FNV-1a 64 of the name";
+  } else {
+    std::cout << "FNV-1a 64 of their name mod " << args.teams;
   }
+  std::cout << ".\n  Pods per team:";
+  std::vector<int64_t> count(args.teams, 0);
+  for (const scheduler::TracePod& p : in.pods) {
+    ++count[scheduler::TeamOf(p, args.teams, split)];
+  }
+  for (int k = 0; k < args.teams; ++k) std::cout << " " << count[k];
   std::cout << ".\n";
+  if (args.quotas != "none") {
+    std::cout << "  +quotas: each team a queue guaranteed 1/" << args.teams
+              << " of the GPUs";
+    if (args.quotas.find("gpu-hours") != std::string::npos) {
+      std::cout << " (+quotas(gpu-hours): its share of the trace's GPU-hours)";
+    }
+    std::cout << ", idle quota lent, reclaimed youngest first.\n";
+  }
+  std::cout << "  Delay: mean / p95, the same arrivals in every row.\n";
+  if (args.teams <= 6) {
+    std::vector<std::string> head = {"policy", "queue"};
+    std::vector<bool> right = {false, false};
+    for (int k = 0; k < args.teams; ++k) {
+      head.push_back("team" + std::to_string(k));
+      right.push_back(true);
+    }
+    for (const char* h : {"all", "util", "queued util", "reclaims"}) {
+      head.push_back(h);
+      right.push_back(true);
+    }
+    TextTable table(head, right);
+    for (const TimedRun& r : runs) {
+      const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams, split);
+      std::vector<std::string> row = {r.scorer, QueueLabel(r)};
+      for (int k = 0; k < args.teams; ++k) {
+        row.push_back(HumanDuration(by[k].delay_s.mean) + " / " +
+                      HumanDuration(by[k].delay_s.p95));
+      }
+      row.push_back(HumanDuration(r.delay_s.mean) + " / " +
+                    HumanDuration(r.delay_s.p95));
+      row.push_back(Fixed(r.mean_utilization_pct, 1) + "%");
+      row.push_back(Fixed(r.queued_utilization_pct, 1) + "%");
+      row.push_back(WithThousands(r.reclaims));
+      table.AddRow(row);
+    }
+    std::cout << table.Render();
+    return;
+  }
   TextTable table(
       {"policy", "queue", "team", "started", "delay mean", "p95", "reclaimed"},
       {false, false, false, true, true, true, true});
   for (const TimedRun& r : runs) {
-    const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams);
+    const std::vector<TeamDelays> by = ByTeam(in.pods, r, args.teams, split);
     for (int k = 0; k < args.teams; ++k) {
       table.AddRow({r.scorer, QueueLabel(r), "team" + std::to_string(k),
                     WithThousands(by[k].started),
@@ -535,28 +631,50 @@ int RunSimulateTimed(const SimulateArgs& args) {
     return ReportError(BadInput("--teams: a count in 0..1000, got " +
                                 std::to_string(args.teams)));
   }
-  if (args.quotas != "none" && args.quotas != "equal" &&
-      args.quotas != "both") {
-    return ReportError(
-        BadInput("--quotas: none, equal or both, got '" + args.quotas + "'"));
+  // --quotas: a comma list of none, equal, gpu-hours; both = none,equal.
+  std::vector<std::string> quota_modes;
+  {
+    const std::string list = args.quotas == "both" ? "none,equal" : args.quotas;
+    size_t at = 0;
+    while (true) {
+      const size_t comma = list.find(',', at);
+      const std::string m = list.substr(at, comma - at);
+      if (m != "none" && m != "equal" && m != "gpu-hours") {
+        return ReportError(BadInput(
+            "--quotas: none, equal, gpu-hours, both or a comma list of "
+            "them, got '" +
+            args.quotas + "'"));
+      }
+      quota_modes.push_back(m);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  }
+  if (args.team_split != "hash" && args.team_split != "skewed") {
+    return ReportError(BadInput("--team-split: hash or skewed, got '" +
+                                args.team_split + "'"));
   }
   if (args.quotas != "none" && args.teams == 0) {
     return ReportError(
         BadInput("--quotas: needs --teams N (the queues are "
                  "the teams)"));
   }
-  std::vector<bool> tree_modes = {args.quotas == "equal"};
-  if (args.quotas == "both") tree_modes = {false, true};
   const std::vector<scheduler::QueueSpec> equal =
       EqualQueues(in->topology, args.teams);
+  const std::vector<scheduler::QueueSpec> by_use =
+      GpuHourQueues(in->topology, in->pods, args.teams, SplitOf(args));
   std::vector<scheduler::TimedOptions> options;
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
-      for (const bool tree : tree_modes)
+      for (const std::string& quota_mode : quota_modes)
         for (const std::optional<TimedAdmission>& admission : admissions) {
           scheduler::TimedOptions o;
           o.teams = args.teams;
-          if (tree) o.queues = equal;
+          o.team_split = SplitOf(args);
+          if (quota_mode != "none") {
+            o.queues = quota_mode == "equal" ? equal : by_use;
+            o.quota_guarantees = quota_mode;
+          }
           o.scorer = scorer;
           o.queue_policy = queue_policy;
           o.seed = args.first_seed;

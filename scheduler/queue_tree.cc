@@ -276,7 +276,8 @@ TreePlan PlanTreeRound(
     const std::vector<TreeJob>& running, const ClusterState& state,
     const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
         allocate,
-    bool reclaiming, const std::set<JobId>& reclaimers) {
+    bool reclaiming, const std::set<JobId>& reclaimers,
+    const TreeTrial& trial) {
   TreePlan plan;
   QueueTree planned = tree;
   planned.Clear();
@@ -301,81 +302,166 @@ TreePlan PlanTreeRound(
     }
     planned.Add(j);
   }
-  // In their guarantee, in submission order, as if each starts; reclaim
-  // for those that do not fit what is free.
-  ClusterState s = state;
-  std::vector<TreeJob> victims_pool = now;
-  std::set<JobId> victims;
+  // The queued jobs: the owners of reclaimed room first (their room, where
+  // they fit, and their place in their queue's guarantee), then the others
+  // in submission order, as if each starts that fits (a job that does not
+  // fit does not hold back the ones behind it). Run again with this
+  // round's owner, if any, counted first.
+  const QueueTree before = planned;
   std::vector<const TreePending*> borrowers;
+  std::vector<const TreePending*> first;
+  std::vector<JobId> waiting_owners;  // reclaimers whose room is not free
   // As the policies (Slurm's bf_max_job_test): after this many jobs in
-  // their guarantee that neither fit nor reclaim room, the rest are
-  // offered without trying.
+  // their guarantee that do not fit, the rest are offered without trying.
   constexpr int kMaxMisses = 100;
-  int misses = 0;
-  // While a job that reclaimed room waits (the policy has not started it
-  // yet), only such jobs reclaim: what was taken back is used before more
-  // is, so reclaims cannot churn.
-  bool owner_waits = false;
-  for (const TreePending& p : pending) {
-    owner_waits = owner_waits || reclaimers.count(p.id) > 0;
-  }
-  for (const TreePending& p : pending) {
-    if (p.queue < 0) {
-      plan.held[p.id] = "no such queue";
-      continue;
+  const auto classify = [&](const std::set<JobId>& owners) {
+    planned = before;
+    plan.offer.clear();
+    plan.fit.clear();
+    plan.held.clear();
+    plan.held_room.clear();
+    borrowers.clear();
+    first.clear();
+    waiting_owners.clear();
+    // The earlier rounds' owners on the cluster now, then this round's
+    // on it less its victims.
+    ClusterState s = state;
+    std::map<JobId, QueueTree::Fit> owner_fit;
+    for (const bool earlier : {true, false}) {
+      if (!earlier) {
+        for (const JobId v : plan.reclaim) s.Release(v);
+      }
+      for (const TreePending& p : pending) {
+        if (!owners.count(p.id) || p.queue < 0 ||
+            reclaimers.count(p.id) != static_cast<size_t>(earlier)) {
+          continue;
+        }
+        const QueueTree::Fit fit =
+            planned.Classify(p.queue, p.amount, p.preemptible);
+        if (fit == QueueTree::Fit::kNo) continue;  // it lost its place
+        owner_fit[p.id] = fit;
+        planned.Add({p.id, p.queue, p.amount, fit == QueueTree::Fit::kBorrowed,
+                     p.preemptible, 0});
+        if (std::optional<Allocation> a = allocate(s, p.id)) {
+          (void)s.Reserve(p.id, *a);
+          plan.held_room[p.id] = *a;
+        } else if (fit == QueueTree::Fit::kGuaranteed) {
+          waiting_owners.push_back(p.id);
+        }
+      }
     }
-    const QueueTree::Fit fit =
-        planned.Classify(p.queue, p.amount, p.preemptible);
-    if (fit == QueueTree::Fit::kNo) {
-      plan.held[p.id] = p.preemptible
-                            ? "its queue '" + planned.name(p.queue) +
-                                  "' would pass its borrowing limit"
-                            : "beyond its queue's guarantee, and only "
-                              "preemptible jobs borrow";
-      continue;
+    int misses = 0;
+    for (const TreePending& p : pending) {
+      if (p.queue < 0) {
+        plan.held[p.id] = "no such queue";
+        continue;
+      }
+      if (auto it = owner_fit.find(p.id); it != owner_fit.end()) {
+        // Counted above; ScheduleWithTree starts it in its room first.
+        plan.offer.push_back(p.id);
+        plan.fit[p.id] = it->second;
+        if (it->second == QueueTree::Fit::kGuaranteed) first.push_back(&p);
+        continue;
+      }
+      const QueueTree::Fit fit =
+          planned.Classify(p.queue, p.amount, p.preemptible);
+      if (fit == QueueTree::Fit::kNo) {
+        plan.held[p.id] = p.preemptible
+                              ? "its queue '" + planned.name(p.queue) +
+                                    "' would pass its borrowing limit"
+                              : "beyond its queue's guarantee, and only "
+                                "preemptible jobs borrow";
+        continue;
+      }
+      if (fit == QueueTree::Fit::kBorrowed) {
+        borrowers.push_back(&p);
+        continue;
+      }
+      plan.offer.push_back(p.id);
+      plan.fit[p.id] = fit;
+      first.push_back(&p);
+      if (misses >= kMaxMisses) continue;
+      if (std::optional<Allocation> a = allocate(s, p.id)) {
+        (void)s.Reserve(p.id, *a);
+        planned.Add({p.id, p.queue, p.amount, false, p.preemptible, 0});
+      } else {
+        ++misses;
+      }
     }
-    if (fit == QueueTree::Fit::kBorrowed) {
-      borrowers.push_back(&p);
-      continue;
+  };
+  std::set<JobId> owners(reclaimers.begin(), reclaimers.end());
+  classify(owners);
+  // Reclaim: for the job the policy would start next if the borrowed work
+  // were gone, and only it: one owner at a time, none while victims stop;
+  // while an owner's room is not free, only such owners reclaim (what was
+  // taken back is used before more is).
+  if (!reclaiming && !first.empty()) {
+    ClusterState base = state;
+    for (const auto& [id, a] : plan.held_room) (void)base.Reserve(id, a);
+    std::vector<JobId> ids;
+    for (const TreePending* p : first) {
+      if (!plan.held_room.count(p->id)) ids.push_back(p->id);
     }
-    plan.offer.push_back(p.id);
-    plan.fit[p.id] = fit;
-    // Counted in its queue's guarantee only if it can start (now, or once
-    // borrowed work is reclaimed): a job nothing makes room for does not
-    // hold back the ones behind it.
-    const TreeJob as_running{p.id, p.queue, p.amount, false, p.preemptible, 0};
-    if (misses >= kMaxMisses) continue;
-    if (std::optional<Allocation> a = allocate(s, p.id)) {
-      (void)s.Reserve(p.id, *a);
-      if (reclaimers.count(p.id)) plan.held_room[p.id] = *a;
-      planned.Add(as_running);
-      continue;
+    const TreeTrial run_policy =
+        trial ? trial
+              : TreeTrial([&](const ClusterState& st,
+                              const std::vector<JobId>& jobs) {
+                  ClusterState sim = st;
+                  Decision d;
+                  for (const JobId id : jobs) {
+                    if (std::optional<Allocation> a = allocate(sim, id)) {
+                      (void)sim.Reserve(id, *a);
+                      d.start.emplace_back(id, std::move(*a));
+                    }
+                  }
+                  return d;
+                });
+    std::vector<JobId> candidates;
+    ClusterState after = base;
+    if (!waiting_owners.empty()) {
+      candidates = waiting_owners;
+    } else if (const Decision real = run_policy(base, ids);
+               real.preempt.empty()) {
+      std::set<JobId> seen;
+      for (const auto& [id, a] : real.start) {
+        (void)after.Reserve(id, a);
+        seen.insert(id);
+      }
+      ClusterState all_free = base;
+      for (const TreeJob& r : now) {
+        if (r.borrowed && r.preemptible) all_free.Release(r.id);
+      }
+      // The policy's order with room, then the rest in submission order.
+      for (const auto& [id, a] : run_policy(all_free, ids).start) {
+        if (seen.insert(id).second) candidates.push_back(id);
+      }
+      for (const JobId id : ids) {
+        if (seen.insert(id).second) candidates.push_back(id);
+      }
     }
-    if (reclaiming) continue;  // the earlier victims are still stopping
-    if (owner_waits && !reclaimers.count(p.id)) continue;
-    std::vector<TreeJob> left;
-    for (const TreeJob& r : victims_pool) {
-      if (!victims.count(r.id)) left.push_back(r);
+    std::map<JobId, const TreePending*> by_id;
+    for (const TreePending* p : first) by_id[p->id] = p;
+    int tries = 0;
+    for (const JobId c : candidates) {
+      if (++tries > kMaxMisses) break;
+      auto it = by_id.find(c);
+      if (it == by_id.end()) continue;  // an owner that now borrows
+      const TreePending& p = *it->second;
+      std::vector<JobId> victims =
+          tree.Reclaim(p, now, after, [&](const ClusterState& st) {
+            return allocate(st, p.id).has_value();
+          });
+      if (victims.empty()) continue;
+      for (const JobId v : victims) {
+        plan.reclaim.push_back(v);
+        plan.reclaimed_for[v] = p.id;
+      }
+      // Again, with the owner counted first (its place in its queue's
+      // guarantee and its room are its own from now on).
+      owners.insert(p.id);
+      classify(owners);
+      break;
     }
-    std::vector<JobId> more =
-        tree.Reclaim(p, left, s, [&](const ClusterState& trial) {
-          return allocate(trial, p.id).has_value();
-        });
-    if (more.empty()) {
-      ++misses;
-      continue;
-    }
-    for (const JobId v : more) {
-      victims.insert(v);
-      plan.reclaim.push_back(v);
-      plan.reclaimed_for[v] = p.id;
-      s.Release(v);
-    }
-    if (std::optional<Allocation> a = allocate(s, p.id)) {
-      (void)s.Reserve(p.id, *a);
-      plan.held_room[p.id] = *a;
-    }
-    planned.Add(as_running);
   }
   if (reclaiming || !plan.reclaim.empty()) {
     for (const TreePending* b : borrowers) {
@@ -432,14 +518,32 @@ Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,
   }
   Decision d;
   ClusterState s = state;
+  // The reclaimed room goes to whom it was reclaimed for: an owner whose
+  // room is free starts there, before the policy sees the rest.
+  for (const auto& [id, a] : plan.held_room) {
+    auto it = by_id.find(id);
+    if (it == by_id.end() || s.AllocationOf(id) != nullptr || !s.Fits(a)) {
+      continue;
+    }
+    (void)s.Reserve(id, a);
+    d.start.emplace_back(id, a);
+    const QueuedJob& q = *it->second;
+    running.push_back(
+        {q.id, q.user, q.team, q.priority, q.preemptible, now, q.time_limit_s});
+    std::erase_if(first, [id](const QueuedJob& j) { return j.id == id; });
+    std::erase_if(second, [id](const QueuedJob& j) { return j.id == id; });
+  }
   if (!first.empty()) {
-    d = policy.Schedule(first, running, s, allocate, now);
-    for (const auto& [id, a] : d.start) {
+    Decision more = policy.Schedule(first, running, s, allocate, now);
+    d.preempt = std::move(more.preempt);
+    for (const auto& [id, a] : more.start) {
       (void)s.Reserve(id, a);
       const QueuedJob& q = *by_id.at(id);
       running.push_back({q.id, q.user, q.team, q.priority, q.preemptible, now,
                          q.time_limit_s});
     }
+    d.start.insert(d.start.end(), std::make_move_iterator(more.start.begin()),
+                   std::make_move_iterator(more.start.end()));
   }
   if (!second.empty() && d.preempt.empty()) {
     // The room reclaimed for owners' jobs that did not start is not lent.

@@ -171,8 +171,8 @@ struct TreePlan {
   std::vector<JobId> offer;
   std::map<JobId, QueueTree::Fit> fit;
   // Room reclaimed for owners' jobs (this round's, and `reclaimers`' of
-  // earlier rounds that have not started): held for them while borrowers
-  // are offered, so that a borrower never takes what was reclaimed.
+  // earlier rounds that have not started): held for them, so that no
+  // other job (in guarantee or borrowing) takes what was reclaimed.
   std::map<JobId, Allocation> held_room;
   std::map<JobId, std::string> held;  // why a job is not offered
   // Running borrowed jobs that now fit their queue's guarantee (a
@@ -182,25 +182,43 @@ struct TreePlan {
   std::vector<JobId> reclaim;
   std::map<JobId, JobId> reclaimed_for;
 };
-// `reclaimers`: queued jobs that reclaimed room in an earlier round.
+// What the queue policy starts among `jobs` (queued, in their guarantee,
+// in submission order) on `state`: its decision, as if it ran now. The
+// reclaim asks it twice (on the cluster now, and with every borrowed
+// preemptible job gone) to learn which job the policy would start next if
+// it had room: that job, and only it, reclaims (as the priority policy's
+// preemption does for the job it would start).
+using TreeTrial = std::function<Decision(const ClusterState& state,
+                                         const std::vector<JobId>& jobs)>;
+
+// `reclaimers`: queued jobs that reclaimed room in an earlier round; their
+// room (where they fit now) is held for them, before any other job, and
+// ScheduleWithTree starts them there first.
 // `reclaiming`: victims of an earlier reclaim are still stopping (their
 // grace period): nothing more is reclaimed and borrowers are not offered,
-// so what the victims free goes to the owners. Each queued job in its
-// guarantee that does not fit what is free (after the ones before it)
-// reclaims what it needs; but while one of `reclaimers` waits, only they
-// reclaim (what was taken back is used before more is).
+// so what the victims free goes to the owners.
+// Otherwise, while no reclaimer waits, at most one job reclaims per round:
+// the first job the policy would start on the cluster without the
+// borrowed preemptible work (`trial`) that it does not start now, and only
+// the victims that job needs (youngest first). With no `trial`, the policy
+// is taken to start the jobs that fit in submission order, skipping the
+// others. A job for which nothing can be reclaimed (its room is held by
+// guaranteed work or by its own subtree's borrowers) is passed over for
+// the next in the policy's order, then in submission order.
 TreePlan PlanTreeRound(
     const QueueTree& tree, const std::vector<TreePending>& pending,
     const std::vector<TreeJob>& running, const ClusterState& state,
     const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
         allocate,
-    bool reclaiming, const std::set<JobId>& reclaimers = {});
+    bool reclaiming, const std::set<JobId>& reclaimers = {},
+    const TreeTrial& trial = {});
 
-// One pool's policy under the plan: the offered jobs in their guarantee
-// first, then (when the first call preempts nothing) the borrowers on what
-// is left, with the planned room of the jobs in guarantee that did not
-// start held; a second call that would preempt is dropped (borrowed work
-// preempts nobody). `queue` is the pool's queued jobs.
+// One pool's policy under the plan: the owners of held room that fits now
+// started there (the reclaimed room goes to whom it was reclaimed for),
+// then the offered jobs in their guarantee, then (when the first call preempts
+// nothing) the borrowers on what is left, with the planned room of the jobs in
+// guarantee that did not start held; a second call that would preempt is
+// dropped (borrowed work preempts nobody). `queue` is the pool's queued jobs.
 Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,
                           const std::vector<QueuedJob>& queue,
                           std::vector<RunningJob> running,

@@ -133,12 +133,45 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
                        j.request.preemptible});
     by_id[j.id] = &j;
   }
+  // The reclaim asks each pool's policy which job it would start next.
+  const double now = Now();
+  const TreeTrial trial = [&](const ClusterState& s,
+                              const std::vector<JobId>& ids) {
+    Decision out;
+    for (const std::string& pool : s.topology().pools) {
+      std::vector<QueuedJob> waiting;
+      for (const JobId id : ids) {
+        const Job& j = *by_id.at(id);
+        if (j.request.pool != pool) continue;
+        waiting.push_back({j.id, j.user, j.team, j.request.priority,
+                           j.request.preemptible, j.submitted_at,
+                           j.request.time_limit_s, j.demand});
+      }
+      if (waiting.empty() || !policies.count(pool)) continue;
+      std::vector<RunningJob> active;
+      for (const Job& j : snap.running) {
+        if (j.request.pool != pool) continue;
+        active.push_back({j.id, j.user, j.team, j.request.priority,
+                          j.request.preemptible, j.started_at,
+                          j.request.time_limit_s});
+      }
+      Decision d = policies.at(pool)->Schedule(
+          waiting, active, s,
+          [&](const ClusterState& st, const QueuedJob& q) {
+            return Allocate(snap, st, *by_id.at(q.id));
+          },
+          now);
+      out.start.insert(out.start.end(), d.start.begin(), d.start.end());
+      out.preempt.insert(out.preempt.end(), d.preempt.begin(), d.preempt.end());
+    }
+    return out;
+  };
   return PlanTreeRound(
       held, pending, running_jobs, snap.state,
       [&](const ClusterState& s, JobId id) {
         return Allocate(snap, s, *by_id.at(id));
       },
-      reclaiming, owners);
+      reclaiming, owners, trial);
 }
 
 void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {

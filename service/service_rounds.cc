@@ -500,13 +500,16 @@ void Service::Impl::RunRound() {
         // there now, else the extras are asked back and it waits.
         Allocation allocation = chosen;
         if (!MakeRoom(snap, *it, pd.pool, allocation)) continue;
+        // Both the flat quotas and the tree are checked before either
+        // counts the job: a job one of them refuses stays queued and is
+        // counted by neither (else a job the tree refused would still
+        // hold the flat quota against this round's later starts).
         if (quotas) {
           std::string why = held.Over(options.quotas, *it, HeldBy(allocation));
           if (!why.empty()) {
             quota_waits[id] = std::move(why);
             continue;  // stays queued
           }
-          held.Add(*it, HeldBy(allocation));
         }
         if (queue_tree) {
           std::string why;
@@ -515,6 +518,7 @@ void Service::Impl::RunRound() {
             continue;  // stays queued
           }
         }
+        if (quotas) held.Add(*it, HeldBy(allocation));
         Job job = std::move(*it);
         queue.erase(it);
         std::optional<Job> begun = BeginStart(std::move(job), allocation);

@@ -460,12 +460,21 @@ class Replay {
       for (const RunningJob& r : running_) {
         running.push_back(tree_job_[r.id - 1]);
       }
+      // The reclaim asks the policy which pod it would start next.
+      std::map<JobId, const QueuedJob*> queued;
+      for (const QueuedJob& q : queue_) queued[q.id] = &q;
+      const TreeTrial trial = [&](const ClusterState& s,
+                                  const std::vector<JobId>& ids) {
+        std::vector<QueuedJob> jobs;
+        for (const JobId id : ids) jobs.push_back(*queued.at(id));
+        return policy_.Schedule(jobs, running_, s, allocate, now);
+      };
       return PlanTreeRound(
           tree_, pending, running, state_,
           [&](const ClusterState& s, JobId id) {
             return allocate(s, pods_[id - 1].job);
           },
-          reclaiming, reclaimers_);
+          reclaiming, reclaimers_, trial);
     };
     TreePlan plan = plan_now(false);
     for (const JobId id : plan.promote) {
@@ -500,6 +509,7 @@ class Replay {
       if (fit == QueueTree::Fit::kNo) continue;
       borrow_[p] = fit == QueueTree::Fit::kBorrowed;
       held.Add({id, TreeQueue(p), amount, borrow_[p] != 0, true, now});
+      reclaimers_.erase(id);  // its room is used
       out.start.emplace_back(id, std::move(a));
     }
     return out;
@@ -737,6 +747,19 @@ int TeamOfPod(std::string_view name, int teams) {
   return static_cast<int>(Fnv1a64(name) % static_cast<uint64_t>(teams));
 }
 
+std::string_view TeamSplitName(TeamSplit s) {
+  return s == TeamSplit::kSkewed ? "skewed" : "hash";
+}
+
+int TeamOf(const TracePod& pod, int teams, TeamSplit split) {
+  if (split == TeamSplit::kHash || teams < 2) return TeamOfPod(pod.name, teams);
+  const int small = (teams + 1) / 2;
+  const bool whole =
+      pod.num_gpu > 1 || (pod.num_gpu == 1 && pod.gpu_milli >= 1000);
+  return whole ? small + TeamOfPod(pod.name, teams - small)
+               : TeamOfPod(pod.name, small);
+}
+
 AdmissionComparison CompareAdmissions(const TimedRun& fixed,
                                       const TimedRun& tessera) {
   AdmissionComparison c;
@@ -889,7 +912,8 @@ Result<TimedRun> RunTimed(const Topology& topology,
   if (options.teams > 0) {
     for (size_t i = 0; i < pods.size(); ++i) {
       (*timed)[i].job.team =
-          "team" + std::to_string(TeamOfPod(pods[i].name, options.teams));
+          "team" +
+          std::to_string(TeamOf(pods[i], options.teams, options.team_split));
     }
   }
   std::optional<QueueTree> tree;
@@ -923,6 +947,7 @@ Result<TimedRun> RunTimed(const Topology& topology,
   run.queue_policy = options.queue_policy;
   run.load_factor = options.load_factor;
   run.quotas = tree.has_value();
+  if (run.quotas) run.quota_guarantees = options.quota_guarantees;
   if (options.model_pods_pct > 0) {
     run.admission = TimedAdmissionName(options.admission);
   }

@@ -60,6 +60,19 @@ bool DeclaresModel(std::string_view name, int pct);
 // teams: FNV-1a 64 of the name, mod teams (0-based). REQUIRES: teams > 0.
 int TeamOfPod(std::string_view name, int teams);
 
+// How the pods are split into teams (docs/quotas.md, "Replay").
+//  kHash: every pod by TeamOfPod(name, teams): the teams get the same mix.
+//  kSkewed: the pods asking a fraction of one GPU (or none) go to the
+//   first ceil(teams/2) teams (the steady base load of small pods), those
+//   asking whole GPUs to the other floor(teams/2) (the larger, burstier
+//   ones); within each side by FNV-1a 64 of the name mod that side's team
+//   count. With one team, all pods are team 0.
+enum class TeamSplit { kHash, kSkewed };
+// "hash", "skewed".
+std::string_view TeamSplitName(TeamSplit s);
+// Pod i's team (0-based). REQUIRES: teams > 0.
+int TeamOf(const TracePod& pod, int teams, TeamSplit split);
+
 struct TimedOptions {
   std::string scorer = "fgd";         // ScorerNames()
   std::string queue_policy = "fifo";  // PolicyNames()
@@ -89,11 +102,15 @@ struct TimedOptions {
   // "team<k>", k = TeamOfPod(its name, teams), and fair-share's account is
   // the team (else the qos class, as without teams).
   int teams = 0;
+  TeamSplit team_split = TeamSplit::kHash;
   // The queue tree (docs/quotas.md): empty, none. A pod goes to the queue
   // named after its team; every pod may borrow (a reclaimed pod restarts
   // from scratch, as a preempted one), and a reclaim's victims stop at
   // once (no grace period on the virtual clock).
   std::vector<QueueSpec> queues;
+  // How the queues' guarantees were set, a label for the output ("equal",
+  // "gpu-hours"); "" without the tree.
+  std::string quota_guarantees;
   // Called after every policy round with the clock and the cluster (tests
   // check invariants with it); may be empty.
   std::function<void(double now, const ClusterState& state)> on_round;
@@ -129,8 +146,9 @@ struct ModelPodStats {
 
 struct TimedRun {
   std::string scorer, queue_policy;
-  std::string admission;  // "fixed" or "tessera"; "" without model pods
-  bool quotas = false;    // under the queue tree (TimedOptions::queues)
+  std::string admission;         // "fixed" or "tessera"; "" without model pods
+  bool quotas = false;           // under the queue tree (TimedOptions::queues)
+  std::string quota_guarantees;  // TimedOptions::quota_guarantees
   double load_factor = 1;
   int64_t pods = 0;         // in the list
   int64_t started = 0;      // ran to their end

@@ -361,6 +361,46 @@ TEST(SimulateCli, TimedModelPodFlagsRefuseBadValues) {
   }
 }
 
+// Teams split by size, under no tree, equal and GPU-hour guarantees: one
+// row per run, the same pods per team in each; bad values named.
+TEST(SimulateCli, TimedTeamsSkewedSplitAndQuotaModes) {
+  TimedTrace t;
+  const std::string args = t.Args() +
+                           " --queue-policy fair-share --load 4 --teams 2 "
+                           "--team-split skewed --quotas none,equal,gpu-hours";
+  RunResult r = RunTessera(args + " --json", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 3u);
+  const std::vector<std::string> modes = {"none", "equal", "gpu-hours"};
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& run = j["results"][i];
+    EXPECT_EQ(run["quota_guarantees"], modes[i]);
+    EXPECT_EQ(run["quotas"], i > 0);
+    EXPECT_EQ(run["team_split"], "skewed");
+    ASSERT_EQ(run["teams"].size(), 2u);
+    // 18 fractional pods in team0, the 6 whole-GPU ones in team1.
+    EXPECT_EQ(run["teams"][0]["started"], 18);
+    EXPECT_EQ(run["teams"][1]["started"], 6);
+  }
+  RunResult text = RunTessera(args, t.dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("fractional-GPU pods to team0..0"));
+  EXPECT_THAT(text.out, HasSubstr("Pods per team: 18 6"));
+  EXPECT_THAT(text.out, HasSubstr("fair-share+quotas(gpu-hours)"));
+  EXPECT_THAT(text.out, HasSubstr("queued util"));
+  for (const auto& [flags, named] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"--teams 2 --team-split size", "--team-split"},
+           {"--teams 2 --quotas equal,sometimes", "--quotas"},
+           {"--quotas gpu-hours", "--quotas"}}) {
+    SCOPED_TRACE(flags);
+    RunResult bad = RunTessera(t.Args() + " " + flags, t.dir);
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_THAT(bad.err, HasSubstr(named));
+  }
+}
+
 // The real trace, one seed: the paper's FGD figure and tessera above it.
 TEST(SimulateCli, OpenbDefaultTraceOneSeed) {
   ASSERT_TRUE(std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv"))

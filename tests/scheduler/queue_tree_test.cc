@@ -241,6 +241,112 @@ TEST(QueueTree, PlanReclaimsAndHoldsBorrowersDuringTheGrace) {
   EXPECT_THAT(plan.reclaim, ElementsAre(4));
 }
 
+// The reclaim is for the job the policy would start next, not for the first
+// in submission order: under priority, a's job 11 (priority 5, one GPU)
+// goes before its job 10 (priority 0, two GPUs, submitted first), so only
+// 11 reclaims, and only the one GPU it needs. (Before: 10 reclaimed two
+// GPUs that priority then gave to 11, and 10 still waited.)
+TEST(QueueTree, ReclaimsForTheJobThePolicyStartsNext) {
+  auto tree = QueueTree::Make({Q("a", 2000), Q("b", 2000)});
+  ASSERT_TRUE(tree);
+  const int a = tree->Find("a"), b = tree->Find("b");
+  Fixture f(1, 4);
+  std::vector<TreeJob> running;
+  std::vector<RunningJob> active;
+  for (JobId id = 1; id <= 4; ++id) {
+    auto al = f.Allocate(f.state, Gpus(1));
+    ASSERT_TRUE(f.state.Reserve(id, *al));
+    running.push_back(
+        {id, b, Milli(1000), id > 2, true, static_cast<double>(id)});
+    active.push_back({id, "b", "", 0, true, static_cast<double>(id), 0});
+  }
+  std::map<JobId, QueuedJob> queued;
+  queued[10] = {10, "a", "", 0, false, 5, 0, Gpus(2)};
+  queued[11] = {11, "a", "", 5, false, 6, 0, Gpus(1)};
+  const auto alloc = [&](const ClusterState& s, JobId id) {
+    return f.Allocate(s, queued.at(id).demand);
+  };
+  PolicyConfig pc;
+  pc.name = "priority";
+  auto policy = std::move(MakePolicy(pc).value());
+  const TreeTrial trial = [&](const ClusterState& s,
+                              const std::vector<JobId>& ids) {
+    std::vector<QueuedJob> jobs;
+    for (const JobId id : ids) jobs.push_back(queued.at(id));
+    return policy->Schedule(
+        jobs, active, s,
+        [&](const ClusterState& st, const QueuedJob& q) {
+          return f.Allocate(st, q.demand);
+        },
+        10);
+  };
+  const std::vector<TreePending> pending = {{10, a, Milli(2000), false},
+                                            {11, a, Milli(1000), false}};
+  TreePlan plan =
+      PlanTreeRound(*tree, pending, running, f.state, alloc, false, {}, trial);
+  EXPECT_THAT(plan.reclaim, ElementsAre(4));
+  EXPECT_EQ(plan.reclaimed_for.at(4), 11);
+  ASSERT_TRUE(plan.held_room.count(11));
+  EXPECT_FALSE(plan.held_room.count(10));
+  // The victim stops; the next round holds its room for 11 (a reclaimer)
+  // and the policy's round starts 11 there.
+  f.state.Release(4);
+  running.pop_back();
+  active.pop_back();
+  plan = PlanTreeRound(*tree, pending, running, f.state, alloc, false, {11},
+                       trial);
+  EXPECT_THAT(plan.reclaim, IsEmpty());
+  ASSERT_TRUE(plan.held_room.count(11));
+  const Decision d = ScheduleWithTree(
+      *policy, plan, {queued.at(10), queued.at(11)}, active, f.state,
+      [&](const ClusterState& st, const QueuedJob& q) {
+        return f.Allocate(st, q.demand);
+      },
+      10);
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.start[0].first, 11);
+}
+
+// The room reclaimed for a job goes to it even when the policy would give
+// it to another job first (here a higher-priority job of the same queue
+// that came while the victims stopped). Before, the policy's first call
+// ran on the freed room and started job 12 there; 11 waited again.
+TEST(QueueTree, ReclaimedRoomGoesToItsOwner) {
+  auto tree = QueueTree::Make({Q("a", 2000), Q("b", 2000)});
+  ASSERT_TRUE(tree);
+  const int a = tree->Find("a"), b = tree->Find("b");
+  Fixture f(1, 4);
+  std::vector<TreeJob> running;
+  std::vector<RunningJob> active;
+  for (JobId id = 1; id <= 3; ++id) {
+    auto al = f.Allocate(f.state, Gpus(1));
+    ASSERT_TRUE(f.state.Reserve(id, *al));
+    running.push_back({id, b, Milli(1000), id > 2, true, double(id)});
+    active.push_back({id, "b", "", 0, true, double(id), 0});
+  }
+  std::map<JobId, QueuedJob> queued;
+  queued[11] = {11, "a", "", 0, false, 5, 0, Gpus(1)};
+  queued[12] = {12, "a", "", 9, false, 7, 0, Gpus(1)};
+  const auto alloc = [&](const ClusterState& s, JobId id) {
+    return f.Allocate(s, queued.at(id).demand);
+  };
+  PolicyConfig pc;
+  pc.name = "priority";
+  auto policy = std::move(MakePolicy(pc).value());
+  const TreePlan plan = PlanTreeRound(
+      *tree, {{11, a, Milli(1000), false}, {12, a, Milli(1000), false}},
+      running, f.state, alloc, false, {11});
+  ASSERT_TRUE(plan.held_room.count(11));
+  const Decision d = ScheduleWithTree(
+      *policy, plan, {queued.at(11), queued.at(12)}, active, f.state,
+      [&](const ClusterState& st, const QueuedJob& q) {
+        return f.Allocate(st, q.demand);
+      },
+      10);
+  ASSERT_EQ(d.start.size(), 1u);
+  EXPECT_EQ(d.start[0].first, 11);
+}
+
 // ---------------------------------------------------------------------------
 // The property test: random trees, jobs and durations, driven round by
 // round through fair-share (which skips jobs that do not fit) under the
@@ -292,9 +398,36 @@ class TreeSim {
     }
     std::vector<TreeJob> running;
     for (const auto& [id, r] : running_) running.push_back(r);
+    std::vector<RunningJob> active;
+    for (const auto& [id, r] : running_) {
+      active.push_back(
+          {id, tree_.name(r.queue), "", 0, r.preemptible, r.started_at, 0});
+    }
+    const auto queued_job = [&](JobId id) {
+      QueuedJob q;
+      q.id = id;
+      q.user = tree_.name(jobs_.at(id).queue);
+      q.submitted_at = jobs_.at(id).submitted;
+      q.preemptible = jobs_.at(id).preemptible;
+      q.demand = jobs_.at(id).demand;
+      return q;
+    };
+    // The reclaim asks the policy (fair-share) which job it starts next.
+    const TreeTrial trial = [&](const ClusterState& s,
+                                const std::vector<JobId>& ids) {
+      std::vector<QueuedJob> jobs;
+      for (const JobId id : ids) jobs.push_back(queued_job(id));
+      return policy_->Schedule(
+          jobs, active, s,
+          [&](const ClusterState& st, const QueuedJob& q) {
+            return Alloc(st, q.id);
+          },
+          now);
+    };
     const TreePlan plan = PlanTreeRound(
         tree_, pending, running, f_.state,
-        [&](const ClusterState& s, JobId id) { return Alloc(s, id); }, false);
+        [&](const ClusterState& s, JobId id) { return Alloc(s, id); }, false,
+        reclaimers_, trial);
     for (const JobId id : plan.promote) {
       TreeJob& r = running_.at(id);
       tree_.Remove(r);
@@ -307,21 +440,13 @@ class TreeSim {
       stopping_.push_back(v);
       changed = true;
     }
+    // One owner at a time: at most one job reclaims per round.
+    std::set<JobId> owners;
+    for (const auto& [v, owner] : plan.reclaimed_for) owners.insert(owner);
+    EXPECT_LE(owners.size(), 1u);
+    reclaimers_.insert(owners.begin(), owners.end());
     std::vector<QueuedJob> queued;
-    for (const JobId id : queue_) {
-      QueuedJob q;
-      q.id = id;
-      q.user = tree_.name(jobs_.at(id).queue);
-      q.submitted_at = jobs_.at(id).submitted;
-      q.preemptible = jobs_.at(id).preemptible;
-      q.demand = jobs_.at(id).demand;
-      queued.push_back(q);
-    }
-    std::vector<RunningJob> active;
-    for (const auto& [id, r] : running_) {
-      active.push_back(
-          {id, tree_.name(r.queue), "", 0, r.preemptible, r.started_at, 0});
-    }
+    for (const JobId id : queue_) queued.push_back(queued_job(id));
     const Decision d = ScheduleWithTree(
         *policy_, plan, queued, active, f_.state,
         [&](const ClusterState& s, const QueuedJob& q) {
@@ -346,6 +471,7 @@ class TreeSim {
       running_[id] = r;
       ends_[id] = now + j.duration;
       std::erase(queue_, id);
+      reclaimers_.erase(id);
       changed = true;
     }
     return changed;
@@ -421,6 +547,7 @@ class TreeSim {
   std::map<JobId, TreeJob> running_;
   std::map<JobId, double> ends_;
   std::vector<JobId> stopping_;
+  std::set<JobId> reclaimers_;
   int64_t reclaims_ = 0;
 };
 

@@ -55,6 +55,34 @@ TEST(TimedQuotas, TeamsAreAHashOfTheName) {
   for (const int s : seen) EXPECT_GT(s, 50);
 }
 
+TEST(TimedQuotas, TheSkewedSplitSeparatesSmallAndWholeGpuPods) {
+  // 4 teams: fractional (and CPU-only) pods to team0 and team1, whole-GPU
+  // pods to team2 and team3, each side by FNV-1a 64 of the name.
+  int seen[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 400; ++i) {
+    TracePod p;
+    p.name = "openb-pod-" + std::to_string(i);
+    p.num_gpu = i % 4 == 3 ? 2 : (i % 4 == 0 ? 0 : 1);
+    p.gpu_milli = i % 4 == 1 ? 500 : 1000;
+    const int team = TeamOf(p, 4, TeamSplit::kSkewed);
+    ++seen[team];
+    const bool whole = p.num_gpu > 1 || (p.num_gpu == 1 && p.gpu_milli >= 1000);
+    EXPECT_EQ(team >= 2, whole) << p.name;
+    EXPECT_EQ(team, TeamOf(p, 4, TeamSplit::kSkewed));  // deterministic
+    EXPECT_EQ(team, (whole ? 2 : 0) + TeamOfPod(p.name, 2));
+    EXPECT_EQ(TeamOf(p, 4, TeamSplit::kHash), TeamOfPod(p.name, 4));
+  }
+  for (const int s : seen) EXPECT_GT(s, 50);
+  // 3 teams: two small, one whole; one team: everything in team 0.
+  TracePod whole;
+  whole.name = "x";
+  whole.num_gpu = 1;
+  whole.gpu_milli = 1000;
+  EXPECT_EQ(TeamOf(whole, 3, TeamSplit::kSkewed), 2);
+  EXPECT_EQ(TeamOf(whole, 1, TeamSplit::kSkewed), 0);
+  EXPECT_EQ(TeamSplitName(TeamSplit::kSkewed), "skewed");
+}
+
 TEST(TimedQuotas, TheOwnerReclaimsWhatItLent) {
   // Two 32 GiB GPUs, teams 0 and 1 each guaranteed one. Team 0's two pods
   // take both at 0 (one borrowed); team 1's pod at 10 reclaims the
