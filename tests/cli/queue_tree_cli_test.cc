@@ -102,7 +102,8 @@ TEST_F(QueueTreeCli, ClusterPrintsTheQueueTree) {
     r = Cli("cluster --json", kAlice);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     bool both = false;
-    for (const Json& q : Json::parse(r.out)["queues"]) {
+    const Json cluster = Json::parse(r.out);  // outlives the loop below
+    for (const Json& q : cluster["queues"]) {
       if (q["name"] == "team-b") both = q["running"] == 2;
     }
     if (both) break;
@@ -150,7 +151,8 @@ TEST_F(QueueTreeCli, ClusterPrintsTheQueueTree) {
                           "1000 milli, 80.0GiB", "0 milli, 0.0GiB", "2", "0"));
   // The same numbers as GET /v1/cluster's.
   r = Cli("cluster --json", kAlice);
-  for (const Json& q : Json::parse(r.out)["queues"]) {
+  const Json json = Json::parse(r.out);
+  for (const Json& q : json["queues"]) {
     if (q["name"] == "team-b") {
       EXPECT_EQ(q["borrowed"]["gpu_milli"], 1000);
       EXPECT_EQ(q["running"], 2);
