@@ -57,6 +57,9 @@ struct SimulateArgs {
   int elastic = 0;
   int elastic_min = 1;
   double elastic_efficiency = 1;
+  // models, with --elastic: a sweep's workers MIN:MAX (--elastic-workers;
+  // docs/simulate_models.md, "Elastic jobs").
+  std::string elastic_workers = "1:4";
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";
