@@ -358,6 +358,8 @@ Examples:
   tessera simulate --mode models --config examples/serve.yaml --jobs 200 \
                    --duration lognormal:7.0,1.0 --sharing mps
   tessera simulate --mode models --interference-sweep 0,0.25,0.5,1
+  tessera simulate --mode models --elastic 50 --elastic-workers 1:4
+                                           # sweeps: gang vs elastic
 
 Modes: snapshot (default) replays the ATC'23 experiment: pods arrive in a
 seeded shuffle of the list, then drawn with replacement, until their GPU
@@ -453,16 +455,23 @@ void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
       ->capture_default_str();
   cmd->add_option("--elastic", args.elastic,
                   "timed: this % of the multi-GPU pods (by name) are elastic "
-                  "jobs (--elastic-min to their GPUs); prints gang-only vs "
-                  "elastic on the same arrivals")
+                  "jobs (--elastic-min to their GPUs); models: this % of the "
+                  "jobs that fit one GPU are data-parallel sweeps "
+                  "(--elastic-workers); prints gang-only vs elastic on the "
+                  "same arrivals")
       ->type_name("PCT")
       ->capture_default_str();
   cmd->add_option("--elastic-min", args.elastic_min,
                   "timed, with --elastic: an elastic pod's min workers")
       ->type_name("N")
       ->capture_default_str();
+  cmd->add_option("--elastic-workers", args.elastic_workers,
+                  "models, with --elastic: a sweep's workers MIN:MAX (MAX "
+                  "replicas, one whole GPU each; elastic from MIN)")
+      ->type_name("MIN:MAX")
+      ->capture_default_str();
   cmd->add_option("--elastic-efficiency", args.elastic_efficiency,
-                  "timed, with --elastic: speedup of k workers is "
+                  "timed and models, with --elastic: speedup of k workers is "
                   "1 + (k-1) x E (1: linear)")
       ->type_name("E")
       ->capture_default_str();

@@ -63,6 +63,9 @@ struct SimulateArgs {
   // of the name, the same mix per team) or skewed (fractional pods to the
   // first half of the teams, whole-GPU pods to the rest; docs/quotas.md).
   std::string team_split = "hash";
+  // models, with --elastic: a sweep's workers MIN:MAX (--elastic-workers;
+  // docs/simulate_models.md, "Elastic jobs").
+  std::string elastic_workers = "1:4";
 
   // models: the serve configuration whose cluster the jobs run on.
   std::string config = "examples/serve.yaml";

@@ -11,6 +11,7 @@
 
 #include "cli/output.h"
 #include "cli/simulate.h"
+#include "cli/simulate_elastic.h"
 #include "common/strings.h"
 #include "scheduler/policy.h"
 #include "sim/timed_elastic.h"
@@ -28,25 +29,6 @@ struct Pair {
 };
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
-
-nlohmann::json RunJson(const ElasticTimedRun& r) {
-  return {{"started", r.started},
-          {"unplaceable", r.unplaceable},
-          {"stuck", r.stuck},
-          {"preemptions", r.preemptions},
-          {"makespan_s", r.makespan_s},
-          {"mean_jct_s", r.mean_jct_s},
-          {"mean_elastic_jct_s", r.mean_elastic_jct_s},
-          {"mean_wait_s", r.mean_wait_s},
-          {"mean_elastic_wait_s", r.mean_elastic_wait_s},
-          {"mean_utilization_pct", r.mean_utilization_pct},
-          {"grows", r.grows},
-          {"workers_grown", r.workers_grown},
-          {"shrinks", r.shrinks},
-          {"workers_taken_back", r.workers_taken_back},
-          {"rounds", r.rounds},
-          {"seconds", r.seconds}};
-}
 
 nlohmann::json ElasticJson(const SimulateArgs& args, const TraceInput& in,
                            const std::vector<Pair>& pairs) {
@@ -69,14 +51,9 @@ nlohmann::json ElasticJson(const SimulateArgs& args, const TraceInput& in,
     const ElasticTimedRun &g = p.c.gang, &e = p.c.elastic;
     results.push_back({{"policy", p.scorer},
                        {"queue_policy", p.queue_policy},
-                       {"gang", RunJson(g)},
-                       {"elastic", RunJson(e)},
-                       {"ratio",
-                        {{"makespan", Ratio(e.makespan_s, g.makespan_s)},
-                         {"mean_jct", Ratio(e.mean_jct_s, g.mean_jct_s)},
-                         {"mean_elastic_jct",
-                          Ratio(e.mean_elastic_jct_s, g.mean_elastic_jct_s)},
-                         {"mean_wait", Ratio(e.mean_wait_s, g.mean_wait_s)}}}});
+                       {"gang", ElasticRunJson(g)},
+                       {"elastic", ElasticRunJson(e)},
+                       {"ratio", ElasticRatioJson(p.c)}});
   }
   out["results"] = std::move(results);
   return out;
@@ -97,32 +74,9 @@ void PrintElastic(const SimulateArgs& args, const TraceInput& in,
             << "1 + (k-1) x " << Fixed(args.elastic_efficiency, 2)
             << ".\nThe same arrivals gang-only (every pod as in the trace) "
                "and elastic.\n\n";
-  TextTable table({"policy", "queue", "run", "started", "makespan", "mean JCT",
-                   "elastic JCT", "mean wait", "util", "grows", "shrinks",
-                   "preempted", "run s"},
-                  {false, false, false, true, true, true, true, true, true,
-                   true, true, true, true});
+  TextTable table = ElasticTable({"policy", "queue"}, "elastic JCT");
   for (const Pair& p : pairs) {
-    const ElasticTimedRun &g = p.c.gang, &e = p.c.elastic;
-    for (const ElasticTimedRun* r : {&g, &e}) {
-      table.AddRow({p.scorer, p.queue_policy, r->elastic ? "elastic" : "gang",
-                    WithThousands(r->started), HumanDuration(r->makespan_s),
-                    HumanDuration(r->mean_jct_s),
-                    HumanDuration(r->mean_elastic_jct_s),
-                    HumanDuration(r->mean_wait_s),
-                    Fixed(r->mean_utilization_pct, 1) + "%",
-                    r->elastic ? WithThousands(r->grows) : "-",
-                    r->elastic ? WithThousands(r->shrinks) : "-",
-                    WithThousands(r->preemptions), Fixed(r->seconds, 1)});
-    }
-    table.AddRow(
-        {p.scorer, p.queue_policy, "elastic/gang", "",
-         Fixed(Ratio(e.makespan_s, g.makespan_s), 3),
-         Fixed(Ratio(e.mean_jct_s, g.mean_jct_s), 3),
-         Fixed(Ratio(e.mean_elastic_jct_s, g.mean_elastic_jct_s), 3),
-         Fixed(Ratio(e.mean_wait_s, g.mean_wait_s), 3),
-         Fixed(e.mean_utilization_pct - g.mean_utilization_pct, 1) + " pt", "",
-         "", "", ""});
+    AddElasticRows(table, {p.scorer, p.queue_policy}, p.c);
   }
   std::cout << table.Render()
             << "\n  JCT: departure - arrival; elastic JCT: over the pods "
@@ -133,6 +87,78 @@ void PrintElastic(const SimulateArgs& args, const TraceInput& in,
 }
 
 }  // namespace
+
+nlohmann::json ElasticRunJson(const ElasticTimedRun& r) {
+  return {{"started", r.started},
+          {"unplaceable", r.unplaceable},
+          {"stuck", r.stuck},
+          {"preemptions", r.preemptions},
+          {"makespan_s", r.makespan_s},
+          {"mean_jct_s", r.mean_jct_s},
+          {"mean_elastic_jct_s", r.mean_elastic_jct_s},
+          {"mean_wait_s", r.mean_wait_s},
+          {"mean_elastic_wait_s", r.mean_elastic_wait_s},
+          {"mean_utilization_pct", r.mean_utilization_pct},
+          {"grows", r.grows},
+          {"workers_grown", r.workers_grown},
+          {"shrinks", r.shrinks},
+          {"workers_taken_back", r.workers_taken_back},
+          {"rounds", r.rounds},
+          {"seconds", r.seconds}};
+}
+
+nlohmann::json ElasticRatioJson(const ElasticComparison& c) {
+  const ElasticTimedRun &g = c.gang, &e = c.elastic;
+  return {
+      {"makespan", Ratio(e.makespan_s, g.makespan_s)},
+      {"mean_jct", Ratio(e.mean_jct_s, g.mean_jct_s)},
+      {"mean_elastic_jct", Ratio(e.mean_elastic_jct_s, g.mean_elastic_jct_s)},
+      {"mean_wait", Ratio(e.mean_wait_s, g.mean_wait_s)}};
+}
+
+TextTable ElasticTable(const std::vector<std::string>& label_headers,
+                       const std::string& elastic_jct_header) {
+  std::vector<std::string> header = label_headers;
+  std::vector<bool> right(label_headers.size(), false);
+  for (const char* h :
+       {"run", "started", "makespan", "mean JCT", "", "mean wait", "util",
+        "grows", "shrinks", "preempted", "run s"}) {
+    header.emplace_back(*h == 0 ? elastic_jct_header : h);
+    right.push_back(header.back() != "run");
+  }
+  return TextTable(std::move(header), std::move(right));
+}
+
+void AddElasticRows(TextTable& table, const std::vector<std::string>& labels,
+                    const ElasticComparison& c) {
+  const ElasticTimedRun &g = c.gang, &e = c.elastic;
+  for (const ElasticTimedRun* r : {&g, &e}) {
+    std::vector<std::string> row = labels;
+    for (std::string& cell : std::vector<std::string>{
+             r->elastic ? "elastic" : "gang", WithThousands(r->started),
+             HumanDuration(r->makespan_s), HumanDuration(r->mean_jct_s),
+             HumanDuration(r->mean_elastic_jct_s),
+             HumanDuration(r->mean_wait_s),
+             Fixed(r->mean_utilization_pct, 1) + "%",
+             r->elastic ? WithThousands(r->grows) : "-",
+             r->elastic ? WithThousands(r->shrinks) : "-",
+             WithThousands(r->preemptions), Fixed(r->seconds, 1)}) {
+      row.push_back(std::move(cell));
+    }
+    table.AddRow(std::move(row));
+  }
+  std::vector<std::string> row = labels;
+  for (std::string& cell : std::vector<std::string>{
+           "elastic/gang", "", Fixed(Ratio(e.makespan_s, g.makespan_s), 3),
+           Fixed(Ratio(e.mean_jct_s, g.mean_jct_s), 3),
+           Fixed(Ratio(e.mean_elastic_jct_s, g.mean_elastic_jct_s), 3),
+           Fixed(Ratio(e.mean_wait_s, g.mean_wait_s), 3),
+           Fixed(e.mean_utilization_pct - g.mean_utilization_pct, 1) + " pt",
+           "", "", "", ""}) {
+    row.push_back(std::move(cell));
+  }
+  table.AddRow(std::move(row));
+}
 
 int RunSimulateTimedElastic(const SimulateArgs& args) {
   if (args.elastic < 0 || args.elastic > 100) {

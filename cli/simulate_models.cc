@@ -14,6 +14,7 @@
 
 #include "cli/output.h"
 #include "cli/simulate.h"
+#include "cli/simulate_elastic.h"
 #include "cli/svg_chart.h"
 #include "common/strings.h"
 #include "estimator/interference.h"
@@ -525,6 +526,11 @@ Status Plot(const SimulateArgs& args, const Setup& s,
 }  // namespace
 
 int RunSimulateModels(const SimulateArgs& args) {
+  if (args.elastic != 0) {
+    if (Status st = CheckModelsElasticArgs(args); !st.ok()) {
+      return ReportError(st.error());
+    }
+  }
   auto setup = Prepare(args);
   if (!setup) return ReportError(setup.error());
   const Setup& s = *setup;
@@ -542,6 +548,10 @@ int RunSimulateModels(const SimulateArgs& args) {
     return ReportError(kinds.error());
   }
   timing.sizing_s = MonotonicSeconds() - start;
+  if (args.elastic != 0) {
+    progress.Done();
+    return RunSimulateModelsElastic(args, s.topology, s.pool, s.gpu, *kinds);
+  }
 
   scheduler::ModelExperimentOptions options;
   options.workload.jobs = args.jobs;

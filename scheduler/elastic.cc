@@ -1,6 +1,7 @@
 #include "scheduler/elastic.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tessera::scheduler {
 
@@ -59,41 +60,78 @@ std::vector<int> FreeWorkerGpus(const ClusterState& s, const Allocation& a,
   return out;
 }
 
+namespace {
+
+// The guaranteed part's placement on node `n` alone and the scorer's score
+// for it: `min` whole GPUs, or `min` fractional workers on `min` GPUs (the
+// first where the scorer puts one worker, the others where they fit).
+std::optional<ScoredAllocation> GuaranteedOnNode(
+    const ClusterState& s, int n, const Resources& worker,
+    const ElasticRequest& e, const GpuScorer& scorer,
+    const std::vector<std::string>& gpu_kinds) {
+  if (worker.gpus > 0 || e.min == 1) {
+    return FitOnNode(
+        s, n, PlacementRequest{ElasticGuaranteedDemand(worker, e), gpu_kinds},
+        scorer);
+  }
+  auto first = FitOnNode(s, n, PlacementRequest{worker, gpu_kinds}, scorer);
+  if (!first) return std::nullopt;
+  ClusterState trial = s;
+  if (!trial.Reserve(-1, first->allocation).ok()) return std::nullopt;
+  const std::vector<int> more =
+      FreeWorkerGpus(trial, first->allocation, worker, e.min - 1);
+  if (static_cast<int>(more.size()) < e.min - 1) return std::nullopt;
+  Allocation a = first->allocation;
+  for (const int g : more) a.gpus.push_back(WorkerShare(worker, g));
+  a.cpu_milli = worker.cpu_milli * e.min;
+  a.memory_mib = worker.memory_mib * e.min;
+  return ScoredAllocation{std::move(a), first->score};
+}
+
+}  // namespace
+
+int ElasticRoomOnNode(const ClusterState& s, int node, const Resources& worker,
+                      int max) {
+  Allocation none;
+  none.node = node;
+  return static_cast<int>(FreeWorkerGpus(s, none, worker, max).size());
+}
+
 std::optional<Allocation> ElasticStartAllocation(
     const ClusterState& s, std::string_view pool, const Resources& worker,
     const ElasticRequest& e, const GpuScorer& scorer,
     const AdmissionOptions& options,
     const std::vector<std::string>& gpu_kinds) {
-  if (worker.gpus > 0 || e.min == 1) {
-    Resources d = worker;
-    if (worker.gpus > 0) d.gpus = e.min;
-    d.cpu_milli = worker.cpu_milli * e.min;
-    d.memory_mib = worker.memory_mib * e.min;
-    return FindAllocation(s, pool, PlacementRequest{d, gpu_kinds}, scorer,
-                          options);
-  }
-  // Several fractional workers: one GPU each, on one node.
   const Topology& t = s.topology();
-  std::optional<ScoredAllocation> best;
-  for (size_t n = 0; n < t.nodes.size(); ++n) {
-    if (t.nodes[n].pool != pool) continue;
-    auto first = FitOnNode(s, static_cast<int>(n),
-                           PlacementRequest{worker, gpu_kinds}, scorer);
-    if (!first) continue;
-    if (best && first->score <= best->score) continue;
-    ClusterState trial = s;
-    if (!trial.Reserve(-1, first->allocation).ok()) continue;
-    const std::vector<int> more =
-        FreeWorkerGpus(trial, first->allocation, worker, e.min - 1);
-    if (static_cast<int>(more.size()) < e.min - 1) continue;
-    Allocation a = first->allocation;
-    for (const int g : more) a.gpus.push_back(WorkerShare(worker, g));
-    a.cpu_milli = worker.cpu_milli * e.min;
-    a.memory_mib = worker.memory_mib * e.min;
-    best = ScoredAllocation{std::move(a), first->score};
+  if (pool.empty() && !t.pools.empty()) pool = t.pools.front();
+  std::vector<int> order(options.node_order.begin(), options.node_order.end());
+  if (order.empty()) {
+    for (size_t n = 0; n < t.nodes.size(); ++n) {
+      order.push_back(static_cast<int>(n));
+    }
   }
-  if (!best) return std::nullopt;
-  return best->allocation;
+  // Room for workers up to max on each node of the pool, as now.
+  std::vector<std::pair<int, int>> by_room;  // (room, node), room >= min
+  for (const int n : order) {
+    if (t.nodes[n].pool != pool) continue;
+    const int room = ElasticRoomOnNode(s, n, worker, e.max);
+    if (room >= e.min) by_room.emplace_back(room, n);
+  }
+  // The most room first; the node order among equals (stable).
+  std::stable_sort(
+      by_room.begin(), by_room.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; i < by_room.size();) {
+    const int room = by_room[i].first;
+    std::optional<ScoredAllocation> best;
+    for (; i < by_room.size() && by_room[i].first == room; ++i) {
+      auto fit =
+          GuaranteedOnNode(s, by_room[i].second, worker, e, scorer, gpu_kinds);
+      if (fit && (!best || fit->score > best->score)) best = std::move(fit);
+    }
+    if (best) return best->allocation;
+  }
+  return std::nullopt;
 }
 
 Allocation WithoutWorkers(const Allocation& a, const Resources& worker,

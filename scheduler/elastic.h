@@ -39,9 +39,20 @@ GpuShare WorkerShare(const Resources& worker, int gpu);
 std::vector<int> FreeWorkerGpus(const ClusterState& s, const Allocation& a,
                                 const Resources& worker, int count);
 
-// Where `min` workers fit now in `pool`: the node the scorer ranks best
-// among those with room for all of them (and, when `gpu_kinds` is not
-// empty, whose GPUs are of one of those kinds). nullopt when none has.
+// How many workers (up to `max`) a job could hold on `node` now, counting
+// from none: the GPUs FreeWorkerGpus would give it there, capped by the
+// node's free CPU and memory. 0 on a drained node.
+int ElasticRoomOnNode(const ClusterState& s, int node, const Resources& worker,
+                      int max);
+
+// Where `min` workers fit now in `pool`, placed where the job can grow:
+// among the nodes with room for all `min` (and, when `gpu_kinds` is not
+// empty, whose GPUs are of one of those kinds), the one with the most room
+// for workers up to `max` (ElasticRoomOnNode); among equals, the one the
+// scorer ranks best for the guaranteed part, then the earliest in
+// `options.node_order`. With min = max this is the scorer's choice alone.
+// nullopt when no node has room for `min`. docs/elastic.md, "Where an
+// elastic job starts".
 std::optional<Allocation> ElasticStartAllocation(
     const ClusterState& s, std::string_view pool, const Resources& worker,
     const ElasticRequest& e, const GpuScorer& scorer,

@@ -469,6 +469,20 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
     return BadInput("--elastic-efficiency: in (0, 1], got " +
                     std::to_string(options.scaling_efficiency));
   }
+  if (!options.elastic_pods.empty()) {
+    if (options.elastic_pods.size() != pods.size()) {
+      return BadInput(
+          "elastic pods: " + std::to_string(options.elastic_pods.size()) +
+          " marks for " + std::to_string(pods.size()) + " pods");
+    }
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (options.elastic_pods[i] &&
+          (pods[i].num_gpu < 1 || pods[i].gpu_milli < kFullGpuMilli)) {
+        return BadInput("elastic pods: " + pods[i].name +
+                        " does not ask whole GPUs");
+      }
+    }
+  }
   if (base.model_pods_pct != 0) {
     return BadInput("--elastic: not combined with --model-pods");
   }
@@ -510,7 +524,11 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
   run.pod_elastic.assign(pods.size(), 0);
   std::vector<int> pod_min(pods.size(), 0), pod_max(pods.size(), 0);
   for (size_t i = 0; i < pods.size(); ++i) {
-    if (!IsElasticPod(pods[i], options.elastic_pct)) continue;
+    if (options.elastic_pods.empty()
+            ? !IsElasticPod(pods[i], options.elastic_pct)
+            : !options.elastic_pods[i]) {
+      continue;
+    }
     ++run.elastic_pods;
     const int max = pods[i].num_gpu;
     pod_min[i] = std::min(options.min_workers, max);

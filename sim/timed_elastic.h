@@ -37,6 +37,10 @@ struct ElasticTimedOptions {
   // at speedup(k) / speedup(max) of that, so at max it takes exactly its
   // trace duration and with 1 worker (linear) duration x max. In (0, 1].
   double scaling_efficiency = 1;
+  // When not empty (one entry per pod): exactly the pods marked here are
+  // elastic, whole-GPU pods of any size, instead of elastic_pct's rule
+  // (the models mode's data-parallel sweeps, sim/model_elastic.h).
+  std::vector<char> elastic_pods;
 };
 
 // Whether trace pod `pod` is elastic at `pct`%: asks two or more whole
@@ -71,7 +75,9 @@ struct ElasticTimedRun {
 };
 
 // kBadInput as RunTimed, and for elastic_pct outside 0..100, min_workers
-// below 1, scaling_efficiency outside (0, 1], model pods or queues set;
+// below 1, scaling_efficiency outside (0, 1], model pods or queues set,
+// elastic_pods of another size than the pods or marking a pod that does
+// not ask whole GPUs;
 // kInternal if a start does not fit even with the extras in its way taken
 // back.
 Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
