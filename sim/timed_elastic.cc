@@ -10,10 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <optional>
-#include <queue>
-#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -23,12 +20,12 @@
 #include "scheduler/parallel.h"
 #include "scheduler/policy.h"
 #include "sim/replay.h"
+#include "sim/timed_events.h"
 
 namespace tessera::scheduler {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
-constexpr double kProgressStep = 0.01;
 
 int64_t GpuMilliOf(const Allocation& a) {
   int64_t milli = 0;
@@ -70,19 +67,11 @@ class ElasticReplay {
         waited_(pods_.size(), 0),
         gpu_seconds_(pods_.size(), 0),
         held_since_(pods_.size(), 0),
-        epoch_(pods_.size(), 0) {
-    // The node order and arrival order of RunTimed's replay.
-    node_order_.resize(topology.nodes.size());
-    std::iota(node_order_.begin(), node_order_.end(), 0);
-    std::mt19937_64 rng(options.base.seed);
-    std::shuffle(node_order_.begin(), node_order_.end(), rng);
-    admission_.node_order = node_order_;
+        events_(pods_) {
+    // The node order of RunTimed's replay (and its arrival order: events_).
+    node_order_ = SeededNodeOrder(topology.nodes.size(), options.base.seed);
+    admission_.node_order = node_order_;  // a span: node_order_ keeps it
     admission_.cache = &cache_;
-    arrivals_.resize(pods_.size());
-    std::iota(arrivals_.begin(), arrivals_.end(), 0);
-    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
-      return pods_[a].arrival < pods_[b].arrival;
-    });
   }
 
   Status Run() {
@@ -90,30 +79,15 @@ class ElasticReplay {
     run_.pods = static_cast<int64_t>(n);
     run_.pod_jct_s.assign(n, -1);
     run_.pod_delay_s.assign(n, -1);
-    run_.first_arrival = n == 0 ? 0 : pods_[arrivals_[0]].arrival;
-    double now = run_.first_arrival;
-    double last_departure = run_.first_arrival;
-    double next_report = 0;
-    while (true) {
-      const double t = std::min(NextArrival(), NextDeparture());
-      if (t == kNever) break;
-      AccountUtilization(t);
-      now = t;
-      while (NextDeparture() <= now) {
-        const int p = departures_.top().pod;
-        departures_.pop();
-        Depart(p, now);
-        last_departure = now;
-      }
-      while (NextArrival() <= now) Arrive(arrivals_[next_arrival_++], now);
-      TESSERA_RETURN_IF_ERROR(Round(now));
-      const double done =
-          static_cast<double>(next_arrival_) / static_cast<double>(run_.pods);
-      if (options_.base.progress && done >= next_report) {
-        options_.base.progress(done);
-        next_report = done + kProgressStep;
-      }
-    }
+    run_.first_arrival = events_.first_arrival();
+    Result<TimedEvents::End> ran = events_.Run(
+        {[this](double t) { AccountUtilization(t); },
+         [this](int p, double now) { Depart(p, now); },
+         [this](int p, double now) { Arrive(p, now); },
+         [this](double now) { return Round(now); }, options_.base.progress});
+    TESSERA_RETURN_IF_ERROR(ran);
+    const double now = ran->now;
+    const double last_departure = ran->last_departure;
     run_.stuck = static_cast<int64_t>(queue_.size());
     run_.makespan_s = last_departure - run_.first_arrival;
     const double span = std::max(last_departure, now) - run_.first_arrival;
@@ -124,28 +98,6 @@ class ElasticReplay {
   }
 
  private:
-  struct Departure {
-    double time;
-    int pod;
-    int epoch;  // the run (or rate) it ends; stale once changed
-    bool operator>(const Departure& o) const {
-      return time != o.time ? time > o.time : pod > o.pod;
-    }
-  };
-
-  double NextArrival() const {
-    return next_arrival_ < arrivals_.size()
-               ? pods_[arrivals_[next_arrival_]].arrival
-               : kNever;
-  }
-  double NextDeparture() {
-    while (!departures_.empty() &&
-           departures_.top().epoch != epoch_[departures_.top().pod]) {
-      departures_.pop();
-    }
-    return departures_.empty() ? kNever : departures_.top().time;
-  }
-
   void AccountUtilization(double t) {
     milli_seconds_ += static_cast<double>(milli_) * (t - clock_);
     clock_ = t;
@@ -160,13 +112,7 @@ class ElasticReplay {
   }
 
   void Enqueue(int p, double now) {
-    const QueuedJob& job = pods_[p].job;
-    const auto at = std::upper_bound(queue_.begin(), queue_.end(), job,
-                                     [](const auto& a, const auto& b) {
-                                       return std::pair(a.submitted_at, a.id) <
-                                              std::pair(b.submitted_at, b.id);
-                                     });
-    queue_.insert(at, job);
+    EnqueueBySubmission(queue_, pods_[p].job);
     queued_since_[p] = now;
   }
 
@@ -184,7 +130,7 @@ class ElasticReplay {
     e.since = now;
     const double eff = options_.scaling_efficiency;
     e.rate = Speedup(Held(p), eff) / Speedup(e.request.max, eff);
-    departures_.push({now + e.remaining / e.rate, p, ++epoch_[p]});
+    events_.ScheduleDeparture(p, now + e.remaining / e.rate);
   }
 
   // Changes what pod p holds to `next` (its GPU time so far counted).
@@ -224,7 +170,7 @@ class ElasticReplay {
       Reschedule(p, now);
       return;
     }
-    departures_.push({now + pods_[p].duration, p, ++epoch_[p]});
+    events_.ScheduleDeparture(p, now + pods_[p].duration);
   }
 
   void Stop(int p, double now) {
@@ -240,7 +186,7 @@ class ElasticReplay {
     running_[i] = std::move(running_.back());
     running_.pop_back();
     running_at_[p] = -1;
-    ++epoch_[p];
+    events_.CancelDeparture(p);
   }
 
   void Depart(int p, double now) {
@@ -424,17 +370,13 @@ class ElasticReplay {
   AdmissionCache cache_;
   AdmissionOptions admission_;
 
-  std::vector<int> arrivals_;
-  size_t next_arrival_ = 0;
-  std::priority_queue<Departure, std::vector<Departure>, std::greater<>>
-      departures_;
   std::vector<QueuedJob> queue_;  // by (submitted_at, id)
   std::vector<RunningJob> running_;
   std::vector<int> running_at_;  // pod -> index in running_, or -1
   std::vector<double> queued_since_, waited_;
   std::vector<double> gpu_seconds_, held_since_;  // the current run's
-  std::vector<int> epoch_;
-  int64_t milli_ = 0;  // allocated GPU milli
+  TimedEvents events_;                            // arrivals and departures
+  int64_t milli_ = 0;                             // allocated GPU milli
   double milli_seconds_ = 0, clock_ = 0;
 };
 

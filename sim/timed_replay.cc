@@ -11,7 +11,6 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <queue>
 #include <random>
 #include <set>
 #include <utility>
@@ -21,6 +20,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/parallel.h"
 #include "sim/replay.h"
+#include "sim/timed_events.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -28,7 +28,6 @@ namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // How often RunTimed reports progress, as a fraction of the arrivals.
-constexpr double kProgressStep = 0.01;
 
 // The trace's QoS classes as queue priorities: latency-sensitive (and
 // Kubernetes' Guaranteed) above Burstable above best-effort.
@@ -135,7 +134,7 @@ class Replay {
         running_at_(pods.size(), -1),
         queued_since_(pods.size(), 0),
         waited_(pods.size(), 0),
-        epoch_(pods.size(), 0) {
+        events_(pods) {
     for (const char m : model_) any_model_ = any_model_ || m != 0;
     if (any_model_) {
       remaining_.assign(pods.size(), 0);
@@ -149,48 +148,25 @@ class Replay {
         if (n.pool == pool_) pool_gpus_ += static_cast<int>(n.gpus.size());
       }
     }
-    // Ties between nodes go by one fixed random order per seed, as in the
-    // snapshot replay.
-    node_order_.resize(topology.nodes.size());
-    std::iota(node_order_.begin(), node_order_.end(), 0);
-    std::mt19937_64 rng(options.seed);
-    std::shuffle(node_order_.begin(), node_order_.end(), rng);
-    admission_.node_order = node_order_;
+    node_order_ = SeededNodeOrder(topology.nodes.size(), options.seed);
+    admission_.node_order = node_order_;  // a span: node_order_ keeps it
     admission_.cache = &cache_;
-    arrivals_.resize(pods.size());
-    std::iota(arrivals_.begin(), arrivals_.end(), 0);
-    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
-      return pods[a].arrival < pods[b].arrival;
-    });
   }
 
   Status Run() {
     run_.pods = static_cast<int64_t>(pods_.size());
     run_.pod_delay_s.assign(pods_.size(), -1);
     run_.pod_jct_s.assign(pods_.size(), -1);
-    run_.first_arrival = pods_.empty() ? 0 : pods_[arrivals_[0]].arrival;
-    double now = run_.first_arrival;
-    double last_departure = run_.first_arrival;
-    double next_report = 0;
-    while (true) {
-      const double t = std::min(NextArrival(), NextDeparture());
-      if (t == kNever) break;
-      now = t;
-      while (NextDeparture() <= now) {
-        const int p = departures_.top().pod;
-        departures_.pop();
-        Depart(p, now);
-        last_departure = now;
-      }
-      while (NextArrival() <= now) Arrive(arrivals_[next_arrival_++], now);
-      TESSERA_RETURN_IF_ERROR(Round(now));
-      const double done =
-          static_cast<double>(next_arrival_) / static_cast<double>(run_.pods);
-      if (options_.progress && done >= next_report) {
-        options_.progress(done);
-        next_report = done + kProgressStep;
-      }
-    }
+    run_.first_arrival = events_.first_arrival();
+    Result<TimedEvents::End> ran =
+        events_.Run({{},
+                     [this](int p, double now) { Depart(p, now); },
+                     [this](int p, double now) { Arrive(p, now); },
+                     [this](double now) { return Round(now); },
+                     options_.progress});
+    TESSERA_RETURN_IF_ERROR(ran);
+    const double now = ran->now;
+    const double last_departure = ran->last_departure;
     run_.stuck = static_cast<int64_t>(queue_.size());
     run_.makespan_s = last_departure - run_.first_arrival;
     run_.delay_s = SummarizeDelays(std::move(delays_));
@@ -213,28 +189,6 @@ class Replay {
   }
 
  private:
-  struct Departure {
-    double time;
-    int pod;
-    int epoch;  // the run it ends; stale once the pod was preempted
-    bool operator>(const Departure& o) const {
-      return time != o.time ? time > o.time : pod > o.pod;
-    }
-  };
-
-  double NextArrival() const {
-    return next_arrival_ < arrivals_.size()
-               ? pods_[arrivals_[next_arrival_]].arrival
-               : kNever;
-  }
-  double NextDeparture() {
-    while (!departures_.empty() &&
-           departures_.top().epoch != epoch_[departures_.top().pod]) {
-      departures_.pop();
-    }
-    return departures_.empty() ? kNever : departures_.top().time;
-  }
-
   void Arrive(int p, double now) {
     if (!CouldEverFit(state_.topology(), pool_, pods_[p].request)) {
       ++run_.unplaceable;
@@ -243,16 +197,8 @@ class Replay {
     Enqueue(p, now);
   }
 
-  // Into the queue at its place by (submitted_at, id): a preempted pod
-  // keeps its place, as in the service.
   void Enqueue(int p, double now) {
-    const QueuedJob& job = pods_[p].job;
-    const auto at = std::upper_bound(queue_.begin(), queue_.end(), job,
-                                     [](const auto& a, const auto& b) {
-                                       return std::pair(a.submitted_at, a.id) <
-                                              std::pair(b.submitted_at, b.id);
-                                     });
-    queue_.insert(at, job);
+    EnqueueBySubmission(queue_, pods_[p].job);
     queued_since_[p] = now;
   }
 
@@ -277,7 +223,7 @@ class Replay {
       started_at_[p] = now;
       rate_[p] = ModelRate(p);
       ends_at_[p] = now + remaining_[p] / rate_[p];
-      departures_.push({ends_at_[p], p, ++epoch_[p]});
+      events_.ScheduleDeparture(p, ends_at_[p]);
       if (options_.admission == TimedAdmission::kTessera && a.exclusive &&
           pods_[p].request.demand.gpus == 0 && !whole_once_[p]) {
         whole_once_[p] = 1;
@@ -285,7 +231,7 @@ class Replay {
       }
       return;
     }
-    departures_.push({now + pods_[p].duration, p, ++epoch_[p]});
+    events_.ScheduleDeparture(p, now + pods_[p].duration);
   }
 
   // A model pod's progress rate with the holders of its GPUs now.
@@ -312,7 +258,7 @@ class Replay {
         since_[p] = now;
         rate_[p] = rate;
         ends_at_[p] = now + remaining_[p] / rate;
-        departures_.push({ends_at_[p], p, ++epoch_[p]});
+        events_.ScheduleDeparture(p, ends_at_[p]);
       }
     }
   }
@@ -347,7 +293,7 @@ class Replay {
     running_[i] = std::move(running_.back());
     running_.pop_back();
     running_at_[p] = -1;
-    ++epoch_[p];
+    events_.CancelDeparture(p);
     UpdateRates(gpus, now);
   }
 
@@ -687,10 +633,6 @@ class Replay {
   AdmissionCache cache_;
   AdmissionOptions admission_;
 
-  std::vector<int> arrivals_;  // pods by arrival
-  size_t next_arrival_ = 0;
-  std::priority_queue<Departure, std::vector<Departure>, std::greater<>>
-      departures_;
   std::vector<QueuedJob> queue_;  // by (submitted_at, id)
   std::vector<RunningJob> running_;
   std::vector<int> running_at_;  // pod -> index in running_, or -1
@@ -702,7 +644,7 @@ class Replay {
   std::set<JobId> reclaimers_;  // queued pods room was reclaimed for
   int64_t gpu_memory_mib_ = 0;  // a whole GPU's, for queued pods
   std::vector<double> queued_since_, waited_;
-  std::vector<int> epoch_;  // runs started or ended, per pod
+  TimedEvents events_;  // arrivals and departures
   std::vector<double> delays_;
   int64_t milli_ = 0;  // allocated GPU milli
   StepSeries utilization_, queue_length_;

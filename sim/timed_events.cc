@@ -1,0 +1,90 @@
+// The timed replays' virtual clock (timed_events.h).
+
+#include "sim/timed_events.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <random>
+
+namespace tessera::scheduler {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+constexpr double kProgressStep = 0.01;
+
+}  // namespace
+
+TimedEvents::TimedEvents(const std::vector<TimedPod>& pods)
+    : pods_(pods), arrivals_(pods.size()), epoch_(pods.size(), 0) {
+  std::iota(arrivals_.begin(), arrivals_.end(), 0);
+  std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](int a, int b) {
+    return pods[a].arrival < pods[b].arrival;
+  });
+  first_arrival_ = pods.empty() ? 0 : pods[arrivals_[0]].arrival;
+}
+
+void TimedEvents::ScheduleDeparture(int p, double t) {
+  departures_.push({t, p, ++epoch_[p]});
+}
+
+void TimedEvents::CancelDeparture(int p) { ++epoch_[p]; }
+
+double TimedEvents::NextArrival() const {
+  return next_arrival_ < arrivals_.size()
+             ? pods_[arrivals_[next_arrival_]].arrival
+             : kNever;
+}
+
+double TimedEvents::NextDeparture() {
+  while (!departures_.empty() &&
+         departures_.top().epoch != epoch_[departures_.top().pod]) {
+    departures_.pop();
+  }
+  return departures_.empty() ? kNever : departures_.top().time;
+}
+
+Result<TimedEvents::End> TimedEvents::Run(const Hooks& hooks) {
+  End end{first_arrival_, first_arrival_};
+  double next_report = 0;
+  while (true) {
+    const double t = std::min(NextArrival(), NextDeparture());
+    if (t == kNever) break;
+    if (hooks.advance) hooks.advance(t);
+    end.now = t;
+    while (NextDeparture() <= t) {
+      const int p = departures_.top().pod;
+      departures_.pop();
+      hooks.depart(p, t);
+      end.last_departure = t;
+    }
+    while (NextArrival() <= t) hooks.arrive(arrivals_[next_arrival_++], t);
+    TESSERA_RETURN_IF_ERROR(hooks.round(t));
+    const double done = static_cast<double>(next_arrival_) /
+                        static_cast<double>(std::max<size_t>(1, pods_.size()));
+    if (hooks.progress && done >= next_report) {
+      hooks.progress(done);
+      next_report = done + kProgressStep;
+    }
+  }
+  return end;
+}
+
+void EnqueueBySubmission(std::vector<QueuedJob>& queue, const QueuedJob& job) {
+  const auto at = std::upper_bound(queue.begin(), queue.end(), job,
+                                   [](const QueuedJob& a, const QueuedJob& b) {
+                                     return std::pair(a.submitted_at, a.id) <
+                                            std::pair(b.submitted_at, b.id);
+                                   });
+  queue.insert(at, job);
+}
+
+std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed) {
+  std::vector<int> order(nodes);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+}  // namespace tessera::scheduler
