@@ -47,32 +47,22 @@ struct ElasticPod {
   double remaining = 0, rate = 0, since = 0;
 };
 
-class ElasticReplay {
+// The node order and arrival order are RunTimed's (TimedReplayBase).
+class ElasticReplay : private TimedReplayBase {
  public:
-  ElasticReplay(const Topology& topology, std::vector<TimedPod> pods,
+  // `pods` must outlive the replay.
+  ElasticReplay(const Topology& topology, const std::vector<TimedPod>& pods,
                 std::vector<std::optional<ElasticPod>> elastic,
                 const GpuScorer& scorer, QueuePolicy& policy,
                 const ElasticTimedOptions& options, ElasticTimedRun& run)
-      : pods_(std::move(pods)),
+      : TimedReplayBase(topology, pods, options.base.seed),
         elastic_(std::move(elastic)),
         scorer_(scorer),
         policy_(policy),
         options_(options),
         run_(run),
-        state_(topology),
-        pool_(topology.pools.empty() ? "" : topology.pools[0]),
-        capacity_milli_(static_cast<double>(GpuCapacityMilli(topology))),
-        running_at_(pods_.size(), -1),
-        queued_since_(pods_.size(), 0),
-        waited_(pods_.size(), 0),
-        gpu_seconds_(pods_.size(), 0),
-        held_since_(pods_.size(), 0),
-        events_(pods_) {
-    // The node order of RunTimed's replay (and its arrival order: events_).
-    node_order_ = SeededNodeOrder(topology.nodes.size(), options.base.seed);
-    admission_.node_order = node_order_;  // a span: node_order_ keeps it
-    admission_.cache = &cache_;
-  }
+        gpu_seconds_(pods.size(), 0),
+        held_since_(pods.size(), 0) {}
 
   Status Run() {
     const size_t n = pods_.size();
@@ -104,16 +94,7 @@ class ElasticReplay {
   }
 
   void Arrive(int p, double now) {
-    if (!CouldEverFit(state_.topology(), pool_, pods_[p].request)) {
-      ++run_.unplaceable;
-      return;
-    }
-    Enqueue(p, now);
-  }
-
-  void Enqueue(int p, double now) {
-    EnqueueBySubmission(queue_, pods_[p].job);
-    queued_since_[p] = now;
+    if (!Queue(p, now)) ++run_.unplaceable;
   }
 
   // The GPUs pod p holds now (its workers, for an elastic pod).
@@ -149,10 +130,7 @@ class ElasticReplay {
 
   void Start(int p, double now) {
     const QueuedJob& job = pods_[p].job;
-    waited_[p] += now - queued_since_[p];
-    running_at_[p] = static_cast<int>(running_.size());
-    running_.push_back({job.id, job.user, job.team, job.priority,
-                        job.preemptible, now, job.time_limit_s});
+    AddRunning(p, now);
     const Allocation& a = *state_.AllocationOf(job.id);
     milli_ += GpuMilliOf(a);
     gpu_seconds_[p] = 0;
@@ -181,12 +159,7 @@ class ElasticReplay {
           static_cast<double>(a->gpus.size()) * (now - held_since_[p]);
     }
     state_.Release(id);
-    const int i = running_at_[p];
-    running_at_[running_.back().id - 1] = i;
-    running_[i] = std::move(running_.back());
-    running_.pop_back();
-    running_at_[p] = -1;
-    events_.CancelDeparture(p);
+    RemoveRunning(p);
   }
 
   void Depart(int p, double now) {
@@ -357,25 +330,12 @@ class ElasticReplay {
     }
   }
 
-  const std::vector<TimedPod> pods_;
   std::vector<std::optional<ElasticPod>> elastic_;
   const GpuScorer& scorer_;
   QueuePolicy& policy_;
   const ElasticTimedOptions& options_;
   ElasticTimedRun& run_;
-  ClusterState state_;
-  const std::string pool_;
-  const double capacity_milli_;
-  std::vector<int> node_order_;
-  AdmissionCache cache_;
-  AdmissionOptions admission_;
-
-  std::vector<QueuedJob> queue_;  // by (submitted_at, id)
-  std::vector<RunningJob> running_;
-  std::vector<int> running_at_;  // pod -> index in running_, or -1
-  std::vector<double> queued_since_, waited_;
   std::vector<double> gpu_seconds_, held_since_;  // the current run's
-  TimedEvents events_;                            // arrivals and departures
   int64_t milli_ = 0;                             // allocated GPU milli
   double milli_seconds_ = 0, clock_ = 0;
 };
@@ -491,8 +451,8 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
         t.duration * Speedup(max, eff) / Speedup(e.request.min, eff), 1.0);
     pods_elastic[i] = std::move(e);
   }
-  ElasticReplay replay(topology, std::move(*timed), std::move(pods_elastic),
-                       **scorer, **policy, options, run);
+  ElasticReplay replay(topology, *timed, std::move(pods_elastic), **scorer,
+                       **policy, options, run);
   TESSERA_RETURN_IF_ERROR(replay.Run());
   for (size_t i = 0; i < pods.size(); ++i) {
     run.pod_elastic[i] = pod_max[i] > 0 ? 1 : 0;

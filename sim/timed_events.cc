@@ -1,4 +1,5 @@
-// The timed replays' virtual clock (timed_events.h).
+// What the timed replays share: the virtual clock and the queue's
+// bookkeeping (timed_events.h).
 
 #include "sim/timed_events.h"
 
@@ -6,12 +7,25 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
+
+#include "sim/replay.h"
 
 namespace tessera::scheduler {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 constexpr double kProgressStep = 0.01;
+
+// The nodes' indices in one fixed random order per seed, as in the
+// snapshot replay.
+std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed) {
+  std::vector<int> order(nodes);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
 
 }  // namespace
 
@@ -70,21 +84,54 @@ Result<TimedEvents::End> TimedEvents::Run(const Hooks& hooks) {
   return end;
 }
 
-void EnqueueBySubmission(std::vector<QueuedJob>& queue, const QueuedJob& job) {
-  const auto at = std::upper_bound(queue.begin(), queue.end(), job,
+TimedReplayBase::TimedReplayBase(const Topology& topology,
+                                 const std::vector<TimedPod>& pods,
+                                 uint64_t seed)
+    : pods_(pods),
+      state_(topology),
+      pool_(topology.pools.empty() ? "" : topology.pools[0]),
+      capacity_milli_(static_cast<double>(GpuCapacityMilli(topology))),
+      node_order_(SeededNodeOrder(topology.nodes.size(), seed)),
+      running_at_(pods.size(), -1),
+      queued_since_(pods.size(), 0),
+      waited_(pods.size(), 0),
+      events_(pods) {
+  admission_.node_order = node_order_;
+  admission_.cache = &cache_;
+}
+
+bool TimedReplayBase::Queue(int p, double now) {
+  if (!CouldEverFit(state_.topology(), pool_, pods_[p].request)) return false;
+  Enqueue(p, now);
+  return true;
+}
+
+void TimedReplayBase::Enqueue(int p, double now) {
+  const QueuedJob& job = pods_[p].job;
+  const auto at = std::upper_bound(queue_.begin(), queue_.end(), job,
                                    [](const QueuedJob& a, const QueuedJob& b) {
                                      return std::pair(a.submitted_at, a.id) <
                                             std::pair(b.submitted_at, b.id);
                                    });
-  queue.insert(at, job);
+  queue_.insert(at, job);
+  queued_since_[p] = now;
 }
 
-std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed) {
-  std::vector<int> order(nodes);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  return order;
+void TimedReplayBase::AddRunning(int p, double now) {
+  const QueuedJob& job = pods_[p].job;
+  waited_[p] += now - queued_since_[p];
+  running_at_[p] = static_cast<int>(running_.size());
+  running_.push_back({job.id, job.user, job.team, job.priority, job.preemptible,
+                      now, job.time_limit_s});
+}
+
+void TimedReplayBase::RemoveRunning(int p) {
+  const int i = running_at_[p];
+  running_at_[running_.back().id - 1] = i;
+  running_[i] = std::move(running_.back());
+  running_.pop_back();
+  running_at_[p] = -1;
+  events_.CancelDeparture(p);
 }
 
 }  // namespace tessera::scheduler

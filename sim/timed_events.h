@@ -1,11 +1,11 @@
 #ifndef TESSERA_SIM_TIMED_EVENTS_H_
 #define TESSERA_SIM_TIMED_EVENTS_H_
 
-// The virtual clock shared by the timed replays (timed_replay.cc, and
-// timed_elastic.cc for elastic pods): the pods' arrivals in order, their
+// What the timed replays share (timed_replay.cc, and timed_elastic.cc for
+// elastic pods): the virtual clock (the pods' arrivals in order, their
 // departures, and the loop that hands both to the replay and runs a policy
-// round after each instant; plus the queue order and the node order both
-// replays use. Internal to sim/.
+// round after each instant), and the bookkeeping of a queue on a cluster
+// (TimedReplayBase). Internal to sim/.
 
 #include <cstdint>
 #include <functional>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "scheduler/admission.h"
 #include "scheduler/policy.h"
 #include "sim/timed_replay.h"
 
@@ -69,13 +70,39 @@ class TimedEvents {
   std::vector<int> epoch_;  // per pod: departures scheduled or cancelled
 };
 
-// Puts `job` into `queue` at its place by (submitted_at, id): a preempted
-// pod keeps its place, as in the service.
-void EnqueueBySubmission(std::vector<QueuedJob>& queue, const QueuedJob& job);
+// The state both timed replays keep: the pods (pod p is job p + 1), the
+// cluster, the node order and admission options, the queue in (submitted_at,
+// id) order, the running pods, each pod's wait, and the clock.
+class TimedReplayBase {
+ protected:
+  // `pods` must outlive the replay. Ties between nodes go by one fixed
+  // random order per `seed`.
+  TimedReplayBase(const Topology& topology, const std::vector<TimedPod>& pods,
+                  uint64_t seed);
 
-// The nodes' indices in one fixed random order per seed: how ties between
-// nodes go, as in the snapshot replay.
-std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed);
+  // Queues pod p; false (and not queued) when it could fit no node of the
+  // pool even on an empty cluster.
+  bool Queue(int p, double now);
+  // Puts pod p into the queue at its place (a preempted pod keeps it).
+  void Enqueue(int p, double now);
+  // Pod p starts now: its time queued since it was queued is counted.
+  void AddRunning(int p, double now);
+  // Pod p no longer runs; its scheduled departure goes stale.
+  void RemoveRunning(int p);
+
+  const std::vector<TimedPod>& pods_;
+  ClusterState state_;
+  const std::string pool_;  // the first pool: a trace is one pool
+  const double capacity_milli_;
+  std::vector<int> node_order_;  // admission_.node_order's storage
+  AdmissionCache cache_;
+  AdmissionOptions admission_;
+  std::vector<QueuedJob> queue_;  // by (submitted_at, id)
+  std::vector<RunningJob> running_;
+  std::vector<int> running_at_;  // pod -> index in running_, or -1
+  std::vector<double> queued_since_, waited_;
+  TimedEvents events_;  // arrivals and departures
+};
 
 }  // namespace tessera::scheduler
 

@@ -117,24 +117,17 @@ class StepSeries {
 };
 
 // One replay: the queue, the running pods and the clock. Pod p is job p+1.
-class Replay {
+class Replay : private TimedReplayBase {
  public:
   Replay(const Topology& topology, const std::vector<TimedPod>& pods,
          std::vector<char> model, const GpuScorer& scorer, QueuePolicy& policy,
          const TimedOptions& options, TimedRun& run)
-      : pods_(pods),
+      : TimedReplayBase(topology, pods, options.seed),
         model_(std::move(model)),
         scorer_(scorer),
         policy_(policy),
         options_(options),
-        run_(run),
-        state_(topology),
-        pool_(topology.pools.empty() ? "" : topology.pools[0]),
-        capacity_milli_(static_cast<double>(GpuCapacityMilli(topology))),
-        running_at_(pods.size(), -1),
-        queued_since_(pods.size(), 0),
-        waited_(pods.size(), 0),
-        events_(pods) {
+        run_(run) {
     for (const char m : model_) any_model_ = any_model_ || m != 0;
     if (any_model_) {
       remaining_.assign(pods.size(), 0);
@@ -148,9 +141,6 @@ class Replay {
         if (n.pool == pool_) pool_gpus_ += static_cast<int>(n.gpus.size());
       }
     }
-    node_order_ = SeededNodeOrder(topology.nodes.size(), options.seed);
-    admission_.node_order = node_order_;  // a span: node_order_ keeps it
-    admission_.cache = &cache_;
   }
 
   Status Run() {
@@ -190,24 +180,12 @@ class Replay {
 
  private:
   void Arrive(int p, double now) {
-    if (!CouldEverFit(state_.topology(), pool_, pods_[p].request)) {
-      ++run_.unplaceable;
-      return;
-    }
-    Enqueue(p, now);
-  }
-
-  void Enqueue(int p, double now) {
-    EnqueueBySubmission(queue_, pods_[p].job);
-    queued_since_[p] = now;
+    if (!Queue(p, now)) ++run_.unplaceable;
   }
 
   void Start(int p, double now) {
     const QueuedJob& job = pods_[p].job;
-    waited_[p] += now - queued_since_[p];
-    running_at_[p] = static_cast<int>(running_.size());
-    running_.push_back({job.id, job.user, job.team, job.priority,
-                        job.preemptible, now, job.time_limit_s});
+    AddRunning(p, now);
     const Allocation& a = *state_.AllocationOf(job.id);
     if (!tree_.empty()) {
       tree_job_[p] = {job.id,          TreeQueue(p), AmountOf(a),
@@ -288,12 +266,7 @@ class Replay {
     }
     if (!tree_.empty()) tree_.Remove(tree_job_[p]);
     state_.Release(id);
-    const int i = running_at_[p];
-    running_at_[running_.back().id - 1] = i;
-    running_[i] = std::move(running_.back());
-    running_.pop_back();
-    running_at_[p] = -1;
-    events_.CancelDeparture(p);
+    RemoveRunning(p);
     UpdateRates(gpus, now);
   }
 
@@ -619,23 +592,12 @@ class Replay {
     }
   }
 
-  const std::vector<TimedPod>& pods_;
   const std::vector<char> model_;  // per pod: declares a model
   bool any_model_ = false;
   const GpuScorer& scorer_;
   QueuePolicy& policy_;
   const TimedOptions& options_;
   TimedRun& run_;
-  ClusterState state_;
-  const std::string pool_;
-  const double capacity_milli_;
-  std::vector<int> node_order_;
-  AdmissionCache cache_;
-  AdmissionOptions admission_;
-
-  std::vector<QueuedJob> queue_;  // by (submitted_at, id)
-  std::vector<RunningJob> running_;
-  std::vector<int> running_at_;  // pod -> index in running_, or -1
   // The queue tree (empty: none), each pod's run as it counts it, and
   // whether its next start is borrowed.
   QueueTree tree_;
@@ -643,8 +605,6 @@ class Replay {
   std::vector<char> borrow_;
   std::set<JobId> reclaimers_;  // queued pods room was reclaimed for
   int64_t gpu_memory_mib_ = 0;  // a whole GPU's, for queued pods
-  std::vector<double> queued_since_, waited_;
-  TimedEvents events_;  // arrivals and departures
   std::vector<double> delays_;
   int64_t milli_ = 0;  // allocated GPU milli
   StepSeries utilization_, queue_length_;
