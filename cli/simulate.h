@@ -102,6 +102,19 @@ Result<TraceInput> LoadTraceInput(const SimulateArgs& args);
 // published policies and tessera). kBadInput naming the unknown one.
 Result<std::vector<std::string>> PolicyList(const std::string& policy);
 
+// The timed modes' input (plain and --elastic; cli/simulate_timed.cc):
+// --load and --cluster-fraction checked, the trace read, the cluster
+// sampled to --cluster-fraction (all_nodes: its nodes before), and the pods'
+// times checked (MakeTimedPods). kBadInput naming the flag or the file.
+struct TimedInput {
+  TraceInput trace;
+  size_t all_nodes = 0;
+};
+Result<TimedInput> LoadTimedInput(const SimulateArgs& args);
+// --queue-policy: one name, a comma list, or all; kBadInput naming an
+// unknown one.
+Result<std::vector<std::string>> QueuePolicyList(const std::string& text);
+
 // The timed and models modes (cli/simulate_timed.cc, simulate_models.cc).
 int RunSimulateTimed(const SimulateArgs& args);
 int RunSimulateModels(const SimulateArgs& args);

@@ -172,39 +172,17 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
   if (!args.plot.empty()) {
     return ReportError(BadInput("--plot: not drawn with --elastic (yet)"));
   }
-  if (!(args.load > 0) || !std::isfinite(args.load)) {
-    return ReportError(
-        BadInput("--load: a positive factor, got " + Fixed(args.load, 2)));
-  }
-  if (!(args.cluster_fraction > 0 && args.cluster_fraction <= 1)) {
-    return ReportError(
-        BadInput("--cluster-fraction: a fraction in (0, 1], "
-                 "got " +
-                 std::to_string(args.cluster_fraction)));
-  }
-  auto in = LoadTraceInput(args);
-  if (!in) return ReportError(in.error());
-  if (args.cluster_fraction < 1) {
-    in->topology = scheduler::SampleCluster(in->topology, args.cluster_fraction,
-                                            args.first_seed);
-  }
-  if (auto timed = scheduler::MakeTimedPods(in->pods); !timed) {
-    return ReportError(timed.error().WithContext(args.pods));
-  }
+  auto loaded = LoadTimedInput(args);
+  if (!loaded) return ReportError(loaded.error());
+  const TraceInput& in = loaded->trace;
   auto scorers = PolicyList(args.policy);
   if (!scorers) return ReportError(scorers.error());
-  std::vector<std::string> queue_policies;
-  if (args.queue_policy == "all") {
-    queue_policies = scheduler::PolicyNames();
-  } else {
-    for (const std::string_view name : Split(args.queue_policy, ',')) {
-      queue_policies.emplace_back(name);
-    }
-  }
+  auto queue_policies = QueuePolicyList(args.queue_policy);
+  if (!queue_policies) return ReportError(queue_policies.error());
   std::vector<Pair> pairs;
   Progress progress("simulate --mode timed --elastic");
   for (const std::string& scorer : *scorers) {
-    for (const std::string& queue_policy : queue_policies) {
+    for (const std::string& queue_policy : *queue_policies) {
       scheduler::ElasticTimedOptions o;
       o.base.scorer = scorer;
       o.base.queue_policy = queue_policy;
@@ -218,17 +196,16 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
         progress.Stage(scorer + " " + queue_policy + ": " +
                        Fixed(100 * done, 0) + "% done");
       };
-      auto c =
-          scheduler::CompareElastic(in->topology, in->pods, o, args.threads);
+      auto c = scheduler::CompareElastic(in.topology, in.pods, o, args.threads);
       if (!c) return ReportError(c.error());
       pairs.push_back({scorer, queue_policy, std::move(c).value()});
     }
   }
   progress.Done();
   if (args.json) {
-    std::cout << ElasticJson(args, *in, pairs).dump(2) << "\n";
+    std::cout << ElasticJson(args, in, pairs).dump(2) << "\n";
   } else {
-    PrintElastic(args, *in, pairs);
+    PrintElastic(args, in, pairs);
   }
   return 0;
 }

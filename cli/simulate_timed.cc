@@ -31,23 +31,6 @@ using scheduler::TimedRun;
 
 constexpr double kDay = 86400, kHour = 3600;
 
-// --queue-policy: one name, a comma list, or all.
-Result<std::vector<std::string>> QueuePolicyList(const std::string& text) {
-  const std::vector<std::string> known = scheduler::PolicyNames();
-  if (text == "all") return known;
-  std::vector<std::string> out;
-  for (const std::string_view name : Split(text, ',')) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return BadInput("--queue-policy: unknown queue policy '" +
-                      std::string(name) + "' (known: " + list + ", or all)");
-    }
-    out.emplace_back(name);
-  }
-  return out;
-}
-
 // The delays of the trace's own scheduler (scheduled_time - creation_time,
 // over the pods it scheduled), for reference.
 struct TraceDelays {
@@ -593,28 +576,50 @@ Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
 
 }  // namespace
 
-int RunSimulateTimed(const SimulateArgs& args) {
-  if (args.elastic != 0) return RunSimulateTimedElastic(args);
+Result<std::vector<std::string>> QueuePolicyList(const std::string& text) {
+  const std::vector<std::string> known = scheduler::PolicyNames();
+  if (text == "all") return known;
+  std::vector<std::string> out;
+  for (const std::string_view name : Split(text, ',')) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return BadInput("--queue-policy: unknown queue policy '" +
+                      std::string(name) + "' (known: " + list + ", or all)");
+    }
+    out.emplace_back(name);
+  }
+  return out;
+}
+
+Result<TimedInput> LoadTimedInput(const SimulateArgs& args) {
   if (!(args.load > 0) || !std::isfinite(args.load)) {
-    return ReportError(
-        BadInput("--load: a positive factor, got " + Fixed(args.load, 2)));
+    return BadInput("--load: a positive factor, got " + Fixed(args.load, 2));
   }
   if (!(args.cluster_fraction > 0 && args.cluster_fraction <= 1)) {
-    return ReportError(
-        BadInput("--cluster-fraction: a fraction in (0, 1], "
-                 "got " +
-                 std::to_string(args.cluster_fraction)));
+    return BadInput("--cluster-fraction: a fraction in (0, 1], got " +
+                    std::to_string(args.cluster_fraction));
   }
-  auto in = LoadTraceInput(args);
-  if (!in) return ReportError(in.error());
-  const size_t all_nodes = in->topology.nodes.size();
+  Result<TraceInput> in = LoadTraceInput(args);
+  if (!in) return in.error();
+  TimedInput out{std::move(*in), 0};
+  out.all_nodes = out.trace.topology.nodes.size();
   if (args.cluster_fraction < 1) {
-    in->topology = scheduler::SampleCluster(in->topology, args.cluster_fraction,
-                                            args.first_seed);
+    out.trace.topology = scheduler::SampleCluster(
+        out.trace.topology, args.cluster_fraction, args.first_seed);
   }
-  if (auto timed = scheduler::MakeTimedPods(in->pods); !timed) {
-    return ReportError(timed.error().WithContext(args.pods));
+  if (auto timed = scheduler::MakeTimedPods(out.trace.pods); !timed) {
+    return timed.error().WithContext(args.pods);
   }
+  return out;
+}
+
+int RunSimulateTimed(const SimulateArgs& args) {
+  if (args.elastic != 0) return RunSimulateTimedElastic(args);
+  auto loaded = LoadTimedInput(args);
+  if (!loaded) return ReportError(loaded.error());
+  const TraceInput& in = loaded->trace;
+  const size_t all_nodes = loaded->all_nodes;
   auto scorers = PolicyList(args.policy);
   if (!scorers) return ReportError(scorers.error());
   auto queue_policies = QueuePolicyList(args.queue_policy);
@@ -660,9 +665,9 @@ int RunSimulateTimed(const SimulateArgs& args) {
                  "the teams)"));
   }
   const std::vector<scheduler::QueueSpec> equal =
-      EqualQueues(in->topology, args.teams);
+      EqualQueues(in.topology, args.teams);
   const std::vector<scheduler::QueueSpec> by_use =
-      GpuHourQueues(in->topology, in->pods, args.teams, SplitOf(args));
+      GpuHourQueues(in.topology, in.pods, args.teams, SplitOf(args));
   std::vector<scheduler::TimedOptions> options;
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
@@ -691,21 +696,21 @@ int RunSimulateTimed(const SimulateArgs& args) {
   Progress progress("simulate --mode timed");
   const std::string count = std::to_string(options.size());
   auto runs = scheduler::RunTimedAll(
-      in->topology, in->pods, options, args.threads, [&](double done) {
+      in.topology, in.pods, options, args.threads, [&](double done) {
         progress.Stage(count + (options.size() == 1 ? " run, " : " runs, ") +
                        Fixed(100 * done, 0) + "% done");
       });
   progress.Done();
   if (!runs) return ReportError(runs.error());
-  const TraceDelays trace = TraceOwnDelays(in->pods);
+  const TraceDelays trace = TraceOwnDelays(in.pods);
   if (args.json) {
-    std::cout << TimedJson(args, *in, all_nodes, trace, *model, *runs).dump(2)
+    std::cout << TimedJson(args, in, all_nodes, trace, *model, *runs).dump(2)
               << "\n";
   } else {
-    PrintTimed(args, *in, all_nodes, trace, *model, *runs);
+    PrintTimed(args, in, all_nodes, trace, *model, *runs);
   }
   if (!args.plot.empty()) {
-    if (Status s = PlotTimed(args, *in, *runs); !s.ok()) {
+    if (Status s = PlotTimed(args, in, *runs); !s.ok()) {
       return ReportError(s.error());
     }
     if (!args.json) std::cout << "\nChart written to " << args.plot << "\n";
