@@ -16,8 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "tests/cli/cli_runner.h"
-#include "tests/cli/serve_process.h"
+#include "tests/cli/serve_cli_test.h"
 
 namespace tessera {
 namespace {
@@ -29,36 +28,24 @@ using testlib::RunResult;
 
 constexpr const char* kAlice = "alice-test-token";
 
-class ElasticCli : public ::testing::Test {
+class ElasticCli : public testlib::ServeCliTest {
  protected:
   void SetUp() override {
-    port_ = testlib::FreeLoopbackPort();
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    config_ = dir_.File("serve.yaml");
-    std::ofstream(config_)
-        << "listen: 127.0.0.1:" << port_ << "\n"
-        << "db: " << dir_.File("queue.db") << "\n"
-        << "log_dir: " << dir_.File("logs") << "\n"
-        << "kill_grace_s: 1\n"
+    WriteConfig(
         // Long: the sweep releases, it is never reclaimed.
-        << "elastic_release_grace_s: 600\n"
-        << "pools:\n  - {name: a, policy: fifo}\n"
-        << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
-           "256GiB, gpus: [{kind: a100-80gb, count: 3}]}\n"
-        << "users:\n"
-        << "  - {name: alice, role: user, token_sha256: "
-        << testlib::Sha256Hex(kAlice) << "}\n";
-    const std::string error =
-        serve_.Start(config_, port_, dir_.File("serve.log"));
+        "elastic_release_grace_s: 600\n"
+        "pools:\n  - {name: a, policy: fifo}\n"
+        "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
+        "gpus: [{kind: a100-80gb, count: 3}]}\n"
+        "users:\n"
+        "  - {name: alice, role: user, token_sha256: " +
+        testlib::Sha256Hex(kAlice) + "}\n");
+    const std::string error = StartServe();
     if (!error.empty()) FAIL() << error;
   }
-  void TearDown() override { serve_.Stop(SIGTERM); }
 
-  RunResult Cli(const std::string& args) {
-    setenv("TESSERA_URL", url_.c_str(), 1);
-    setenv("TESSERA_TOKEN", kAlice, 1);
-    return testlib::RunTessera(args, dir_);
-  }
+  using ServeCliTest::Cli;
+  RunResult Cli(const std::string& args) { return Cli(args, kAlice); }
   int64_t Submit(const std::string& args) {
     const RunResult r = Cli("submit --json " + args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -114,11 +101,6 @@ class ElasticCli : public ::testing::Test {
     return "-- sh -c 'while [ ! -e " + dir_.File(stop) +
            " ]; do sleep 0.1; done'";
   }
-
-  testlib::TempDir dir_;
-  int port_ = 0;
-  std::string url_, config_;
-  testlib::ServeProcess serve_;
 };
 
 TEST_F(ElasticCli, HpoSweepGrowsAndReleases) {

@@ -20,8 +20,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/cli/cli_runner.h"
-#include "tests/cli/serve_process.h"
+#include "tests/cli/serve_cli_test.h"
 
 namespace tessera {
 namespace {
@@ -35,46 +34,33 @@ constexpr const char* kAlice = "alice-test-token";
 constexpr const char* kBob = "bob-test-token";
 constexpr const char* kRoot = "root-test-token";
 
-class QueueCli : public ::testing::Test {
+class QueueCli : public testlib::ServeCliTest {
  protected:
   void SetUp() override {
-    port_ = testlib::FreeLoopbackPort();
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    config_ = dir_.File("serve.yaml");
-    std::ofstream(config_)
-        << "listen: 127.0.0.1:" << port_ << "\n"
-        << "db: " << dir_.File("queue.db") << "\n"
-        << "log_dir: " << dir_.File("logs") << "\n"
-        << "kill_grace_s: 1\n"
-        << "model_roots: [" << TESSERA_SOURCE_DIR << "/models/zoo]\n"
-        << "pools:\n  - {name: a, policy: backfill}\n"
-        << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
-           "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
-        << "users:\n"
-        << "  - {name: alice, role: user, token_sha256: "
-        << testlib::Sha256Hex(kAlice) << "}\n"
-        << "  - {name: bob, role: user, token_sha256: "
-        << testlib::Sha256Hex(kBob) << "}\n"
-        << "  - {name: root, role: admin, token_sha256: "
-        << testlib::Sha256Hex(kRoot) << "}\n"
-        << "quotas:\n  users:\n    bob: {max_running: 5, max_gpu_milli: "
-           "2000, submissions_per_s: 50}\n";
+    WriteConfig(std::string("model_roots: [") + TESSERA_SOURCE_DIR +
+                "/models/zoo]\n"
+                "pools:\n  - {name: a, policy: backfill}\n"
+                "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, "
+                "memory: 256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
+                "users:\n"
+                "  - {name: alice, role: user, token_sha256: " +
+                testlib::Sha256Hex(kAlice) +
+                "}\n"
+                "  - {name: bob, role: user, token_sha256: " +
+                testlib::Sha256Hex(kBob) +
+                "}\n"
+                "  - {name: root, role: admin, token_sha256: " +
+                testlib::Sha256Hex(kRoot) +
+                "}\n"
+                "quotas:\n  users:\n    bob: {max_running: 5, "
+                "max_gpu_milli: 2000, submissions_per_s: 50}\n");
   }
-  void TearDown() override { StopServer(SIGTERM); }
 
   void StartServer() {
-    const std::string error =
-        serve_.Start(config_, port_, dir_.File("serve.log"));
+    const std::string error = StartServe();
     if (!error.empty()) FAIL() << error;
   }
   void StopServer(int signal) { serve_.Stop(signal); }
-  // The client finds the service and the token in the environment
-  // (TESSERA_URL, TESSERA_TOKEN), as a user's shell would have them.
-  RunResult Cli(const std::string& args, const char* token) {
-    setenv("TESSERA_URL", url_.c_str(), 1);
-    setenv("TESSERA_TOKEN", token, 1);
-    return testlib::RunTessera(args, dir_);
-  }
   Json WaitForEnd(int64_t id) {
     for (int i = 0; i < 400; ++i) {
       const RunResult r = Cli("job " + std::to_string(id) + " --json", kAlice);
@@ -88,11 +74,6 @@ class QueueCli : public ::testing::Test {
     ADD_FAILURE() << "job " << id << " did not end";
     return {};
   }
-
-  testlib::TempDir dir_;
-  int port_ = 0;
-  std::string url_, config_;
-  testlib::ServeProcess serve_;
 };
 
 TEST_F(QueueCli, JobsRunWithTheirGpusInTheEnvironment) {

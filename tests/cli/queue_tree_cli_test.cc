@@ -14,8 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/cli/cli_runner.h"
-#include "tests/cli/serve_process.h"
+#include "tests/cli/serve_cli_test.h"
 
 namespace tessera {
 namespace {
@@ -28,45 +27,32 @@ using testlib::RunResult;
 constexpr const char* kAlice = "alice-test-token";
 constexpr const char* kBob = "bob-test-token";
 
-class QueueTreeCli : public ::testing::Test {
+class QueueTreeCli : public testlib::ServeCliTest {
  protected:
   void SetUp() override {
-    port_ = testlib::FreeLoopbackPort();
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    config_ = dir_.File("serve.yaml");
-    std::ofstream(config_)
-        << "listen: 127.0.0.1:" << port_ << "\n"
-        << "db: " << dir_.File("queue.db") << "\n"
-        << "log_dir: " << dir_.File("logs") << "\n"
-        << "kill_grace_s: 1\n"
-        << "pools:\n  - {name: a, policy: fifo}\n"
-        << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
-           "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
-        << "users:\n"
-        << "  - {name: alice, role: user, team: team-a, token_sha256: "
-        << testlib::Sha256Hex(kAlice) << "}\n"
-        << "  - {name: bob, role: user, team: team-b, token_sha256: "
-        << testlib::Sha256Hex(kBob) << "}\n"
-        << "queues:\n"
-        << "  - name: org\n"
-        << "    guaranteed: {gpu_milli: 2000, gpu_memory: 160GiB}\n"
-        << "    children:\n"
-        << "      - name: team-a\n"
-        << "        guaranteed: {gpu_milli: 1000, gpu_memory: 80GiB}\n"
-        << "        weight: 2\n"
-        << "      - name: team-b\n"
-        << "        guaranteed: {gpu_milli: 1000, gpu_memory: 80GiB}\n"
-        << "        limit: {gpu_milli: 2000}\n";
-    const std::string error =
-        serve_.Start(config_, port_, dir_.File("serve.log"));
+    WriteConfig(
+        "pools:\n  - {name: a, policy: fifo}\n"
+        "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: 256GiB, "
+        "gpus: [{kind: a100-80gb, count: 2}]}\n"
+        "users:\n"
+        "  - {name: alice, role: user, team: team-a, token_sha256: " +
+        testlib::Sha256Hex(kAlice) +
+        "}\n"
+        "  - {name: bob, role: user, team: team-b, token_sha256: " +
+        testlib::Sha256Hex(kBob) +
+        "}\n"
+        "queues:\n"
+        "  - name: org\n"
+        "    guaranteed: {gpu_milli: 2000, gpu_memory: 160GiB}\n"
+        "    children:\n"
+        "      - name: team-a\n"
+        "        guaranteed: {gpu_milli: 1000, gpu_memory: 80GiB}\n"
+        "        weight: 2\n"
+        "      - name: team-b\n"
+        "        guaranteed: {gpu_milli: 1000, gpu_memory: 80GiB}\n"
+        "        limit: {gpu_milli: 2000}\n");
+    const std::string error = StartServe();
     if (!error.empty()) FAIL() << error;
-  }
-  void TearDown() override { serve_.Stop(SIGTERM); }
-
-  RunResult Cli(const std::string& args, const char* token) {
-    setenv("TESSERA_URL", url_.c_str(), 1);
-    setenv("TESSERA_TOKEN", token, 1);
-    return testlib::RunTessera(args, dir_);
   }
 
   // The queue table's rows: the lines from the QUEUE header on.
@@ -83,11 +69,6 @@ class QueueTreeCli : public ::testing::Test {
     }
     return rows;
   }
-
-  testlib::TempDir dir_;
-  int port_ = 0;
-  std::string url_, config_;
-  testlib::ServeProcess serve_;
 };
 
 TEST_F(QueueTreeCli, ClusterPrintsTheQueueTree) {

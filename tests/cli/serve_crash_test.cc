@@ -36,10 +36,7 @@ class ServeCrash : public ::testing::Test {
     config_ = dir_.File("serve.yaml");
     starts_ = dir_.File("starts.log");
     std::ofstream(config_)
-        << "listen: 127.0.0.1:" << port_ << "\n"
-        << "db: " << dir_.File("queue.db") << "\n"
-        << "log_dir: " << dir_.File("logs") << "\n"
-        << "kill_grace_s: 1\n"
+        << testlib::ServeConfigHead(dir_, port_)
         << "pools:\n  - {name: a, policy: priority}\n"
         << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
            "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"

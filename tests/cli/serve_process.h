@@ -55,6 +55,14 @@ inline int FreeLoopbackPort() {
 
 // `tessera serve --config CONFIG [EXTRA...]`, its stderr appended to a log
 // file; it dies with the test process, even if the test crashes.
+// The lines a test's serve config starts with: listen on `port`, the
+// database and the jobs' logs in `dir`, and a 1 s kill grace.
+inline std::string ServeConfigHead(const TempDir& dir, int port) {
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\n" +
+         "db: " + dir.File("queue.db") + "\n" + "log_dir: " + dir.File("logs") +
+         "\n" + "kill_grace_s: 1\n";
+}
+
 class ServeProcess {
  public:
   ServeProcess() = default;
