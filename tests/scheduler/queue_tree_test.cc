@@ -124,6 +124,8 @@ TEST(QueueTree, RoutesAndClassifies) {
 }
 
 // Whole GPUs of 40 GiB as queued jobs; the allocator is best-fit.
+Resources Gpus(int n) { return Resources{n, 0, 0, 100, kGiB}; }
+
 struct Fixture {
   Fixture(int nodes, int gpus)
       : state(MakeTopology(nodes, gpus)),
@@ -132,11 +134,52 @@ struct Fixture {
                                      const Resources& d) const {
     return FindAllocation(s, "default", d, *scorer);
   }
+  // `count` 1-GPU jobs of queue `q` reserved (ids 1.., each started at its
+  // id): the first two in the queue's guarantee, the rest borrowed.
+  std::vector<TreeJob> RunOneGpuJobs(int q, int count) {
+    std::vector<TreeJob> out;
+    for (JobId id = 1; id <= count; ++id) {
+      const std::optional<Allocation> a = Allocate(state, Gpus(1));
+      EXPECT_TRUE(a && state.Reserve(id, *a).ok()) << id;
+      out.push_back({id, q, Milli(1000), id > 2, true, double(id)});
+    }
+    return out;
+  }
   ClusterState state;
   std::unique_ptr<GpuScorer> scorer;
 };
 
-Resources Gpus(int n) { return Resources{n, 0, 0, 100, kGiB}; }
+// The policies' view of `running` (user "b"'s jobs).
+std::vector<RunningJob> Active(const std::vector<TreeJob>& running) {
+  std::vector<RunningJob> out;
+  for (const TreeJob& r : running) {
+    out.push_back({r.id, "b", "", 0, true, r.started_at, 0});
+  }
+  return out;
+}
+
+// A priority policy's round over `queued` beside `active`: where the
+// queue tree asks which job the policy would start.
+TreeTrial PriorityTrial(QueuePolicy& policy, const Fixture& f,
+                        const std::map<JobId, QueuedJob>& queued,
+                        const std::vector<RunningJob>& active) {
+  return [&](const ClusterState& s, const std::vector<JobId>& ids) {
+    std::vector<QueuedJob> jobs;
+    for (const JobId id : ids) jobs.push_back(queued.at(id));
+    return policy.Schedule(
+        jobs, active, s,
+        [&](const ClusterState& st, const QueuedJob& q) {
+          return f.Allocate(st, q.demand);
+        },
+        10);
+  };
+}
+
+std::unique_ptr<QueuePolicy> Priority() {
+  PolicyConfig pc;
+  pc.name = "priority";
+  return std::move(MakePolicy(pc).value());
+}
 
 TEST(QueueTree, ReclaimsYoungestBorrowedOfOtherQueuesOnly) {
   auto tree = QueueTree::Make({Q("a", 2000), Q("b", 2000)});
@@ -211,13 +254,7 @@ TEST(QueueTree, PlanReclaimsAndHoldsBorrowersDuringTheGrace) {
   ASSERT_TRUE(tree);
   const int a = tree->Find("a"), b = tree->Find("b");
   Fixture f(1, 4);
-  std::vector<TreeJob> running;
-  for (JobId id = 1; id <= 4; ++id) {
-    auto al = f.Allocate(f.state, Gpus(1));
-    ASSERT_TRUE(f.state.Reserve(id, *al));
-    running.push_back(
-        {id, b, Milli(1000), id > 2, true, static_cast<double>(id)});
-  }
+  std::vector<TreeJob> running = f.RunOneGpuJobs(b, 4);
   const auto alloc = [&](const ClusterState& s, JobId id) {
     return f.Allocate(s, Gpus(id == 10 ? 2 : 1));
   };
@@ -251,35 +288,16 @@ TEST(QueueTree, ReclaimsForTheJobThePolicyStartsNext) {
   ASSERT_TRUE(tree);
   const int a = tree->Find("a"), b = tree->Find("b");
   Fixture f(1, 4);
-  std::vector<TreeJob> running;
-  std::vector<RunningJob> active;
-  for (JobId id = 1; id <= 4; ++id) {
-    auto al = f.Allocate(f.state, Gpus(1));
-    ASSERT_TRUE(f.state.Reserve(id, *al));
-    running.push_back(
-        {id, b, Milli(1000), id > 2, true, static_cast<double>(id)});
-    active.push_back({id, "b", "", 0, true, static_cast<double>(id), 0});
-  }
+  std::vector<TreeJob> running = f.RunOneGpuJobs(b, 4);
+  std::vector<RunningJob> active = Active(running);
   std::map<JobId, QueuedJob> queued;
   queued[10] = {10, "a", "", 0, false, 5, 0, Gpus(2)};
   queued[11] = {11, "a", "", 5, false, 6, 0, Gpus(1)};
   const auto alloc = [&](const ClusterState& s, JobId id) {
     return f.Allocate(s, queued.at(id).demand);
   };
-  PolicyConfig pc;
-  pc.name = "priority";
-  auto policy = std::move(MakePolicy(pc).value());
-  const TreeTrial trial = [&](const ClusterState& s,
-                              const std::vector<JobId>& ids) {
-    std::vector<QueuedJob> jobs;
-    for (const JobId id : ids) jobs.push_back(queued.at(id));
-    return policy->Schedule(
-        jobs, active, s,
-        [&](const ClusterState& st, const QueuedJob& q) {
-          return f.Allocate(st, q.demand);
-        },
-        10);
-  };
+  const std::unique_ptr<QueuePolicy> policy = Priority();
+  const TreeTrial trial = PriorityTrial(*policy, f, queued, active);
   const std::vector<TreePending> pending = {{10, a, Milli(2000), false},
                                             {11, a, Milli(1000), false}};
   TreePlan plan =
@@ -316,23 +334,15 @@ TEST(QueueTree, ReclaimedRoomGoesToItsOwner) {
   ASSERT_TRUE(tree);
   const int a = tree->Find("a"), b = tree->Find("b");
   Fixture f(1, 4);
-  std::vector<TreeJob> running;
-  std::vector<RunningJob> active;
-  for (JobId id = 1; id <= 3; ++id) {
-    auto al = f.Allocate(f.state, Gpus(1));
-    ASSERT_TRUE(f.state.Reserve(id, *al));
-    running.push_back({id, b, Milli(1000), id > 2, true, double(id)});
-    active.push_back({id, "b", "", 0, true, double(id), 0});
-  }
+  const std::vector<TreeJob> running = f.RunOneGpuJobs(b, 3);
+  const std::vector<RunningJob> active = Active(running);
   std::map<JobId, QueuedJob> queued;
   queued[11] = {11, "a", "", 0, false, 5, 0, Gpus(1)};
   queued[12] = {12, "a", "", 9, false, 7, 0, Gpus(1)};
   const auto alloc = [&](const ClusterState& s, JobId id) {
     return f.Allocate(s, queued.at(id).demand);
   };
-  PolicyConfig pc;
-  pc.name = "priority";
-  auto policy = std::move(MakePolicy(pc).value());
+  const std::unique_ptr<QueuePolicy> policy = Priority();
   const TreePlan plan = PlanTreeRound(
       *tree, {{11, a, Milli(1000), false}, {12, a, Milli(1000), false}},
       running, f.state, alloc, false, {11});
