@@ -71,7 +71,8 @@ TEST(SimulateModelsElasticCli, MinEqualToMaxIsTheGangRun) {
   RunResult r =
       RunTessera(Args() + " --elastic 100 --elastic-workers 2:2 --json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const Json& res : Json::parse(r.out)["results"]) {
+  const Json out = Json::parse(r.out);  // outlives the loop below
+  for (const Json& res : out["results"]) {
     EXPECT_EQ(res["sweeps"], 30);
     EXPECT_EQ(res["elastic"]["mean_jct_s"], res["gang"]["mean_jct_s"]);
     EXPECT_EQ(res["elastic"]["makespan_s"], res["gang"]["makespan_s"]);
