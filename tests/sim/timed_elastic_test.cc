@@ -15,6 +15,7 @@
 #include "sim/timed_elastic.h"
 #include "sim/timed_replay.h"
 #include "sim/trace.h"
+#include "tests/sim/timed_pods.h"
 #include "tests/testlib/repo_paths.h"
 #include "tests/testlib/test_topology.h"
 
@@ -24,24 +25,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeTopology;
-
-// A pod that arrives at `arrival`, is scheduled at once in the trace and
-// runs `duration` seconds on `gpus` whole GPUs (or `milli` of one).
-TracePod Pod(double arrival, double duration, int gpus, int milli = 1000,
-             std::string qos = "LS") {
-  static int n = 0;
-  TracePod p;
-  p.name = "pod-" + std::to_string(n++);
-  p.cpu_milli = 1000;
-  p.memory_mib = 1024;
-  p.num_gpu = gpus;
-  p.gpu_milli = gpus > 0 ? milli : 0;
-  p.qos = std::move(qos);
-  p.creation_time = arrival;
-  p.scheduled_time = arrival;
-  p.deletion_time = arrival + duration;
-  return p;
-}
 
 ElasticTimedOptions Options(const std::string& policy = "fifo", int pct = 100,
                             double efficiency = 1) {

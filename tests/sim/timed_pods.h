@@ -1,0 +1,36 @@
+#ifndef TESSERA_TESTS_SIM_TIMED_PODS_H_
+#define TESSERA_TESTS_SIM_TIMED_PODS_H_
+
+// Hand-made trace pods for the timed replays' tests.
+
+#include <string>
+#include <utility>
+
+#include "sim/trace.h"
+
+namespace tessera::scheduler {
+namespace {  // each test file numbers its own pods (pod-0, pod-1, ...)
+
+// A pod that arrives at `arrival`, is scheduled at once in the trace and
+// runs `duration` seconds on `gpus` whole GPUs (or `milli` of one GPU when
+// gpus is 1 and milli < 1000).
+TracePod Pod(double arrival, double duration, int gpus, int milli = 1000,
+             std::string qos = "LS") {
+  static int n = 0;
+  TracePod p;
+  p.name = "pod-" + std::to_string(n++);
+  p.cpu_milli = 1000;
+  p.memory_mib = 1024;
+  p.num_gpu = gpus;
+  p.gpu_milli = gpus > 0 ? milli : 0;
+  p.qos = std::move(qos);
+  p.creation_time = arrival;
+  p.scheduled_time = arrival;
+  p.deletion_time = arrival + duration;
+  return p;
+}
+
+}  // namespace
+}  // namespace tessera::scheduler
+
+#endif  // TESSERA_TESTS_SIM_TIMED_PODS_H_
