@@ -90,18 +90,6 @@ TEST(ElasticRequestTest, RoundTrips) {
             1);
 }
 
-// One node of four 80 GiB GPUs in pool "a".
-Topology FourGpus() {
-  Topology t;
-  t.pools = {"a"};
-  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1, 2, 3}, false});
-  for (int g = 0; g < 4; ++g) {
-    t.gpus.push_back(
-        {"node0/gpu" + std::to_string(g), 0, g, "a100-80gb", 80 * 1024});
-  }
-  return t;
-}
-
 class ElasticServiceTest : public ::testing::Test {
  protected:
   std::unique_ptr<Service> Make(std::set<JobId> adoptable = {}) {

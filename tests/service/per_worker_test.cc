@@ -21,6 +21,7 @@
 #include "launch/launcher.h"
 #include "service/service.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -28,18 +29,6 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-// One node of four 80 GiB GPUs in pool "a".
-Topology FourGpus() {
-  Topology t;
-  t.pools = {"a"};
-  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1, 2, 3}, false});
-  for (int g = 0; g < 4; ++g) {
-    t.gpus.push_back(
-        {"node0/gpu" + std::to_string(g), 0, g, "a100-80gb", 80 * 1024});
-  }
-  return t;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

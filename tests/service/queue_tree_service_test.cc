@@ -17,18 +17,6 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kGpuMiB = 80 * 1024;
 
-// One node, four 80 GiB GPUs, pool "a".
-Topology FourGpus() {
-  Topology t;
-  t.pools = {"a"};
-  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1, 2, 3}, false});
-  for (int i = 0; i < 4; ++i) {
-    t.gpus.push_back(
-        {"node0/gpu" + std::to_string(i), 0, i, "a100-80gb", kGpuMiB});
-  }
-  return t;
-}
-
 QueueSpec Team(std::string name, int gpus) {
   QueueSpec q;
   q.name = std::move(name);

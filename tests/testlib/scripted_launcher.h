@@ -96,6 +96,18 @@ inline Topology TwoPools() {
   return t;
 }
 
+// One node, node0, of four 80 GiB GPUs in pool "a".
+inline Topology FourGpus() {
+  Topology t;
+  t.pools = {"a"};
+  t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0, 1, 2, 3}, false});
+  for (int g = 0; g < 4; ++g) {
+    t.gpus.push_back(
+        {"node0/gpu" + std::to_string(g), 0, g, "a100-80gb", 80 * 1024});
+  }
+  return t;
+}
+
 // A job asking `milli` of one GPU and `mib` of its memory in `pool`,
 // running `true`.
 inline JobRequest Fraction(int milli, int64_t mib, std::string pool = "a") {
