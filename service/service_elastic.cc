@@ -38,6 +38,22 @@ bool IsExtra(const Job& job, int worker) {
 
 }  // namespace
 
+namespace service_internal {
+
+ElasticWithout DropWorkers(const Job& job, const std::set<int>& drop) {
+  ElasticWithout out{{}, job.elastic};
+  ElasticState& st = out.state;
+  std::vector<int> kept = st.workers;
+  out.allocation =
+      WithoutWorkers(job.allocation, *job.request.resources, kept, drop);
+  st.workers = std::move(kept);
+  std::erase_if(st.releasing, [&](int w) { return drop.count(w) > 0; });
+  if (st.releasing.empty()) st.release_by = 0;
+  return out;
+}
+
+}  // namespace service_internal
+
 std::string Service::Impl::AllocationFilePath(JobId id) const {
   return (std::filesystem::path(options.log_dir) /
           (std::to_string(id) + ".allocation.json"))
@@ -209,17 +225,12 @@ void Service::Impl::ReclaimOverdue(double now) {
   }
   for (const JobId id : due) {
     const Job& job = running.at(id);
-    ElasticState st = job.elastic;
-    std::vector<int> workers = st.workers;
-    const std::vector<int> dropped = st.releasing;
-    const Allocation next =
-        WithoutWorkers(job.allocation, *job.request.resources, workers,
-                       {dropped.begin(), dropped.end()});
-    st.workers = std::move(workers);
-    st.releasing.clear();
-    st.release_by = 0;
+    const std::vector<int> dropped = job.elastic.releasing;
+    service_internal::ElasticWithout next =
+        service_internal::DropWorkers(job, {dropped.begin(), dropped.end()});
     const bool per_worker = PerWorker(job);
-    if (ApplyElastic(id, next, std::move(st), "reclaimed", dropped) &&
+    if (ApplyElastic(id, next.allocation, std::move(next.state), "reclaimed",
+                     dropped) &&
         per_worker) {
       // Their processes outlived the grace: killed now.
       worker_stops.push_back({id, dropped, 0});
@@ -328,15 +339,13 @@ void Service::Impl::WorkersEnded(JobId id,
     if (Persist(updated, &event).ok()) it->second = std::move(updated);
     return;
   }
-  std::vector<int> kept = st.workers;
-  const Allocation next =
-      WithoutWorkers(job.allocation, *job.request.resources, kept, drop);
-  st.workers = std::move(kept);
-  std::erase_if(st.releasing, [&](int w) { return drop.count(w) > 0; });
-  if (st.releasing.empty()) st.release_by = 0;
+  service_internal::ElasticWithout next =
+      service_internal::DropWorkers(job, drop);
+  next.state.grow_stopped = st.grow_stopped;
   // Released: asked back and gone; ended: gone on its own.
-  ApplyElastic(id, next, std::move(st), all_asked ? "released" : "ended",
-               {drop.begin(), drop.end()}, nullptr, note);
+  ApplyElastic(id, next.allocation, std::move(next.state),
+               all_asked ? "released" : "ended", {drop.begin(), drop.end()},
+               nullptr, note);
   wake.notify_all();
 }
 
@@ -438,14 +447,9 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
     drop.insert(w);
   }
   if (drop.empty()) return BadInput("workers: name the workers released");
-  ElasticState st = job.elastic;
-  std::vector<int> kept = st.workers;
-  const Allocation next =
-      WithoutWorkers(job.allocation, *job.request.resources, kept, drop);
-  st.workers = std::move(kept);
-  std::erase_if(st.releasing, [&](int w) { return drop.count(w) > 0; });
-  if (st.releasing.empty()) st.release_by = 0;
-  if (!m.ApplyElastic(id, next, std::move(st), "released",
+  service_internal::ElasticWithout next =
+      service_internal::DropWorkers(job, drop);
+  if (!m.ApplyElastic(id, next.allocation, std::move(next.state), "released",
                       {drop.begin(), drop.end()}, by)) {
     return Unavailable("the job store failed; try again");
   }

@@ -78,6 +78,34 @@ std::string WhyNot(const ClusterState& s, int node, const Resources& d,
 // Why holding `plus` more than `now` breaks `q` ("" if it does not).
 std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
                       const std::string& who);
+// An elastic job's allocation and state without the workers `drop`: their
+// GPU shares and ids gone, and no longer asked back (the release deadline
+// cleared once nobody is). service_elastic.cc.
+struct ElasticWithout {
+  Allocation allocation;
+  ElasticState state;
+};
+ElasticWithout DropWorkers(const Job& job, const std::set<int>& drop);
+// A job as the queue policies see it (policy.h): queued, or running.
+inline QueuedJob AsQueued(const Job& j) {
+  return {j.id,
+          j.user,
+          j.team,
+          j.request.priority,
+          j.request.preemptible,
+          j.submitted_at,
+          j.request.time_limit_s,
+          j.demand};
+}
+inline RunningJob AsRunning(const Job& j) {
+  return {j.id,
+          j.user,
+          j.team,
+          j.request.priority,
+          j.request.preemptible,
+          j.started_at,
+          j.request.time_limit_s};
+}
 
 }  // namespace service_internal
 

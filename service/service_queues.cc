@@ -143,17 +143,13 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
       for (const JobId id : ids) {
         const Job& j = *by_id.at(id);
         if (j.request.pool != pool) continue;
-        waiting.push_back({j.id, j.user, j.team, j.request.priority,
-                           j.request.preemptible, j.submitted_at,
-                           j.request.time_limit_s, j.demand});
+        waiting.push_back(service_internal::AsQueued(j));
       }
       if (waiting.empty() || !policies.count(pool)) continue;
       std::vector<RunningJob> active;
       for (const Job& j : snap.running) {
         if (j.request.pool != pool) continue;
-        active.push_back({j.id, j.user, j.team, j.request.priority,
-                          j.request.preemptible, j.started_at,
-                          j.request.time_limit_s});
+        active.push_back(service_internal::AsRunning(j));
       }
       Decision d = policies.at(pool)->Schedule(
           waiting, active, s,

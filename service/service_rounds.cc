@@ -423,18 +423,14 @@ void Service::Impl::RunRound() {
         }
         planned.Add(j, more);
       }
-      waiting.push_back({j.id, j.user, j.team, j.request.priority,
-                         j.request.preemptible, j.submitted_at,
-                         j.request.time_limit_s, j.demand});
+      waiting.push_back(service_internal::AsQueued(j));
       by_id[j.id] = &j;
     }
     if (waiting.empty()) continue;
     std::vector<RunningJob> active;
     for (const Job& j : snap.running) {
       if (j.request.pool != pool) continue;
-      active.push_back({j.id, j.user, j.team, j.request.priority,
-                        j.request.preemptible, j.started_at,
-                        j.request.time_limit_s});
+      active.push_back(service_internal::AsRunning(j));
     }
     const Allocator allocate = [&](const ClusterState& s, const QueuedJob& q) {
       return Allocate(snap, s, *by_id.at(q.id));
@@ -654,13 +650,11 @@ bool Service::Impl::AdoptWorkerJob(Job& job) {
   }
   if (gone.empty()) return true;
   Job updated = job;
+  service_internal::ElasticWithout next =
+      service_internal::DropWorkers(job, gone);
+  updated.allocation = std::move(next.allocation);
+  updated.elastic = std::move(next.state);
   ElasticState& st = updated.elastic;
-  std::vector<int> kept = st.workers;
-  updated.allocation =
-      WithoutWorkers(job.allocation, *job.request.resources, kept, gone);
-  st.workers = std::move(kept);
-  std::erase_if(st.releasing, [&](int w) { return gone.count(w) > 0; });
-  if (st.releasing.empty()) st.release_by = 0;
   st.grow_stopped = true;  // they ended on their own
   ++st.version;
   st.history.push_back(
