@@ -137,6 +137,9 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
                   {"improved_on_contiguous", ilp->improved_warm},
                   {"units", ilp->units},
                   {"seconds", ilp->seconds}};
+    if (!ilp->solver_failure.empty()) {
+      out["ilp"]["solver_failure"] = ilp->solver_failure;
+    }
     seconds += ilp->seconds;
   }
   if (local) {
@@ -182,6 +185,9 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
               << (ilp->improved_warm ? ", better than contiguous"
                                      : ", the contiguous split kept")
               << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";
+    if (!ilp->solver_failure.empty()) {
+      std::cout << "            " << ilp->solver_failure << "\n";
+    }
   }
   if (local && local->max_load < ilp->max_load) {
     std::cout << "local search: max load " << Fixed(local->max_load, 4)

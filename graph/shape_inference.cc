@@ -3,19 +3,14 @@
 // ONNX 1.12's C++ shape inference crashes (SIGSEGV) on some corrupted models
 // (fuzzing the zoo found, e.g., a Concat feeding Reshape a 10^14 extent, and
 // unknown operators of the standard domain). Bad input must give an error or
-// a warning, never a crash, so inference runs in a forked child that sends
-// the inferred types back through a pipe; if the child dies, the model loads
-// without inferred shapes and a warning says why. See docs/graph.md, step 4.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-
+// a warning, never a crash, so inference runs in a forked child
+// (common/isolated.h) that sends the inferred types back through a pipe; if
+// the child dies, the model loads without inferred shapes and a warning
+// says why. See docs/graph.md, step 4.
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "common/isolated.h"
 #include "graph/onnx_internal.h"
 
 namespace tessera::graph::internal {
@@ -56,28 +51,6 @@ void AllGraphs(onnx::GraphProto* g, std::vector<onnx::GraphProto*>* out) {
       if (a.has_g()) AllGraphs(a.mutable_g(), out);
       for (auto& sub : *a.mutable_graphs()) AllGraphs(&sub, out);
     }
-  }
-}
-
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-std::string ReadAll(int fd) {
-  std::string bytes;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return bytes;
-    bytes.append(buf, static_cast<size_t>(n));
   }
 }
 
@@ -128,45 +101,31 @@ bool DecodeTypes(const std::string& bytes, onnx::ModelProto* model,
 }  // namespace
 
 void InferShapes(onnx::ModelProto* model, std::vector<std::string>* warnings) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    InferInProcess(model, warnings);  // no isolation possible
-    return;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    InferInProcess(model, warnings);
-    return;
-  }
-  if (pid == 0) {  // child: infer, answer, exit without running destructors
-    close(fds[0]);
-    // A crash in ONNX kills the child by its signal, as in a plain build:
-    // a sanitizer's or libFuzzer's handler inherited from the parent would
-    // report the contained crash as the process's own (docs/fuzzing.md).
-    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
-      std::signal(sig, SIG_DFL);
+  // No deadline: inference is linear in the model and the loader already
+  // bounds the model's size.
+  std::string fallback;
+  Result<std::string> answer = RunIsolated(
+      [model] {
+        std::vector<std::string> child_warnings;
+        InferInProcess(model, &child_warnings);
+        return EncodeTypes(model, child_warnings);
+      },
+      IsolationLimits{}, "ONNX shape inference", &fallback);
+  if (!fallback.empty()) {  // it ran here, on `model` itself
+    std::vector<std::string> here;
+    if (!answer || !DecodeTypes(*answer, model, &here)) {
+      warnings->push_back(fallback);
     }
-    std::vector<std::string> child_warnings;
-    InferInProcess(model, &child_warnings);
-    _exit(WriteAll(fds[1], EncodeTypes(model, child_warnings)) ? 0 : 1);
+    warnings->insert(warnings->end(), here.begin(), here.end());
+    return;
   }
-  close(fds[1]);
-  const std::string bytes = ReadAll(fds[0]);
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    warnings->push_back(std::string("ONNX shape inference crashed (") +
-                        strsignal(WTERMSIG(status)) +
-                        ") on this model, which is probably corrupted; "
+  if (!answer) {
+    warnings->push_back(answer.error().message +
+                        " on this model, which is probably corrupted; "
                         "shapes it would have inferred are unknown");
     return;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      !DecodeTypes(bytes, model, warnings)) {
+  if (!DecodeTypes(*answer, model, warnings)) {
     warnings->push_back(
         "shape inference failed in its worker process; "
         "shapes it would have inferred are unknown");

@@ -295,10 +295,6 @@ Result<Solution> SolveMip(const IlpData& data, const Problem& q,
   AddSymmetry(mip, data, pred, cols);
 
   Cbc_Model* m = mip.get();
-  Cbc_setLogLevel(m, 0);
-  Cbc_setParameter(m, "log", "0");
-  Cbc_setParameter(m, "slog", "0");
-  Cbc_setParameter(m, "timeMode", "elapsed");
   if (!warm.empty()) {
     CanonicalLabels(pred, warm);
     std::vector<int> x;
@@ -308,12 +304,12 @@ Result<Solution> SolveMip(const IlpData& data, const Problem& q,
   }
   const double spent =
       std::chrono::duration<double>(Clock::now() - started).count();
-  Cbc_setMaximumSeconds(m, std::max(0.01, time_limit_s - spent));
-  Cbc_solve(m);
-
-  const double* sol = Cbc_bestSolution(m);
-  if (sol == nullptr) {
-    if (Cbc_isProvenInfeasible(m)) {
+  Result<MipOutcome> solved = mip.Solve(time_limit_s - spent);
+  if (!solved) return solved.error().WithContext("ilp");
+  const MipOutcome& mo = *solved;
+  const std::vector<double>& sol = mo.solution;
+  if (sol.empty()) {
+    if (mo.proven_infeasible) {
       return Infeasible("ilp: no placement of the " + std::to_string(ng) +
                         " groups fits the devices' memory");
     }
@@ -332,12 +328,11 @@ Result<Solution> SolveMip(const IlpData& data, const Problem& q,
       }
     }
   }
-  out.objective_s = Cbc_getObjValue(m) * cols.time_unit;
-  out.optimal = Cbc_isProvenOptimal(m) != 0;
-  out.bound_s = out.optimal
-                    ? out.objective_s
-                    : std::min(out.objective_s,
-                               Cbc_getBestPossibleObjValue(m) * cols.time_unit);
+  out.objective_s = mo.objective * cols.time_unit;
+  out.optimal = mo.proven_optimal;
+  out.bound_s = out.optimal ? out.objective_s
+                            : std::min(out.objective_s,
+                                       mo.best_possible * cols.time_unit);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/isolated.h"
 #include "common/strings.h"
 #include "placer/algorithms.h"
 #include "placer/glpk.h"
@@ -38,6 +39,9 @@ constexpr double kFavouriteThreshold = 0.5;
 // one per branching op): 500 rows take about 8 ms, 1,650 rows 57 ms,
 // 4,800 rows 460 ms on a 2-core machine.
 constexpr size_t kMaxLpEdges = 512;
+// The LP's child: its largest LP (kMaxLpEdges rows) solves in well under a
+// second; one still running after 60 s, or growing past 1 GiB, is stuck.
+const IsolationLimits kLpLimits{60.0, int64_t{1} << 30};
 
 struct LpResult {
   std::vector<OpId> child;  // per op of the LP's problem
@@ -143,27 +147,52 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
     glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(),
                     ar.data());
   }
-  glp_smcp parm;
-  glp_init_smcp(&parm);
-  parm.msg_lev = GLP_MSG_OFF;
-  // GLPK's dual simplex solves these LPs 2-3x faster than its primal one
-  // (measured on layered DAGs of 200-800 ops).
-  parm.meth = GLP_DUALP;
-  const int rc = glp_simplex(lp, &parm);
-  const int status = glp_get_status(lp);
+  // GLPK aborts the process on an internal error: the simplex runs in a
+  // child (common/isolated.h), which answers the status, the objective
+  // and each edge's x.
+  auto solve = [lp, ne]() {
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    // GLPK's dual simplex solves these LPs 2-3x faster than its primal one
+    // (measured on layered DAGs of 200-800 ops).
+    parm.meth = GLP_DUALP;
+    const int rc = glp_simplex(lp, &parm);
+    ByteWriter out;
+    out.Put(rc);
+    out.Put(glp_get_status(lp));
+    out.Put(glp_get_obj_val(lp));
+    std::vector<double> x(ne);
+    for (uint32_t e = 0; e < ne; ++e) {
+      x[e] = glp_get_col_prim(lp, 1 + static_cast<int>(e));
+    }
+    out.PutDoubles(x.data(), x.size());
+    return out.Take();
+  };
+  Result<std::string> answer =
+      RunIsolated(solve, kLpLimits, "GLPK's simplex (m-sct)");
+  if (!answer) return answer.error();
+  int rc = 0, status = 0;
+  double objective = 0.0;
+  std::vector<double> x;
+  ByteReader reader(*answer);
+  if (!reader.Get(&rc) || !reader.Get(&status) || !reader.Get(&objective) ||
+      !reader.GetDoubles(ne, &x) || !reader.at_end()) {
+    return Internal("m-sct: GLPK's answer does not decode (a tessera bug)");
+  }
   if (rc != 0 || status != GLP_OPT) {
     return Internal("GLPK's simplex returned " + std::to_string(rc) +
                     " with status " + std::to_string(status));
   }
   LpResult r;
-  r.makespan_s = glp_get_obj_val(lp) / kLpTimeScale;
+  r.makespan_s = objective / kLpTimeScale;
   r.child.assign(k, kNoOp);
   std::vector<uint8_t> has_parent(k, 0);
   for (OpId u = 0; u < k; ++u) {
     for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
       const OpId v = q.succ_ops[e];
       if (r.child[u] != kNoOp || has_parent[v]) continue;
-      if (glp_get_col_prim(lp, 1 + static_cast<int>(e)) < kFavouriteThreshold) {
+      if (x[e] < kFavouriteThreshold) {
         r.child[u] = v;
         has_parent[v] = 1;
       }

@@ -169,6 +169,9 @@ struct MaxLoadIlpResult {
   bool improved_warm = false;  // better than `warm`
   int64_t units = 0, columns = 0, rows = 0;
   double seconds = 0;
+  // Non-empty when CBC crashed or ran past its deadline (Mip::Solve): the
+  // placement is then `warm` and lower_bound 0.
+  std::string solver_failure;
   double Gap() const {
     return max_load > 0 ? (max_load - lower_bound) / max_load : 0;
   }

@@ -227,11 +227,6 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   }
 
   Cbc_Model* model = mip.get();
-  Cbc_setLogLevel(model, 0);
-  Cbc_setParameter(model, "log", "0");
-  Cbc_setParameter(model, "slog", "0");
-  Cbc_setParameter(model, "timeMode", "elapsed");
-  if (std::getenv("TESSERA_CBC_LOG")) Cbc_setParameter(model, "log", "3");
   double warm_load = kInf;
   if (o.warm != nullptr) {
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, *o.warm);
@@ -267,16 +262,24 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   }
   const double spent =
       std::chrono::duration<double>(Clock::now() - started).count();
-  Cbc_setMaximumSeconds(model, std::max(0.01, o.time_limit_s - spent));
-  Cbc_solve(model);
-
+  Result<MipOutcome> solved = mip.Solve(o.time_limit_s - spent);
   MaxLoadIlpResult out;
   out.units = m;
   out.columns = mip.cols();
   out.rows = rows;
-  const double* sol = Cbc_bestSolution(model);
-  if (sol == nullptr) {
-    if (Cbc_isProvenInfeasible(model)) {
+  if (!solved) {
+    // CBC crashed or was killed: the warm start stands, with no bound.
+    if (warm_load == kInf) return solved.error().WithContext(p.source);
+    out.placement = *o.warm;
+    out.max_load = warm_load;
+    out.solver_failure = solved.error().message;
+    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return out;
+  }
+  const MipOutcome& mo = *solved;
+  const std::vector<double>& sol = mo.solution;
+  if (sol.empty()) {
+    if (mo.proven_infeasible) {
       return Infeasible(p.source +
                         ": no placement fits (memory, color "
                         "classes, or where nodes can run)");
@@ -287,7 +290,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     }
   }
   MaxLoadPlacement found;
-  if (sol != nullptr) {
+  if (!sol.empty()) {
     found.device.assign(n, 0);
     for (int u = 0; u < m; ++u) {
       double best = -1;
@@ -303,8 +306,8 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     }
   }
   const MaxLoadEvaluation e =
-      sol != nullptr ? EvaluateMaxLoad(p, found) : MaxLoadEvaluation{};
-  if (sol != nullptr && e.violation.empty() && e.max_load < warm_load) {
+      !sol.empty() ? EvaluateMaxLoad(p, found) : MaxLoadEvaluation{};
+  if (!sol.empty() && e.violation.empty() && e.max_load < warm_load) {
     out.placement = found;
     out.max_load = e.max_load;
     out.improved_warm = o.warm != nullptr;
@@ -312,8 +315,8 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     out.placement = *o.warm;
     out.max_load = warm_load;
   }
-  const bool proven = Cbc_isProvenOptimal(model) != 0;
-  const double bound = Cbc_getBestPossibleObjValue(model) * unit;
+  const bool proven = mo.proven_optimal;
+  const double bound = mo.best_possible * unit;
   out.lower_bound = proven ? out.max_load : std::min(out.max_load, bound);
   // CBC's tolerances: a bound within 1e-6 relative counts as met.
   out.optimal = proven || out.max_load - out.lower_bound <=

@@ -2,23 +2,50 @@
 #define TESSERA_PLACER_MIP_H_
 
 // A mixed-integer program for CBC through its C interface: columns and
-// rows added one by one. CBC's C interface runs the standalone solver
+// rows added one by one, then solved in a child process (Solve), so that
+// CBC can crash, abort, overrun its time limit or exhaust memory without
+// taking tessera down. CBC's C interface runs the standalone solver
 // (CbcMain1), which keeps global state: hold CbcMutex() while a model is
 // built and solved (one model at a time per process).
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "common/result.h"
 
 namespace tessera::placer {
 
 std::mutex& CbcMutex();
 
+// Address space a MIP solve may add to tessera's: the zoo's ILPs (up to
+// 54 groups) grow it by about 5 MiB, the max-load ILP on the published
+// inputs by up to 121 MiB (inceptionv3_training, 652 nodes); 4 GiB is
+// ample and still stops a runaway solve long before a 24 GiB host swaps.
+inline constexpr int64_t kMipMemoryBytes = int64_t{4} << 30;
+
+// What CBC found within its time limit. Keeps "the solve failed" (an Error
+// from Solve) apart from "what the solver found" (this).
+struct MipOutcome {
+  std::vector<double> solution;  // one value per column; empty: none found
+  bool proven_infeasible = false;
+  bool proven_optimal = false;
+  double objective = 0.0;      // of `solution`
+  double best_possible = 0.0;  // CBC's lower bound (minimising)
+};
+
+// Tests only: while `signal` is not 0, every solve's child raises it before
+// CBC runs (a crash of the solver, on demand). Process-wide.
+void SetMipChildFaultForTesting(int signal);
+
 class Mip {
  public:
-  Mip() : m_(Cbc_newModel()) {}
+  // Quiet (TESSERA_CBC_LOG in the environment: CBC's log on stdout), time
+  // limits in elapsed seconds.
+  Mip();
   ~Mip() { Cbc_deleteModel(m_); }
   Mip(const Mip&) = delete;
   Mip& operator=(const Mip&) = delete;
@@ -39,6 +66,13 @@ class Mip {
   }
   int cols() const { return cols_; }
   Cbc_Model* get() { return m_; }
+
+  // Solves with CBC's time limit `time_limit_s` (elapsed time, at least
+  // 0.01 s) in a child process (common/isolated.h) that is killed at a
+  // deadline past that limit (CBC does not look at its clock everywhere)
+  // and may grow by kMipMemoryBytes. A crash, abort, kill or memory cap in
+  // the child is an Error (kInternal) naming what happened.
+  Result<MipOutcome> Solve(double time_limit_s);
 
  private:
   Cbc_Model* m_;

@@ -126,6 +126,7 @@ Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
   }
   std::optional<Plan> best;
   std::string tried;
+  std::vector<std::string> failures;  // why a candidate failed, for notes
   for (Algorithm a : candidates) {
     auto plan = PlaceOne(p, c, a, a == Algorithm::kIlp ? ilp_options : o);
     if (!tried.empty()) tried += ", ";
@@ -133,8 +134,12 @@ Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
     if (!plan) {
       // One candidate failing (the ILP finding no incumbent within its time
       // limit, say) must not sink the others.
-      tried +=
-          plan.error().code == ErrorCode::kInfeasible ? "infeasible" : "failed";
+      const bool infeasible = plan.error().code == ErrorCode::kInfeasible;
+      tried += infeasible ? "infeasible" : "failed";
+      if (!infeasible) {
+        failures.push_back(std::string(AlgorithmName(a)) +
+                           " failed: " + plan.error().message);
+      }
       continue;
     }
     tried += FormatMs(plan->sim.step_s) + " ms";
@@ -144,6 +149,7 @@ Result<Plan> PlaceAuto(const Problem& p, const Cluster& c,
   best->notes.push_back("auto chose " +
                         std::string(AlgorithmName(best->algorithm)) +
                         " (simulated: " + tried + ")");
+  best->notes.insert(best->notes.end(), failures.begin(), failures.end());
   best->placement_s = SecondsSince(start);
   return std::move(*best);
 }

@@ -98,6 +98,9 @@ void RunOne(const std::string& root, const std::string& f, double budget,
     if (!r) {
       std::printf("    ilp: %s\n", r.error().message.c_str());
     } else {
+      if (!r->solver_failure.empty()) {
+        std::printf("    ilp: %s\n", r->solver_failure.c_str());
+      }
       ilp_load = r->max_load;
       bound = r->lower_bound;
       ilp_s = r->seconds;

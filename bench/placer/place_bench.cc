@@ -4,6 +4,9 @@
 //   BM_ZooPlace/<model>/<algo> Place(): the algorithm + simulation + bound
 //   BM_Synthetic<Algo>/N/D     the algorithm on a layered DAG of N ops, D GPUs
 //   BM_Simulate/N/D            one simulation of an m-topo plan
+//   BM_SolverChild/<model>     what a solve in a child process costs beyond
+//                              the solve (RunIsolated of nothing, with the
+//                              zoo loaded): compare with BM_Zoo/<model>_ilp
 // Baechi's Python figures these are compared with are in the issue text.
 #include <benchmark/benchmark.h>
 
@@ -11,6 +14,7 @@
 #include <string>
 
 #include "bench/common/synthetic_problem.h"
+#include "common/isolated.h"
 #include "placer/algorithms.h"
 #include "placer/place.h"
 
@@ -95,6 +99,21 @@ void BM_ZooPlace(benchmark::State& state, const char* model, Algorithm a) {
   }
 }
 
+// The fork, the pipe and the wait of Mip::Solve, without CBC: the cost of
+// running a solver where it cannot crash tessera.
+void BM_SolverChild(benchmark::State& state, const char* model) {
+  (void)Zoo(model);  // the process as large as when it places `model`
+  for (auto _ : state) {
+    Result<std::string> r =
+        RunIsolated([] { return std::string(64, 'x'); }, {}, "nothing");
+    if (!r) {
+      state.SkipWithError(r.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->size());
+  }
+}
+
 #define TESSERA_ZOO(model)                                                  \
   BENCHMARK_CAPTURE(BM_Zoo, model##_m_topo, #model, Algorithm::kMTopo)      \
       ->Unit(benchmark::kMicrosecond);                                      \
@@ -103,6 +122,10 @@ void BM_ZooPlace(benchmark::State& state, const char* model, Algorithm a) {
   BENCHMARK_CAPTURE(BM_Zoo, model##_m_sct, #model, Algorithm::kMSct)        \
       ->Unit(benchmark::kMicrosecond);                                      \
   BENCHMARK_CAPTURE(BM_Zoo, model##_pipeline, #model, Algorithm::kPipeline) \
+      ->Unit(benchmark::kMicrosecond);                                      \
+  BENCHMARK_CAPTURE(BM_Zoo, model##_ilp, #model, Algorithm::kIlp)           \
+      ->Unit(benchmark::kMillisecond);                                      \
+  BENCHMARK_CAPTURE(BM_SolverChild, model, #model)                          \
       ->Unit(benchmark::kMicrosecond);                                      \
   BENCHMARK_CAPTURE(BM_ZooPlace, model##_auto, #model, Algorithm::kAuto)    \
       ->Unit(benchmark::kMillisecond);

@@ -415,3 +415,36 @@ TEST_F(PlanCli, HelpShowsExamples) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The reproduction: CBC's preprocessing segfaulted when a short
+// time limit fell inside it, and took `tessera plan` down (exit 139). Now
+// each ends as a plan (exit 0) or a clear error, never a signal.
+TEST(PlanCliSolver, ShortIlpTimeLimitsNeverCrash) {
+  testlib::TempDir dir;
+  const std::string crumbs =
+      std::string("'") + TESSERA_SOURCE_DIR + "/models/clusters/crumbs.yaml'";
+  for (const char* model : {"resnet50", "vgg16"}) {
+    for (const char* limit : {"0.0001", "0.001", "0.005", "0.02"}) {
+      const testlib::RunResult r = testlib::RunTessera(
+          "plan " + Zoo(model) + " --algo ilp --ilp-time-limit " +
+              std::string(limit) + " --cluster " + crumbs,
+          dir);
+      const std::string what = std::string(model) + " at " + limit + " s";
+      ASSERT_GE(r.exit_code, 0) << what << ": killed by a signal\n" << r.err;
+      EXPECT_THAT(r.exit_code, ::testing::AnyOf(0, 1)) << what << r.err;
+      if (r.exit_code == 0) {
+        EXPECT_THAT(r.out, HasSubstr("ilp")) << what;
+      } else {
+        EXPECT_THAT(r.err, HasSubstr("found no placement within the time"))
+            << what;
+      }
+      EXPECT_THAT(r.err, Not(HasSubstr("crashed"))) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera

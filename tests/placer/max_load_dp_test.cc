@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "placer/max_load.h"
+#include "placer/mip.h"
 
 namespace tessera::placer {
 namespace {
@@ -223,6 +225,30 @@ TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
   ilp = SolveMaxLoadIlp(p);
   ASSERT_FALSE(ilp);
   EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+}
+
+// CBC crashing in its child (Mip::Solve): the warm start stands, with the
+// failure said; without one the failure is the error.
+TEST(MaxLoadIlp, ASolverCrashKeepsTheWarmStart) {
+  MaxLoadProblem p = TwoApart(1);
+  auto dp = SolveContiguousMaxLoad(p);
+  ASSERT_TRUE(dp) << dp.error().message;
+  SetMipChildFaultForTesting(SIGSEGV);
+  MaxLoadIlpOptions o;
+  o.warm = &dp->placement;
+  auto kept = SolveMaxLoadIlp(p, o);
+  auto alone = SolveMaxLoadIlp(p);
+  SetMipChildFaultForTesting(0);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->placement.device, dp->placement.device);
+  EXPECT_NEAR(kept->max_load, dp->max_load, 1e-12);
+  EXPECT_FALSE(kept->optimal);
+  EXPECT_EQ(kept->lower_bound, 0);
+  EXPECT_THAT(kept->solver_failure,
+              HasSubstr("CBC's MIP solve crashed (Segmentation fault)"));
+  ASSERT_FALSE(alone);
+  EXPECT_EQ(alone.error().code, ErrorCode::kInternal);
+  EXPECT_THAT(alone.error().message, HasSubstr("tiny.json: CBC's MIP solve"));
 }
 
 TEST(MaxLoadIlp, KindsNotChargedForSendsOnlyReceive) {

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <string>
+
+#include "placer/mip.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {
@@ -133,6 +137,38 @@ TEST(PlaceTest, AutoSurvivesAnIlpWithoutIncumbent) {
   if (!ilp) {
     EXPECT_NE(plan->notes.back().find("ilp "), std::string::npos);
   }
+}
+
+// The ILP's solver crashing or killed in its child (Mip::Solve): `ilp`
+// alone is an error naming what happened; `auto` keeps the other
+// algorithms' plans and says why the ILP is missing from them.
+TEST(PlaceTest, ASolverCrashIsAnErrorAndAutoKeepsTheOthers) {
+  const Problem p = TwoIndependentOps(2);
+  const Cluster c = UniformCluster(2, 700);
+  for (const int sig : {SIGSEGV, SIGABRT, SIGKILL}) {
+    SetMipChildFaultForTesting(sig);
+    auto ilp = Place(p, c, Algorithm::kIlp, {});
+    auto plan = Place(p, c, Algorithm::kAuto, {});
+    SetMipChildFaultForTesting(0);
+    ASSERT_FALSE(ilp);
+    EXPECT_EQ(ilp.error().code, ErrorCode::kInternal);
+    EXPECT_NE(ilp.error().message.find("ilp: CBC's MIP solve crashed ("),
+              std::string::npos)
+        << ilp.error().message;
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_NE(plan->algorithm, Algorithm::kIlp);
+    EXPECT_DOUBLE_EQ(plan->sim.step_s, 1.0);
+    std::string notes;
+    for (const std::string& n : plan->notes) notes += n + "\n";
+    EXPECT_NE(notes.find("ilp failed"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("ilp failed: ilp: CBC's MIP solve crashed"),
+              std::string::npos)
+        << notes;
+  }
+  // And the next solve, without the fault, works.
+  auto again = Place(p, c, Algorithm::kIlp, {});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(again->ilp_optimal);
 }
 
 }  // namespace

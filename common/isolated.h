@@ -1,0 +1,90 @@
+#ifndef TESSERA_COMMON_ISOLATED_H_
+#define TESSERA_COMMON_ISOLATED_H_
+
+// Work that third-party code could crash, run where a crash cannot take
+// tessera down: a forked child process with a deadline and a memory cap.
+// ONNX's shape inference (graph/), CBC's and GLPK's solves (placer/, sim/)
+// run this way; docs/design.md, "Third-party code runs in a child".
+//
+// The child is a fork of the caller: it sees the caller's memory as it was
+// (a model built in the parent is solved in the child), runs `work`, writes
+// the bytes it returns to a pipe and exits without running destructors or
+// atexit handlers. A crash, an abort, an uncaught exception, a memory cap
+// hit or a deadline passed in the child is an Error for the caller; the
+// caller's own state is never touched by the child.
+//
+// Thread safety: safe to call from any thread, several at once. The child
+// of a multi-threaded caller holds only the calling thread, so `work` must
+// not take a lock another thread of the caller may hold (glibc's malloc is
+// safe: fork resets it); it must not start threads.
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace tessera {
+
+struct IsolationLimits {
+  // Wall-clock seconds the child may run; past them it is killed (SIGKILL).
+  // <= 0: no deadline.
+  double deadline_s = 0.0;
+  // Bytes of address space the child may add to what it inherited from the
+  // caller (RLIMIT_AS over the fork's size, so that a sanitizer's reserved
+  // shadow does not count); an allocation past it fails in the child.
+  // <= 0: no cap.
+  int64_t memory_bytes = 0;
+};
+
+// Runs `work` in a forked child and returns the bytes it produced. `what`
+// names the work in error messages ("CBC's MIP solve"): "<what> crashed
+// (Segmentation fault)", "<what> ran past its deadline of 2.5 s and was
+// killed", "<what> ran out of memory (cap 4096 MiB)". Errors are kInternal.
+// When no child can be made (fork or pipe fails: a process limit), `work`
+// runs in the caller with a note in `*fallback_note` when it is non-null.
+Result<std::string> RunIsolated(const std::function<std::string()>& work,
+                                const IsolationLimits& limits,
+                                const std::string& what,
+                                std::string* fallback_note = nullptr);
+
+// Appends and reads back plain values of the child's answer (native byte
+// order: parent and child are the same binary).
+class ByteWriter {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void PutDoubles(const double* v, size_t n);
+  std::string Take() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(const std::string& bytes) : bytes_(bytes) {}
+  // False once a read ran past the end (every later read fails too).
+  template <typename T>
+  bool Get(T* v) {
+    if (!ok_ || bytes_.size() - pos_ < sizeof *v) return ok_ = false;
+    std::copy_n(bytes_.data() + pos_, sizeof *v, reinterpret_cast<char*>(v));
+    pos_ += sizeof *v;
+    return true;
+  }
+  bool GetDoubles(size_t n, std::vector<double>* out);
+  bool at_end() const { return ok_ && pos_ == bytes_.size(); }
+
+ private:
+  const std::string& bytes_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_ISOLATED_H_
