@@ -149,4 +149,12 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    finally:
+        # Python puts SIGUSR1 back to its default action (terminate) while
+        # it shuts down, after main() returns: a notice then (the sweep
+        # grows as other jobs end) would kill a sweep that has finished.
+        # Ignored from here on (docs/elastic.md, "The signal").
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    sys.exit(code)
