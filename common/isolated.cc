@@ -172,8 +172,13 @@ Result<std::string> RunIsolated(const std::function<std::string()>& work,
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  // ECHILD: reaped by someone else (SIGCHLD ignored by the embedding
+  // program): how it ended is unknown, so the answer stands on its own
+  // (the callers decode it strictly) unless it was killed here.
+  if (waited < 0) status = 0;
   const std::string why = Failure(status, killed, limits, what);
   if (!why.empty()) return Internal(why);
   return bytes;

@@ -139,6 +139,17 @@ TEST(RunIsolated, UnderTheCapTheWorkRuns) {
   EXPECT_EQ(*r, std::string(1, 7));
 }
 
+// A program that ignores SIGCHLD has its children reaped by the kernel:
+// waitpid finds none, and the answer still comes back.
+TEST(RunIsolated, AnswersWhenSigchldIsIgnored) {
+  const sighandler_t before = std::signal(SIGCHLD, SIG_IGN);
+  Result<std::string> r = RunIsolated([] { return std::string("still here"); },
+                                      IsolationLimits{}, "the work");
+  std::signal(SIGCHLD, before);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, "still here");
+}
+
 TEST(RunIsolated, ManyThreadsAtOnce) {
   std::vector<std::thread> threads;
   std::vector<int> ok(8, 0);
