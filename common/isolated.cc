@@ -186,7 +186,8 @@ Result<std::string> RunIsolated(const std::function<std::string()>& work,
 
 void ByteWriter::PutDoubles(const double* v, size_t n) {
   Put(static_cast<uint64_t>(n));
-  bytes_.append(reinterpret_cast<const char*>(v), n * sizeof(double));
+  if (n > 0)
+    bytes_.append(reinterpret_cast<const char*>(v), n * sizeof(double));
 }
 
 bool ByteReader::GetDoubles(size_t n, std::vector<double>* out) {
@@ -196,7 +197,9 @@ bool ByteReader::GetDoubles(size_t n, std::vector<double>* out) {
     return ok_ = false;
   }
   out->resize(n);
-  std::memcpy(out->data(), bytes_.data() + pos_, n * sizeof(double));
+  if (n > 0) {  // an empty vector's data() may be null
+    std::memcpy(out->data(), bytes_.data() + pos_, n * sizeof(double));
+  }
   pos_ += n * sizeof(double);
   return true;
 }

@@ -185,6 +185,16 @@ TEST(ByteReader, ReadsWhatWasWrittenAndNoMore) {
   EXPECT_FALSE(r.Get(&extra));
   EXPECT_FALSE(r.at_end());
 
+  // No doubles: nothing copied from or to a null pointer (UBSan).
+  ByteWriter empty_writer;
+  empty_writer.PutDoubles(std::vector<double>().data(), 0);
+  const std::string empty = empty_writer.Take();
+  ByteReader empty_reader(empty);
+  std::vector<double> none = {1.0};
+  EXPECT_TRUE(empty_reader.GetDoubles(0, &none));
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(empty_reader.at_end());
+
   ByteReader wrong_count(bytes);
   ASSERT_TRUE(wrong_count.Get(&i));
   EXPECT_FALSE(wrong_count.GetDoubles(4, &got));
