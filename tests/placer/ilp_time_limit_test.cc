@@ -20,19 +20,15 @@
 #include <vector>
 
 #include "placer/place.h"
+#include "tests/placer/zoo_problems.h"
 
 namespace tessera::placer {
 namespace {
 
-using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-const std::string kRoot = TESSERA_SOURCE_DIR;
-const char* const kModels[] = {"resnet50", "mobilenet_v2", "inception_v3",
-                               "vgg16",    "vit_b_16",     "gpt2",
-                               "bert_base"};
-const char* const kClusters[] = {"default", "example", "slivers",
-                                 "crumbs",  "hetero",  "two_nodes"};
+const std::vector<std::string> kClusters = {"default", "example", "slivers",
+                                            "crumbs",  "hetero",  "two_nodes"};
 
 // Under the sanitizers each run costs ~10x (forking a process with their
 // shadow memory, CBC instrumented): the normal build's 240 runs are the
@@ -48,35 +44,10 @@ int EnvInt(const char* name, int fallback) {
   return v != nullptr ? std::atoi(v) : fallback;
 }
 
-struct Case {
-  std::string name;
-  Cluster cluster;
-  Problem problem;
-};
-
 TEST(IlpTimeLimits, NoLimitCrashesTheSolveOrTheProcess) {
-  const auto catalog = estimator::DeviceCatalog::BuiltIn();
-  std::vector<Case> cases;
-  for (const bool training : {false, true}) {
-    for (const char* m : kModels) {
-      graph::LoadOptions load;
-      load.batch = training ? 8 : 1;
-      auto model = graph::LoadModel(kRoot + "/models/zoo/" + m + ".onnx", load);
-      ASSERT_TRUE(model) << model.error().message;
-      for (const char* cname : kClusters) {
-        auto cluster = LoadCluster(
-            kRoot + "/models/clusters/" + cname + ".yaml", catalog, {});
-        ASSERT_TRUE(cluster) << cluster.error().message;
-        ProblemOptions po;
-        po.training = training;
-        auto problem = BuildProblem(*model, *cluster, po);
-        ASSERT_TRUE(problem) << problem.error().message;
-        cases.push_back({std::string(m) + " on " + cname +
-                             (training ? " (training)" : " (inference)"),
-                         *cluster, std::move(*problem)});
-      }
-    }
-  }
+  const std::vector<testing::ZooProblem> cases =
+      testing::LoadZooProblems(kClusters);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const int runs = EnvInt("TESSERA_ILP_LIMIT_RUNS", kSanitized ? 60 : 240);
   const unsigned seed =
       static_cast<unsigned>(EnvInt("TESSERA_ILP_LIMIT_SEED", 20261128));
@@ -91,12 +62,13 @@ TEST(IlpTimeLimits, NoLimitCrashesTheSolveOrTheProcess) {
   std::map<size_t, std::vector<double>> placed_at, infeasible_at;
   for (int run = 0; run < runs; ++run) {
     const size_t index = pick(rng);
-    const Case& c = cases[index];
+    const testing::ZooProblem& c = cases[index];
     PlaceOptions o;
     o.ilp_time_limit_s = std::pow(10.0, exponent(rng));
-    const std::string what =
-        "run " + std::to_string(run) + " (seed " + std::to_string(seed) +
-        "): " + c.name + ", limit " + std::to_string(o.ilp_time_limit_s) + " s";
+    const std::string what = "run " + std::to_string(run) + " (seed " +
+                             std::to_string(seed) + "): " + c.name() +
+                             ", limit " + std::to_string(o.ilp_time_limit_s) +
+                             " s";
     auto plan = Place(c.problem, c.cluster, Algorithm::kIlp, o);
     if (plan) {
       ++outcomes["plan"];
@@ -123,7 +95,7 @@ TEST(IlpTimeLimits, NoLimitCrashesTheSolveOrTheProcess) {
   }
   for (const auto& [index, limits] : infeasible_at) {
     if (!placed_at.count(index)) continue;
-    ADD_FAILURE() << cases[index].name << ": infeasible at " << limits.size()
+    ADD_FAILURE() << cases[index].name() << ": infeasible at " << limits.size()
                   << " limits (the first " << limits[0] << " s), placed at "
                   << placed_at[index].size() << " (the first "
                   << placed_at[index][0] << " s)";

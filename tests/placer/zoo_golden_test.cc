@@ -12,8 +12,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "placer/place.h"
+#include "tests/placer/zoo_problems.h"
 
 namespace tessera::placer {
 namespace {
@@ -21,18 +23,8 @@ namespace {
 const std::string kRoot = TESSERA_SOURCE_DIR;
 const std::string kGolden = kRoot + "/tests/placer/zoo_golden.json";
 
-const char* const kModels[] = {"resnet50", "mobilenet_v2", "inception_v3",
-                               "vgg16",    "vit_b_16",     "gpt2",
-                               "bert_base"};
-const char* const kClusters[] = {"default", "slivers", "crumbs", "hetero",
-                                 "two_nodes"};
-
-struct Mode {
-  const char* name;
-  bool training;
-  int64_t batch;
-};
-const Mode kModes[] = {{"inference", false, 1}, {"training", true, 8}};
+const std::vector<std::string> kClusters = {"default", "slivers", "crumbs",
+                                            "hetero", "two_nodes"};
 
 nlohmann::json Outcome(const Problem& p, const Cluster& c) {
   nlohmann::json j;
@@ -58,25 +50,12 @@ nlohmann::json Outcome(const Problem& p, const Cluster& c) {
 }
 
 TEST(ZooGolden, FeasibilityAndDeviceCounts) {
-  const auto catalog = estimator::DeviceCatalog::BuiltIn();
+  const std::vector<testing::ZooProblem> zoo =
+      testing::LoadZooProblems(kClusters);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   nlohmann::json actual;
-  for (const Mode& mode : kModes) {
-    for (const char* m : kModels) {
-      graph::LoadOptions load;
-      load.batch = mode.batch;
-      auto model = graph::LoadModel(kRoot + "/models/zoo/" + m + ".onnx", load);
-      ASSERT_TRUE(model) << model.error().message;
-      for (const char* cname : kClusters) {
-        auto cluster = LoadCluster(
-            kRoot + "/models/clusters/" + cname + ".yaml", catalog, {});
-        ASSERT_TRUE(cluster) << cluster.error().message;
-        ProblemOptions po;
-        po.training = mode.training;
-        auto problem = BuildProblem(*model, *cluster, po);
-        ASSERT_TRUE(problem) << problem.error().message;
-        actual[mode.name][m][cname] = Outcome(*problem, *cluster);
-      }
-    }
+  for (const testing::ZooProblem& z : zoo) {
+    actual[z.mode()][z.model][z.cluster_name] = Outcome(z.problem, z.cluster);
   }
   if (std::getenv("TESSERA_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(kGolden) << actual.dump(2) << "\n";
@@ -85,13 +64,10 @@ TEST(ZooGolden, FeasibilityAndDeviceCounts) {
   std::ifstream in(kGolden);
   ASSERT_TRUE(in) << "missing " << kGolden;
   const nlohmann::json expected = nlohmann::json::parse(in);
-  for (const Mode& mode : kModes) {
-    for (const char* m : kModels) {
-      for (const char* cname : kClusters) {
-        EXPECT_EQ(actual[mode.name][m][cname], expected[mode.name][m][cname])
-            << mode.name << " " << m << " on " << cname;
-      }
-    }
+  for (const testing::ZooProblem& z : zoo) {
+    EXPECT_EQ(actual[z.mode()][z.model][z.cluster_name],
+              expected[z.mode()][z.model][z.cluster_name])
+        << z.mode() << " " << z.model << " on " << z.cluster_name;
   }
 }
 
