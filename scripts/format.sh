@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files --cached --others --exclude-standard \
   '*.h' '*.cc' '*.cu')
 if [ "${1:-}" = "--check" ]; then
+  # Batches of files over every core (one clang-format per file spent a
+  # minute starting processes); only a failing batch is checked file by
+  # file, to name the files.
+  if printf '%s\0' "${files[@]}" |
+    xargs -0 -r -n 40 -P "$(nproc)" \
+      clang-format --dry-run -Werror >/dev/null 2>&1; then
+    echo "format: ${#files[@]} files clean" >&2
+    exit 0
+  fi
   bad=()
   for f in "${files[@]}"; do
     clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")

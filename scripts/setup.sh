@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates ccache
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache lld
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libboost-graph-dev libglpk-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libsqlite3-dev

@@ -32,11 +32,14 @@ if [ "$(id -u)" -eq 0 ]; then export TESSERA_REQUIRE_SLURM=1; fi
 step "tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
-# Debug with line tables only (-g1): the sanitizers' reports name every
-# frame's function, file and line, and the build is ~10% faster than -g.
+# -O1 with line tables only (-g1), as AddressSanitizer's own documentation
+# advises: the reports name every frame's function, file and line, and the
+# tests run about twice as fast as at -O0 (which made this the longest
+# phase: 1,211 s of 2,394 on 2 cores).
 step "build the tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/setup.sh build-asan -DTESSERA_SANITIZE="address;undefined" \
-  -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
+  -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
 
 step "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
