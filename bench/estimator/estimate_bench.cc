@@ -7,6 +7,7 @@
 
 #include "bench/common/synthetic_graph.h"
 #include "estimator/estimator.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {

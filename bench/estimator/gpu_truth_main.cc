@@ -23,6 +23,7 @@
 
 #include "bench/estimator/gpu_truth.h"
 #include "estimator/device_catalog.h"
+#include "tests/testlib/repo_paths.h"
 
 using namespace tessera;
 

@@ -15,6 +15,7 @@
 #include "bench/common/synthetic_graph.h"
 #include "graph/builder.h"
 #include "graph/graph.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::graph {
 namespace {

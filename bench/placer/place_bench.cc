@@ -17,6 +17,7 @@
 #include "common/isolated.h"
 #include "placer/algorithms.h"
 #include "placer/place.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/testlib/repo_paths.h"
+
 namespace tessera::bench {
 
 inline std::string PublishedRoot() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "placer/place.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace {
 

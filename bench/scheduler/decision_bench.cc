@@ -73,7 +73,7 @@ double Since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   using namespace tessera::scheduler;
-  std::string dir = tessera::testing::OpenbDir();
+  std::string dir = tessera::repo::OpenbDir();
   size_t queue_size = 10000;
   int rounds = 50;
   for (int i = 1; i + 1 < argc; i += 2) {

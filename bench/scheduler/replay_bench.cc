@@ -109,7 +109,7 @@ const std::map<std::string, std::map<std::string, double>>& Published() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir = tessera::testing::OpenbDir();
+  std::string dir = tessera::repo::OpenbDir();
   int seeds = 10, threads = 0, level = 100, speed = 1;
   std::vector<std::string> traces = {
       "default",     "gpushare20", "gpushare40", "gpushare60", "gpushare80",

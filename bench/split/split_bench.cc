@@ -19,6 +19,7 @@
 #include <random>
 
 #include "split/split.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::split {
 namespace {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::testlib {
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera {
 namespace {

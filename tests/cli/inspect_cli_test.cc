@@ -8,6 +8,7 @@
 
 #include "tests/cli/cli_runner.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera {
 namespace {

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "tests/cli/serve_cli_test.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera {
 namespace {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::testlib {
 

@@ -27,7 +27,7 @@ using testlib::RunResult;
 using testlib::RunTessera;
 using testlib::TempDir;
 
-const std::string kOpenb = tessera::testing::OpenbDir();
+const std::string kOpenb = tessera::repo::OpenbDir();
 
 std::string Write(const TempDir& dir, const std::string& name,
                   const std::string& text) {

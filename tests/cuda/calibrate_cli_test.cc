@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/testlib/repo_paths.h"
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -13,6 +13,7 @@
 
 #include "estimator/profile.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {

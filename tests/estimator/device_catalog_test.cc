@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {

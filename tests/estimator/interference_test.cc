@@ -29,7 +29,7 @@ using nlohmann::json;
 constexpr double kGpt2BusyFraction = 0.84;
 
 json Load(const std::string& name) {
-  std::ifstream in(testing::GpuTruthDir() + "/" + name);
+  std::ifstream in(repo::GpuTruthDir() + "/" + name);
   EXPECT_TRUE(in) << name << " is missing";
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
 }

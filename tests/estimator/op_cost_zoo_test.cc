@@ -15,6 +15,7 @@
 
 #include "estimator/op_cost.h"
 #include "graph/graph.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {

@@ -14,6 +14,7 @@
 #include "estimator/runtime.h"
 #include "estimator/runtime_internal.h"
 #include "graph/graph.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {

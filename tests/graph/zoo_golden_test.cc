@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::graph {
 namespace {

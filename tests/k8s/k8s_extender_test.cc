@@ -18,6 +18,7 @@
 #include "server/serve_config.h"
 #include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "k8s/k8s_extender.h"
 #include "k8s/k8s_pod.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

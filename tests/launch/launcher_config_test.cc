@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/serve_config.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -118,8 +119,8 @@ TEST(LauncherConfig, ErrorsNameTheLineAndKey) {
 }
 
 TEST(LauncherConfig, TheSlurmExampleParses) {
-  auto config =
-      LoadServeConfig(TESSERA_SOURCE_DIR "/examples/serve-slurm.yaml");
+  auto config = LoadServeConfig(std::string(TESSERA_SOURCE_DIR) +
+                                "/examples/serve-slurm.yaml");
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->launcher.kind, "slurm");
   EXPECT_EQ(config->launcher.slurm.partition, "gpu");

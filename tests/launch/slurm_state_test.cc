@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/testlib/repo_paths.h"
+
 namespace tessera::scheduler {
 namespace {
 

@@ -1,4 +1,5 @@
 #include "placer/cluster.h"
+#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -162,7 +163,8 @@ TEST(ClusterSpec, FragmentationOptionChangesTheHeadroomOfWholeGpus) {
 
 TEST(ClusterSpec, TheCommentedExampleFileIsTheIssueExample) {
   Result<Cluster> file = LoadCluster(
-      TESSERA_SOURCE_DIR "/models/clusters/example.yaml", Catalog(), {});
+      std::string(TESSERA_SOURCE_DIR) + "/models/clusters/example.yaml",
+      Catalog(), {});
   ASSERT_TRUE(file) << file.error().message;
   Result<Cluster> inline_spec = Parse(kIssueExample);
   ASSERT_TRUE(inline_spec);
@@ -222,7 +224,8 @@ TEST(ClusterSpec, NvlinkNodeFallsBackToPcieForAGpuWithoutNvlink) {
 
 TEST(ClusterSpec, PcieNodeUsesTheSlowerPcieLink) {
   Result<Cluster> c = LoadCluster(
-      TESSERA_SOURCE_DIR "/models/clusters/hetero.yaml", Catalog(), {});
+      std::string(TESSERA_SOURCE_DIR) + "/models/clusters/hetero.yaml",
+      Catalog(), {});
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_EQ(c->size(), 4U);
   const double fast = Catalog().Find("h100-pcie")->pcie_bandwidth;
@@ -238,7 +241,8 @@ TEST(ClusterSpec, PcieNodeUsesTheSlowerPcieLink) {
 
 TEST(ClusterSpec, TwoNodesAreJoinedByTheNetwork) {
   Result<Cluster> c = LoadCluster(
-      TESSERA_SOURCE_DIR "/models/clusters/two_nodes.yaml", Catalog(), {});
+      std::string(TESSERA_SOURCE_DIR) + "/models/clusters/two_nodes.yaml",
+      Catalog(), {});
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_EQ(c->size(), 4U);
   EXPECT_EQ(c->devices[2].id, "node1/gpu0");
@@ -340,7 +344,8 @@ TEST(ClusterSpec, WholeMemoryAndFullShareGivenAreTakenAsGiven) {
 
 TEST(ClusterSpec, SliversFileHasFourSmallFractionalGpus) {
   Result<Cluster> c = LoadCluster(
-      TESSERA_SOURCE_DIR "/models/clusters/slivers.yaml", Catalog(), {});
+      std::string(TESSERA_SOURCE_DIR) + "/models/clusters/slivers.yaml",
+      Catalog(), {});
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_EQ(c->size(), 4U);
   const int64_t gib[] = {6, 4, 5, 3};
@@ -393,7 +398,8 @@ TEST(ClusterDefault, IsFourA100sOnNvlink) {
 
 TEST(ClusterDefault, EqualsDefaultYaml) {
   Result<Cluster> c = LoadCluster(
-      TESSERA_SOURCE_DIR "/models/clusters/default.yaml", Catalog(), {});
+      std::string(TESSERA_SOURCE_DIR) + "/models/clusters/default.yaml",
+      Catalog(), {});
   ASSERT_TRUE(c) << c.error().message;
   ExpectDefaultShape(*c);
 }

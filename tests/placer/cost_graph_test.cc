@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/placer/test_problems.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {
@@ -23,7 +24,8 @@ namespace {
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-const std::string kData = TESSERA_SOURCE_DIR "/data/dnn-partitioning";
+const std::string kData =
+    std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning";
 
 // Two H100 of 100 bytes and a CPU that pays no communication; a link of 1000
 // bytes/s with 0.5 s latency. Operators a(10) b(20) c(30) d(40): a -> b,

@@ -4,6 +4,7 @@
 // contiguous splits, the greedy baseline on the published inputs, and
 // tessera's algorithms placing a converted problem.
 #include "placer/latency_input.h"
+#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kInputs =
-    TESSERA_SOURCE_DIR "/data/dnn-partitioning/latency-inputs";
+    std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning/latency-inputs";
 
 // Nodes given as {accelerator time, CPU time, out cost}; ids 100, 101, ...
 struct NodeSpec {
@@ -389,7 +390,8 @@ TEST(LatencyModel, ExpertSplitsHaveThePublishersLatencies) {
                {"gnmt", 293.403, "acc5 holds"},
                {"inceptionv3", 865.519, "acc0 holds"},
                {"resnet50", 1014.927, "acc1 holds"}};
-  const std::string data = TESSERA_SOURCE_DIR "/data/dnn-partitioning";
+  const std::string data =
+      std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning";
   for (const auto& c : cases) {
     const std::string input =
         kInputs + "/LayerGraphs/" + c.model + "_inference.json";

@@ -19,6 +19,7 @@
 
 #include "placer/max_load.h"
 #include "placer/mip.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

@@ -3,6 +3,7 @@
 // published input (data/dnn-partitioning) and the published inference
 // expert splits.
 #include "placer/max_load.h"
+#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,7 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-const std::string kData = TESSERA_SOURCE_DIR "/data/dnn-partitioning";
+const std::string kData =
+    std::string(TESSERA_SOURCE_DIR) + "/data/dnn-partitioning";
 
 Json ReadJson(const std::string& path) {
   std::ifstream in(path);

@@ -10,6 +10,7 @@
 #include "estimator/estimator.h"
 #include "tests/placer/test_problems.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

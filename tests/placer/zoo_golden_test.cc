@@ -16,6 +16,7 @@
 
 #include "placer/place.h"
 #include "tests/placer/zoo_problems.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "placer/place.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer::testing {
 

@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 #include "scheduler/model_jobs.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -12,6 +12,7 @@
 #include "console/assets.h"
 #include "tests/server/http_request.h"
 #include "tests/server/one_gpu_server.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -20,6 +20,7 @@
 #include "tests/server/http_request.h"
 #include "tests/testlib/idle_launcher.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

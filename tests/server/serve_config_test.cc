@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "server/auth.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -66,7 +67,7 @@ std::string Valid(int line = 0, const std::string& with = "") {
 
 TEST(ServeConfig, ExampleFileParses) {
   Result<ServeConfig> config =
-      LoadServeConfig(TESSERA_SOURCE_DIR "/examples/serve.yaml");
+      LoadServeConfig(std::string(TESSERA_SOURCE_DIR) + "/examples/serve.yaml");
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->listen_host, "127.0.0.1");
   EXPECT_EQ(config->listen_port, 8471);

@@ -9,6 +9,7 @@
 
 #include "service/service.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {

@@ -11,6 +11,7 @@
 
 #include "estimator/estimator.h"
 #include "sim/model_analysis.h"
+#include "tests/testlib/repo_paths.h"
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {

@@ -17,7 +17,7 @@
 namespace tessera::scheduler {
 namespace {
 
-const std::string kOpenb = tessera::testing::OpenbDir();
+const std::string kOpenb = tessera::repo::OpenbDir();
 
 TracePod Pod(const std::string& name, int num_gpu, int milli,
              int64_t cpu = 1000) {

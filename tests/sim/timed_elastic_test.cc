@@ -319,7 +319,7 @@ TEST(TimedElastic, RefusesBadOptions) {
 // multi-GPU pods elastic: every pod starts, the cluster holds after every
 // round, and the elastic pods grew and gave back.
 TEST(TimedElastic, TheOpenbDefaultTraceOnASmallerCluster) {
-  const std::string dir = tessera::testing::OpenbDir();
+  const std::string dir = tessera::repo::OpenbDir();
   const std::string pods_file = dir + "/openb_pod_list_default.csv";
   ASSERT_TRUE(std::filesystem::exists(pods_file))
       << dir << ": the openb trace is missing";

@@ -22,7 +22,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeTopology;
 
-const std::string kOpenb = tessera::testing::OpenbDir();
+const std::string kOpenb = tessera::repo::OpenbDir();
 
 TimedRun ReplayTrace(const Topology& t, const std::vector<TracePod>& pods,
                      const std::string& policy,

@@ -15,7 +15,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kOpenb = tessera::testing::OpenbDir();
+const std::string kOpenb = tessera::repo::OpenbDir();
 
 std::string Write(const testlib::TempDir& dir, const std::string& name,
                   const std::string& text) {

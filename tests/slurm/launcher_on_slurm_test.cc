@@ -13,6 +13,7 @@
 #include "launch/slurm/slurm_launcher.h"
 #include "tests/slurm/slurm_cluster.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
 namespace {

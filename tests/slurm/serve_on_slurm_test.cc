@@ -16,6 +16,7 @@
 #include "tests/cli/cli_runner.h"
 #include "tests/cli/serve_process.h"
 #include "tests/slurm/slurm_cluster.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera {
 namespace {

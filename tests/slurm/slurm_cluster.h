@@ -19,6 +19,7 @@
 
 #include "launch/slurm/slurm_state.h"
 #include "launch/subprocess.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::slurm_test {
 

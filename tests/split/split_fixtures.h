@@ -24,6 +24,7 @@
 #include "placer/plan_io.h"
 #include "placer/problem.h"
 #include "split/split.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::split::testing {
 

@@ -6,6 +6,7 @@
 
 #include "tests/split/split_fixtures.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::split {
 namespace {
