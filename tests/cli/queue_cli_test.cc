@@ -113,8 +113,8 @@ TEST_F(QueueCli, JobsRunWithTheirGpusInTheEnvironment) {
 
 TEST_F(QueueCli, ClusterShowsUseAgainstQuotas) {
   StartServer();
-  RunResult r =
-      Cli("submit --gpu-milli 300 --gpu-memory 1GiB -- sleep 30", kBob);
+  RunResult r = Cli(
+      "submit --gpu-milli 300 --gpu-memory 1GiB -- " + UntilTestEnds(), kBob);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (int i = 0; i < 100; ++i) {
     r = Cli("cluster", kAlice);
@@ -142,7 +142,8 @@ TEST_F(QueueCli, QueueSaysWhyAJobWaits) {
   StartServer();
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(
-        Cli("submit --gpus 1 --time-limit 600 -- sleep 30", kAlice).exit_code,
+        Cli("submit --gpus 1 --time-limit 600 -- " + UntilTestEnds(), kAlice)
+            .exit_code,
         0);
   }
   RunResult r = Cli("submit --json --name waiter --gpus 1 -- true", kBob);
@@ -174,7 +175,8 @@ TEST_F(QueueCli, QueueSaysWhyAJobWaits) {
 TEST_F(QueueCli, CancelIsForTheOwnerOrAnAdmin) {
   StartServer();
   RunResult r = Cli(
-      "submit --json --gpu-milli 100 --gpu-memory 1GiB -- sleep 30", kAlice);
+      "submit --json --gpu-milli 100 --gpu-memory 1GiB -- " + UntilTestEnds(),
+      kAlice);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string id =
       std::to_string(Json::parse(r.out)["id"].get<int64_t>());
@@ -271,7 +273,7 @@ TEST_F(QueueCli, JobShowsTheDecisionAndTakesProgress) {
   StartServer();
   RunResult r =
       Cli("submit --json --model-path " + std::string(TESSERA_SOURCE_DIR) +
-              "/models/zoo/gpt2.onnx --steps 500 -- sleep 30",
+              "/models/zoo/gpt2.onnx --steps 500 -- " + UntilTestEnds(),
           kAlice);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string id = std::to_string(Json::parse(r.out)["id"].get<int>());

@@ -75,7 +75,8 @@ TEST_F(QueueTreeCli, ClusterPrintsTheQueueTree) {
   // bob's team fills both GPUs: one in its guarantee, one borrowed from
   // team-a (preemptible, so it may borrow).
   for (int i = 0; i < 2; ++i) {
-    const RunResult r = Cli("submit --preemptible --gpus 1 -- sleep 30", kBob);
+    const RunResult r =
+        Cli("submit --preemptible --gpus 1 -- " + UntilTestEnds(), kBob);
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   RunResult r;

@@ -30,6 +30,12 @@ class ServeCliTest : public ::testing::Test {
   std::string StartServe() {
     return serve_.Start(config_, port_, dir_.File("serve.log"));
   }
+  // A job command (shell words for `tessera submit -- ...`) that runs until
+  // the test ends and its temp dir goes, however slow the machine is: a
+  // `sleep 30` ended before a loaded machine's test had looked at it.
+  std::string UntilTestEnds() const {
+    return "sh -c 'while [ -e " + config_ + " ]; do sleep 0.2; done'";
+  }
   RunResult Cli(const std::string& args, const char* token) {
     setenv("TESSERA_URL", url_.c_str(), 1);
     setenv("TESSERA_TOKEN", token, 1);

@@ -71,8 +71,11 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
   ~ServeProcess() { Stop(SIGTERM); }
 
-  // Starts it and waits (up to 10 s) until /healthz on `port` answers 200.
-  // "" when it is up, else why not, with the log.
+  // Starts it and waits until /healthz on `port` answers 200: "" when it
+  // is up, else why not, with the log. Fails at once when the process
+  // exits; otherwise waits up to 120 s of wall time (a recovery under ASan
+  // on a loaded 2-core machine took over 10 s, which was the old count of
+  // probes, not a time).
   std::string Start(const std::string& config, int port, const std::string& log,
                     const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {TESSERA_BIN, "serve", "--config", config};
@@ -91,11 +94,19 @@ class ServeProcess {
     httplib::Client c("127.0.0.1", port);
     c.set_connection_timeout(1);
     c.set_read_timeout(5);
-    for (int i = 0; i < 200; ++i) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
       if (auto r = c.Get("/healthz"); r && r->status == 200) return "";
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return "tessera serve exited (status " + std::to_string(status) +
+               ") before it answered: " + ReadFile(log);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return "tessera serve did not come up: " + ReadFile(log);
+    return "tessera serve did not answer /healthz in 120 s: " + ReadFile(log);
   }
 
   // Sends `signal` and reaps it; nothing if it is not running.
