@@ -182,7 +182,9 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     const Brute brute = BruteForce(p);
     auto dp = SolveContiguousMaxLoad(p);
     MaxLoadIlpOptions o;
-    o.time_limit_s = 20;
+    // A cap, not a budget (wall time): 20 s left trial 11 unproven under
+    // ASan on a machine at load ~8 (issue 34's stress run).
+    o.time_limit_s = 120;
     if (dp) o.warm = &dp->placement;
     auto ilp = SolveMaxLoadIlp(p, o);
     if (std::isinf(brute.any)) {
@@ -192,7 +194,8 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     }
     ASSERT_TRUE(ilp) << "trial " << trial << ": " << ilp.error().message;
     ++compared;
-    EXPECT_TRUE(ilp->optimal) << "trial " << trial;
+    EXPECT_TRUE(ilp->optimal)
+        << "trial " << trial << " " << ilp->solver_failure;
     EXPECT_NEAR(ilp->max_load, brute.any, 1e-6) << "trial " << trial;
     EXPECT_NEAR(ilp->lower_bound, brute.any, 1e-6) << "trial " << trial;
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, ilp->placement);
