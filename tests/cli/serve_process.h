@@ -94,8 +94,9 @@ class ServeProcess {
     httplib::Client c("127.0.0.1", port);
     c.set_connection_timeout(1);
     c.set_read_timeout(5);
+    constexpr int kUpWithinS = 120;
     const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        std::chrono::steady_clock::now() + std::chrono::seconds(kUpWithinS);
     while (std::chrono::steady_clock::now() < deadline) {
       if (auto r = c.Get("/healthz"); r && r->status == 200) return "";
       int status = 0;
@@ -106,7 +107,8 @@ class ServeProcess {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return "tessera serve did not answer /healthz in 120 s: " + ReadFile(log);
+    return "tessera serve did not answer /healthz in " +
+           std::to_string(kUpWithinS) + " s: " + ReadFile(log);
   }
 
   // Sends `signal` and reaps it; nothing if it is not running.

@@ -1,5 +1,4 @@
 #include "placer/cluster.h"
-#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +14,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

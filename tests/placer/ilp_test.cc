@@ -214,11 +214,8 @@ TEST(IlpTest, OptimalIsNotBeatenByAnyHeuristicUnderItsTimeModel) {
     const Cluster c = testing::UniformCluster(ro.devices, memory, 2e3,
                                               1e-3 * (seed % 3), shares);
     const Budget budget = Budgets(c);
-    // A cap, not a budget: CBC's limit is wall time, and the counts below
-    // must not hinge on how busy the machine is. 8 s was too little under
-    // ASan beside issue 34's stress run (load ~8 on 2 cores: 5 of 20 seeds
-    // unproven); on an idle machine every seed proves in well under 1 s.
-    PlaceOptions o = Exact(120.0);
+    // The counts below must not hinge on how busy the machine is.
+    PlaceOptions o = Exact(testing::kProofLimitS);
     o.ilp_max_groups = 64;
     const auto ilp = PlaceIlp(p, c, budget, o);
     if (!ilp.has_value()) {

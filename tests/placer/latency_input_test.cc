@@ -4,7 +4,6 @@
 // contiguous splits, the greedy baseline on the published inputs, and
 // tessera's algorithms placing a converted problem.
 #include "placer/latency_input.h"
-#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,6 +17,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

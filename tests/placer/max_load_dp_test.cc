@@ -19,6 +19,7 @@
 
 #include "placer/max_load.h"
 #include "placer/mip.h"
+#include "tests/placer/test_problems.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
@@ -182,9 +183,7 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     const Brute brute = BruteForce(p);
     auto dp = SolveContiguousMaxLoad(p);
     MaxLoadIlpOptions o;
-    // A cap, not a budget (wall time): 20 s left trial 11 unproven under
-    // ASan on a machine at load ~8 (issue 34's stress run).
-    o.time_limit_s = 120;
+    o.time_limit_s = testing::kProofLimitS;
     if (dp) o.warm = &dp->placement;
     auto ilp = SolveMaxLoadIlp(p, o);
     if (std::isinf(brute.any)) {

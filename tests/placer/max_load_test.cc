@@ -3,7 +3,6 @@
 // published input (data/dnn-partitioning) and the published inference
 // expert splits.
 #include "placer/max_load.h"
-#include "tests/testlib/repo_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +13,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {
 namespace {

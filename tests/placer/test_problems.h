@@ -14,6 +14,13 @@
 
 namespace tessera::placer::testing {
 
+// The MIP time limit of a test that asserts a proof (optimal, or the ILP's
+// plan chosen): a cap, not a budget. CBC's limit is wall time, so shorter
+// ones failed such tests on a loaded machine (ASan beside issue 34's stress
+// run, load ~8 on 2 cores: at 8 s, 5 of 20 seeds were left unproven); idle,
+// each of these solves takes well under a second.
+inline constexpr double kProofLimitS = 120.0;
+
 // `n` devices on one node, every pair linked with `bandwidth` and `latency`;
 // memory_usable = `memory` each, shares given (default 1). Each device gets
 // its own profile column when `profiles_per_device`, else all share one.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "placer/place.h"
+#include "tests/placer/test_problems.h"
 #include "tests/placer/zoo_problems.h"
 #include "tests/testlib/repo_paths.h"
 
@@ -94,11 +95,8 @@ TEST(ZooAuto, IlpRescuesVgg16OnCrumbs) {
   auto problem = BuildProblem(*model, *cluster, {});
   ASSERT_TRUE(problem) << problem.error().message;
   EXPECT_FALSE(Place(*problem, *cluster, Algorithm::kMEtf, {}));
-  // The ILP's limit is wall time: a cap well above the default 10 s, so
-  // that a loaded machine (ASan beside issue 34's stress run, load ~8 on 2
-  // cores) still lets it finish; idle, it takes well under a second.
   PlaceOptions o;
-  o.ilp_time_limit_s = 120;
+  o.ilp_time_limit_s = testing::kProofLimitS;  // not the default 10 s
   auto plan = Place(*problem, *cluster, Algorithm::kAuto, o);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->algorithm, Algorithm::kIlp);
