@@ -64,8 +64,12 @@ class FakeSlurm {
                              dir_.File("calls.log") + "\n" + body);
     chmod(path.c_str(), 0755);
   }
+  // Atomically (a new file renamed over the old): the launcher's poller
+  // runs the fake commands concurrently, and a file caught between
+  // truncate and write reads as "Slurm does not know the job".
   void Set(const std::string& file, const std::string& text) {
-    dir_.Write(file, text);
+    const std::string staged = dir_.Write(file + ".new", text);
+    std::filesystem::rename(staged, dir_.File(file));
   }
   void Remove(const std::string& file) {
     std::filesystem::remove(dir_.File(file));
