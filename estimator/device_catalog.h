@@ -80,8 +80,15 @@ struct DeviceSpec {
   double memory_bandwidth = 0;  // device memory, bytes/s
   // All NVLinks of one GPU together, per direction; 0 when it has none.
   double nvlink_bandwidth = 0;
-  double pcie_bandwidth = 0;       // host link, per direction
-  double launch_overhead_s = 0;    // fixed cost of one kernel / operator
+  double pcie_bandwidth = 0;     // host link, per direction
+  double launch_overhead_s = 0;  // fixed cost of one kernel / operator
+  // The throughputs and the memory bandwidth above are what `tessera
+  // calibrate` measured on this device (cuBLAS at m = n = k = 8192, a
+  // 512 MiB copy), not datasheet peaks: the runtime model takes them as
+  // they are (estimator/runtime.h, Achievable). YAML: `peaks: measured`;
+  // also set for an entry whose `sources` say "measured by tessera
+  // calibrate", as calibrate's own files do.
+  bool peaks_measured = false;
   std::string sources;             // the datasheets the figures come from
   EfficiencySurface efficiency{};  // docs/estimator.md, "Runtimes"
 };
@@ -144,6 +151,8 @@ class DeviceCatalog {
   //       nvlink_bandwidth: 300GB/s    # per direction; 0 for none
   //       pcie_bandwidth: 32GB/s       # per direction
   //       launch_overhead: 5us    # ns, us, µs, ms, s
+  //       peaks: measured         # or datasheet (the default): what the
+  //                               # throughputs and bandwidth above are
   //       sources: "where the figures come from"
   //       efficiency:             # optional: EfficiencySurface, any key
   //         kernel_time: 2.5us    # GPU time of an empty kernel (> 0)

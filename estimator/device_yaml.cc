@@ -31,6 +31,7 @@ constexpr std::string_view kFields[] = {
     "int8_tops",      "nvlink_bandwidth",
     "pcie_bandwidth", "launch_overhead",
     "sources",        "efficiency",
+    "peaks",
 };
 constexpr std::string_view kRequiredForNew[] = {
     "memory", "memory_bandwidth", "fp32_tflops", "pcie_bandwidth"};
@@ -112,6 +113,14 @@ Status ApplyField(std::string_view key, const std::string& text,
   if (key == "display_name" || key == "sources") {
     if (IsBlank(text)) return BadInput("must not be empty");
     (key == "sources" ? spec->sources : spec->display_name) = text;
+    if (key == "sources" && text.starts_with("measured by tessera calibrate")) {
+      spec->peaks_measured = true;
+    }
+  } else if (key == "peaks") {
+    if (text != "measured" && text != "datasheet") {
+      return BadInput("'" + text + "': expected measured or datasheet");
+    }
+    spec->peaks_measured = text == "measured";
   } else if (key == "kind") {
     if (text != "gpu" && text != "cpu") {
       return BadInput("'" + text + "' is not a device kind (use gpu or cpu)");

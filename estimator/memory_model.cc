@@ -27,7 +27,7 @@ void InferencePeak(const OpGraph& g, std::span<const OpCost> costs,
   for (TensorId t = 0; t < n_tensors; ++t) buffer[t] = t;
   for (const NodeId n : g.topological_order()) {
     const graph::NodeView v = g.node(n);
-    if (IsView(v) && !v.inputs.empty() && v.inputs[0] != graph::kNoTensor) {
+    if (IsView(g, n) && !v.inputs.empty() && v.inputs[0] != graph::kNoTensor) {
       for (const TensorId out : v.outputs) {
         if (out != graph::kNoTensor) buffer[out] = buffer[v.inputs[0]];
       }
@@ -48,7 +48,7 @@ void InferencePeak(const OpGraph& g, std::span<const OpCost> costs,
   m->activations = live;
   for (const NodeId n : g.topological_order()) {
     const graph::NodeView v = g.node(n);
-    const bool view = IsView(v);
+    const bool view = IsView(g, n);
     for (const TensorId out : v.outputs) {
       if (out != graph::kNoTensor && !view &&
           !graph::IsWeight(g.tensor(out).kind)) {
@@ -85,7 +85,7 @@ void TrainingActivations(const OpGraph& g, std::span<const OpCost> costs,
   for (const TensorId t : g.inputs()) kept += Bytes(g, t);
   for (NodeId n = 0; n < g.num_nodes(); ++n) {
     const graph::NodeView v = g.node(n);
-    if (IsView(v) || v.op_type == "Constant") continue;
+    if (IsView(g, n) || v.op_type == "Constant") continue;
     for (const TensorId out : v.outputs) {
       if (out == graph::kNoTensor) continue;
       kept += Bytes(g, out);

@@ -2,6 +2,7 @@
 // the formula and the operator class; the bytes every operator reads and
 // writes are filled in here once for all of them.
 #include "estimator/op_cost.h"
+#include "graph/noop.h"
 
 #include <algorithm>
 #include <string>
@@ -301,15 +302,17 @@ void AccountIo(const Op& op) {
 
 }  // namespace
 
-bool IsView(const graph::NodeView& node) {
+bool IsView(const OpGraph& g, NodeId n) {
   std::string why;
-  return Lookup(node, &why).cost == internal::CostView;
+  return Lookup(g.node(n), &why).cost == internal::CostView ||
+         graph::IsNoOp(g, n);
 }
 
 OpCost CostOf(const OpGraph& g, NodeId n) {
   OpCost cost;
   std::string why;
-  const Entry& entry = Lookup(g.node(n), &why);
+  const Entry& entry = graph::IsNoOp(g, n) ? StandardOps().at("Identity")
+                                           : Lookup(g.node(n), &why);
   cost.op_class = entry.op_class;
   if (!why.empty()) internal::Flag(cost, why);
   const Op op(g, n, &cost, entry.per_element);

@@ -77,9 +77,10 @@ struct OpCost {
 OpCost CostOf(const graph::OpGraph& g, graph::NodeId n);
 
 // True for operators whose output is a view of their first input (Reshape,
-// Squeeze, Unsqueeze, Flatten, Identity): they move no data, and the memory
-// model lets the output share the input's buffer.
-bool IsView(const graph::NodeView& node);
+// Squeeze, Unsqueeze, Flatten, and the no-ops of graph::IsNoOp: Identity, a
+// Cast to the same type, an inference-form Dropout): they move no data, and
+// the memory model lets the output share the input's buffer.
+bool IsView(const graph::OpGraph& g, graph::NodeId n);
 
 // Costs of all nodes of `g`, indexed by NodeId.
 std::vector<OpCost> CostAll(const graph::OpGraph& g);

@@ -97,12 +97,46 @@ struct RuntimeCosts {
   int64_t large_round = int64_t{2} << 20;
 };
 
-// The documented constants of `runtime` (kRoofline: all zero).
+// The documented constants of `runtime` (kRoofline: all zero). Host times
+// are those of the reference host (kReferenceEagerOpS).
 RuntimeCosts DefaultCosts(Runtime runtime);
 
-// The efficiency surface a runtime uses on `device`: the device's own when
-// measured, else defaults (docs/estimator.md).
-EfficiencySurface SurfaceFor(const DeviceSpec& device);
+// What a GPU's kernels can reach, the units of every efficiency below: the
+// throughput of a large cuBLAS GEMM per precision and of a large copy, as
+// `tessera calibrate` measures them. A device with measured peaks
+// (DeviceSpec::peaks_measured) gives its own; for a datasheet entry they
+// are its peaks times the fractions measured on the H100 and the H200 of
+// data/gpu-truth (the same on both within 3%: kAchievableFraction), so a
+// calibrated device and the catalog speak the same units.
+struct AchievablePeaks {
+  double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0;  // flop/s
+  double memory_bandwidth = 0;                    // bytes/s
+};
+AchievablePeaks Achievable(const DeviceSpec& device);
+
+// Achievable / datasheet on those GPUs (h100_calibrate.yaml,
+// h200_calibrate.yaml against the catalog; tests/estimator recomputes
+// them): fp32, tf32, fp16, bf16, memory bandwidth.
+inline constexpr double kAchievableFraction[5] = {0.761, 0.890, 0.830, 0.811,
+                                                  0.866};
+
+// The host the fitted host costs are expressed for: PyTorch's eager
+// dispatch of one operator as `tessera calibrate` measures it (the H200
+// host of data/gpu-truth). A device whose efficiency gives `eager_op`
+// scales every host cost by eager_op / this.
+inline constexpr double kReferenceEagerOpS = 7.558e-6;
+
+// PyTorch's kernel efficiencies on NVIDIA's Hopper GPUs, fractions of the
+// achievable peaks and bandwidth, fitted on the H100 and H200 runs of
+// data/gpu-truth with DefaultCosts (docs/estimator.md, "Runtimes"): a
+// property of the kernels and the SM design, not of one GPU.
+EfficiencySurface DefaultSurface();
+
+// The kernel-efficiency sweeps `tessera calibrate` measured on the H200 of
+// data/gpu-truth (h200_calibrate.yaml): a device's own sweeps correct the
+// fitted surface by their ratio to these at the same size, so calibrating
+// that GPU changes nothing and another GPU moves by what differs.
+EfficiencySurface ReferenceSweeps();
 
 struct RuntimeOptions {
   Runtime runtime = Runtime::kPyTorch;
@@ -112,6 +146,7 @@ struct RuntimeOptions {
   Optimizer optimizer = Optimizer::kAdam;
   Attention attention = Attention::kAuto;
   RuntimeCosts costs = DefaultCosts(Runtime::kPyTorch);
+  EfficiencySurface surface = DefaultSurface();  // what a fit varies
 };
 
 // What one step costs under a runtime.

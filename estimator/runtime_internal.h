@@ -49,6 +49,10 @@ struct RTensor {
 struct ROp {
   std::vector<graph::NodeId> nodes;  // the ONNX nodes it stands for
   Exec exec = Exec::kKernel;
+  // A view the framework does not even dispatch (graph::IsNoOp: an
+  // Identity, a Cast to the same type, eval-mode Dropout): no host time,
+  // no autograd node.
+  bool free = false;
   Work work = Work::kElementwise;
   bool low_precision = false;  // autocast: computes in bf16/fp16
   bool tensor_cores = false;

@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "estimator/runtime_internal.h"
+#include "graph/noop.h"
 
 namespace tessera::estimator::internal {
 namespace {
@@ -87,6 +88,12 @@ class Lowering {
     host_node_.assign(g_.num_nodes(), false);
     for (const NodeId n : g_.topological_order()) {
       const NodeView v = g_.node(n);
+      // A weight under another name (graph::IsWeightAlias) is the weight
+      // itself to the framework: nothing runs, the output stays on device.
+      if (graph::IsWeightAlias(g_, n)) {
+        host_node_[n] = true;
+        continue;
+      }
       bool host = v.op_type == "Shape" || v.op_type == "Size" ||
                   v.op_type == "Constant";
       if (!host && v.op_type != "ConstantOfShape") {
@@ -399,13 +406,15 @@ class Lowering {
       out_.ops.push_back(std::move(op));
       return;
     }
+    const bool noop = graph::IsNoOp(g_, anchor) && nodes.size() == 1;
     const bool view =
-        In(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
-                  "Transpose", "Split", "Expand", "Slice", "Dropout"}) &&
+        (noop || In(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                           "Transpose", "Split", "Expand", "Slice"})) &&
         nodes.size() == 1;
     const auto it = fused_kind_.find(anchor);
     const int fused = it == fused_kind_.end() ? 0 : it->second;
     if (view) {
+      op.free = noop;
       EmitView(anchor, op);
       return;
     }

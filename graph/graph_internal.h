@@ -4,7 +4,10 @@
 // Helpers shared inside graph/ only; no other component includes this.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
+
+#include "graph/graph.h"
 
 namespace tessera::graph::internal {
 
@@ -17,6 +20,13 @@ inline uint32_t HashName(std::string_view s) {
   }
   return h;
 }
+
+// IsNoOp's rule on what both the importer (from the proto) and OpGraph
+// know: `cast_to` is a Cast's `to` type, `has_training_mode` whether a
+// Dropout names its third input.
+bool PassesThrough(std::string_view domain, std::string_view op_type,
+                   DataType input, std::optional<DataType> cast_to,
+                   bool has_training_mode);
 
 }  // namespace tessera::graph::internal
 

@@ -1,4 +1,5 @@
 // LoadModel: read, parse, validate, bind, infer shapes, convert.
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include <onnx/defs/schema.h>
 
+#include "graph/noop.h"
 #include "graph/onnx_internal.h"
 
 namespace tessera::graph {
@@ -150,6 +152,14 @@ void AddWeights(const OpGraph& g, std::set<std::string_view>* seen,
                 WeightStats* stats) {
   for (const TensorId t : g.weights()) {
     const TensorView v = g.tensor(t);
+    // A weight read only through aliases (IsWeightAlias) is counted as
+    // each alias: the framework holds those, the exporter merged them.
+    const auto readers = g.consumers(t);
+    if (!readers.empty() &&
+        std::all_of(readers.begin(), readers.end(),
+                    [&](NodeId n) { return IsWeightAlias(g, n); })) {
+      continue;
+    }
     if (!seen->insert(v.name).second) continue;
     ++stats->tensors;
     stats->elements += std::max<int64_t>(v.elements, 0);

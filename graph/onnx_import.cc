@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "graph/builder.h"
+#include "graph/graph_internal.h"
 #include "graph/onnx_internal.h"
 
 namespace tessera::graph::internal {
@@ -47,12 +48,17 @@ class GraphConverter {
   Status AddNode(const onnx::NodeProto& node, int index);
   void AddAttributes(const onnx::NodeProto& node);
   TensorId AddOutput(const onnx::NodeProto& node, const std::string& name);
+  // The weight a no-op node passes through (graph.h, IsWeightAlias), or
+  // null: its output is then a weight too.
+  const Shape* AliasedWeight(const onnx::NodeProto& node) const;
 
   const onnx::GraphProto& proto_;
   OpGraphBuilder builder_;
   std::optional<DataType> float_type_;
   Scope scope_;
   std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
+  // Initializers, Constant values and their aliases, as declared.
+  std::unordered_map<std::string, Shape> weights_;
   std::vector<std::string> captured_;
   std::unordered_set<std::string> captured_set_;
   std::vector<std::unique_ptr<OpGraph>> pending_subgraphs_;
@@ -181,12 +187,35 @@ Shape ConstantValueShape(const onnx::NodeProto& node) {
   return {};
 }
 
+const Shape* GraphConverter::AliasedWeight(const onnx::NodeProto& node) const {
+  if (node.input_size() < 1 || node.output_size() < 1) return nullptr;
+  const auto it = weights_.find(node.input(0));
+  if (it == weights_.end()) return nullptr;
+  std::optional<DataType> to;
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "to" && a.type() == onnx::AttributeProto::INT) {
+      to = DataTypeFromOnnx(static_cast<int32_t>(a.i()));
+    }
+  }
+  const bool training_mode = node.input_size() > 2 && !node.input(2).empty();
+  return internal::PassesThrough(node.domain(), node.op_type(),
+                                 it->second.dtype, to, training_mode)
+             ? &it->second
+             : nullptr;
+}
+
 TensorId GraphConverter::AddOutput(const onnx::NodeProto& node,
                                    const std::string& name) {
   if (node.op_type() == "Constant" &&
       (node.domain().empty() || node.domain() == "ai.onnx")) {
-    return AddWithShape(builder_, name, ConstantValueShape(node),
-                        TensorKind::kConstant);
+    const Shape value = ConstantValueShape(node);
+    weights_.emplace(name, value);
+    return AddWithShape(builder_, name, value, TensorKind::kConstant);
+  }
+  if (const Shape* w = AliasedWeight(node); w && name == node.output(0)) {
+    const Shape value = *w;  // copied: emplace may rehash
+    weights_.emplace(name, value);
+    return AddWithShape(builder_, name, value, TensorKind::kConstant);
   }
   return AddWithShape(builder_, name, ShapeOfName(name),
                       TensorKind::kActivation);
@@ -291,6 +320,8 @@ Result<std::unique_ptr<OpGraph>> GraphConverter::Convert(
         CheckWeightDims(proto_.name(), t.name(), Dims(t.dims())));
     builder_.AddTensor(t.name(), DataTypeFromOnnx(t.data_type()),
                        Dims(t.dims()), TensorKind::kInitializer);
+    weights_.emplace(t.name(),
+                     Shape{DataTypeFromOnnx(t.data_type()), Dims(t.dims())});
   }
   for (const auto& t : proto_.sparse_initializer()) {
     builder_.AddTensor(t.values().name(),

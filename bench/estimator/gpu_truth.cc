@@ -1,6 +1,7 @@
 #include "bench/estimator/gpu_truth.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,13 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
   if (!in) return BadInput(path + ": cannot read");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return BadInput(path + ": not JSON");
+  const std::string gpu = j.value("device", "");
+  std::string device;
+  if (gpu.starts_with("NVIDIA H100")) device = "h100-sxm";
+  if (gpu.starts_with("NVIDIA H200")) device = "h200";
+  if (device.empty()) {
+    return BadInput(path + ": device '" + gpu + "' is not a catalog GPU");
+  }
   std::vector<TruthRun> runs;
   for (const char* key : {"runs", "sweep"}) {
     if (std::string(key) == "sweep" && !sweep) continue;
@@ -20,6 +28,7 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
     for (const auto& r : j[key]) {
       if (!r.contains("median_ms")) continue;
       TruthRun t;
+      t.device = device;
       t.model = r.value("model", "");
       t.batch = r.value("batch", 1);
       t.train = r.value("train", false);
@@ -57,6 +66,17 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
   return runs;
 }
 
+Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir) {
+  std::vector<TruthRun> all;
+  for (const char* file :
+       {"h100_pytorch_eager.json", "h200_pytorch_eager_more_models.json"}) {
+    auto runs = LoadTruth(source_dir + "/data/gpu-truth/" + file, false);
+    if (!runs) return runs.error();
+    all.insert(all.end(), runs->begin(), runs->end());
+  }
+  return all;
+}
+
 Result<const graph::Model*> TruthModels::Get(const std::string& model,
                                              int batch) {
   const auto key = std::make_pair(model, batch);
@@ -64,7 +84,12 @@ Result<const graph::Model*> TruthModels::Get(const std::string& model,
   if (it != cache_.end()) return it->second.get();
   graph::LoadOptions options;
   options.batch = batch;
-  auto m = graph::LoadModel(dir_ + "/" + model + ".onnx", options);
+  std::string path;
+  for (const std::string& dir : dirs_) {
+    path = dir + "/" + model + ".onnx";
+    if (std::filesystem::exists(path)) break;
+  }
+  auto m = graph::LoadModel(path, options);
   if (!m) return m.error();
   auto owned = std::make_unique<graph::Model>(std::move(m).value());
   costs_[key] = estimator::CostAll(*owned->graph);
@@ -75,13 +100,15 @@ Result<const graph::Model*> TruthModels::Get(const std::string& model,
 
 Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
                            const estimator::DeviceSpec& device,
-                           const estimator::RuntimeCosts& costs) {
+                           const estimator::RuntimeCosts& costs,
+                           const estimator::EfficiencySurface& surface) {
   auto model = models.Get(run.model, run.batch);
   if (!model) return model.error();
   estimator::RuntimeOptions o;
   o.runtime = estimator::Runtime::kPyTorch;
   o.training = run.train;
   o.costs = costs;
+  o.surface = surface;
   o.tf32 = run.precision == "tf32";
   if (run.precision == "bf16") o.amp = estimator::Amp::kBf16;
   auto e = estimator::EstimateRuntime(

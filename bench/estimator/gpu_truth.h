@@ -1,11 +1,13 @@
 #ifndef TESSERA_BENCH_ESTIMATOR_GPU_TRUTH_H_
 #define TESSERA_BENCH_ESTIMATOR_GPU_TRUTH_H_
 
-// The estimator against measurements on a real GPU (data/gpu-truth): reads
-// h100_pytorch_eager.json, predicts every run with the PyTorch runtime model
-// and reports the errors; fits the runtime's constants (leave-one-model-out
-// for honest held-out errors). Shared by bench/estimator/gpu_truth_main.cc
-// and tests/estimator/runtime_truth_test.cc.
+// The estimator against measurements on real GPUs (data/gpu-truth): reads
+// the PyTorch eager runs of an H100 (h100_pytorch_eager.json, the zoo) and
+// of an H200 (h200_pytorch_eager_more_models.json, models/archs/), predicts
+// every run with the PyTorch runtime model on the GPU it ran on and reports
+// the errors; fits the runtime's constants (leave-one-architecture-out and
+// leave-one-GPU-out for honest held-out errors). Shared by
+// bench/estimator/gpu_truth_main.cc and tests/estimator/.
 
 #include <map>
 #include <memory>
@@ -19,6 +21,7 @@
 namespace tessera::bench {
 
 struct TruthRun {
+  std::string device;  // the catalog's name: h100-sxm, h200
   std::string model;
   int batch = 1;
   bool train = false;
@@ -32,8 +35,13 @@ struct TruthRun {
   double norm_fwd_ms = -1, norm_bwd_ms = -1;
 };
 
-// Runs of `path` (the "runs" array; the sweep's too when `sweep`).
+// Runs of `path` (the "runs" array; the sweep's too when `sweep`). The
+// file's "device" names the GPU ("NVIDIA H100 80GB HBM3" -> h100-sxm,
+// "NVIDIA H200" -> h200; kBadInput for another).
 Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep);
+
+// Every run of the repository's measurements: the H100's and the H200's.
+Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir);
 
 struct Prediction {
   TruthRun run;
@@ -44,24 +52,30 @@ struct Prediction {
   double norm_fwd_ms = 0, norm_bwd_ms = 0;
 };
 
-// Loads the zoo models the runs name from `zoo_dir` once per batch.
+// Loads the models the runs name, once per batch, from the first of `dirs`
+// that has NAME.onnx (models/zoo, models/archs).
 class TruthModels {
  public:
-  explicit TruthModels(std::string zoo_dir) : dir_(std::move(zoo_dir)) {}
+  explicit TruthModels(std::vector<std::string> dirs)
+      : dirs_(std::move(dirs)) {}
   Result<const graph::Model*> Get(const std::string& model, int batch);
 
  private:
-  std::string dir_;
+  std::vector<std::string> dirs_;
   std::map<std::pair<std::string, int>, std::unique_ptr<graph::Model>> cache_;
   std::map<std::pair<std::string, int>, std::vector<estimator::OpCost>> costs_;
   friend Result<Prediction> Predict(TruthModels&, const TruthRun&,
                                     const estimator::DeviceSpec&,
-                                    const estimator::RuntimeCosts&);
+                                    const estimator::RuntimeCosts&,
+                                    const estimator::EfficiencySurface&);
 };
 
-Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
-                           const estimator::DeviceSpec& device,
-                           const estimator::RuntimeCosts& costs);
+// `device`: the spec of run.device (its efficiency surface decides kernel
+// times).
+Result<Prediction> Predict(
+    TruthModels& models, const TruthRun& run,
+    const estimator::DeviceSpec& device, const estimator::RuntimeCosts& costs,
+    const estimator::EfficiencySurface& surface = estimator::DefaultSurface());
 
 // Mean absolute relative error (fraction) of time and allocated memory.
 struct Errors {

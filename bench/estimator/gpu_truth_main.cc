@@ -1,25 +1,29 @@
-// tessera's estimator against a real GPU: every run of
-// data/gpu-truth/h100_pytorch_eager.json predicted by the PyTorch runtime
-// model on h100-sxm, the per-run table and the mean errors per precision and
-// mode.
+// tessera's estimator against real GPUs: every PyTorch eager run of
+// data/gpu-truth (the zoo on an H100, 17 more architectures on an H200)
+// predicted by the PyTorch runtime model on the GPU it ran on, the per-run
+// table and the mean errors per GPU, precision and mode.
 //
-//   gpu_truth_bench [--truth FILE] [--zoo DIR] [--fit] [--holdout]
+//   gpu_truth_bench [--calibrated] [--fit] [--holdout arch|gpu] [--only GPU]
 //
-// --fit: fits the runtime's constants and h100-sxm's efficiency surface to
-// every run (coordinate descent in log space on the mean absolute log error
-// of time plus memory) and prints them; --holdout: fits on three models and
-// reports the fourth, for each model (leave-one-model-out).
+// --calibrated: predict with the entries `tessera calibrate` wrote on those
+//   GPUs (data/gpu-truth/*_calibrate.yaml) instead of the catalog's;
+// --fit: fits the runtime's constants, the shared kernel-efficiency surface
+//   and the H100 host's dispatch cost to every run (coordinate descent in
+//   log space on the mean absolute log error of time plus memory) and
+//   prints them;
+// --holdout arch: for each architecture, fits on the others and reports it
+//   (leave-one-architecture-out); --holdout gpu: fits on one GPU's runs and
+//   reports the other's (leave-one-GPU-out);
+// --only GPU: only the runs of h100-sxm or h200.
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <string>
-
-#include <cmath>
-#include <cstdlib>
-#include <functional>
 #include <set>
+#include <string>
 
 #include "bench/estimator/gpu_truth.h"
 #include "estimator/device_catalog.h"
@@ -29,13 +33,25 @@ using namespace tessera;
 
 namespace {
 
+// The devices the runs ran on, by catalog name; what a fit adjusts.
+struct Devices {
+  std::map<std::string, estimator::DeviceSpec> by_name;
+  const estimator::DeviceSpec& For(const bench::TruthRun& r) const {
+    return by_name.at(r.device);
+  }
+};
+
 struct Knob {
-  const char* name;
+  std::string name;
   double* value;
 };
 
+// What the fit adjusts: the framework's host and runtime constants, the
+// kernel-efficiency surface every GPU of the design shares, and the H100
+// host's dispatch cost relative to the H200 host's (the hosts differ, the
+// GPUs' kernels do not).
 std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
-                        estimator::EfficiencySurface& s) {
+                        estimator::EfficiencySurface& s, Devices& d) {
   std::vector<Knob> k = {
       {"op_s", &c.op_s},
       {"view_s", &c.view_s},
@@ -58,20 +74,31 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
       {"data_movement_bw", &s.data_movement_bandwidth},
   };
   const char* kinds[] = {"gemm", "conv", "spatial", "depthwise"};
-  static std::vector<std::string> names;
-  names.clear();
-  names.reserve(32);
   for (int tc = 0; tc < 2; ++tc) {
     for (size_t i = 0; i < 4; ++i) {
       if (tc == 1 && i == 3) continue;
       auto& e = tc ? s.tensor_cores[i] : s.cuda_cores[i];
-      names.push_back(std::string(tc ? "tc_" : "cc_") + kinds[i] + "_max");
-      k.push_back({names.back().c_str(), &e.max});
-      names.push_back(std::string(tc ? "tc_" : "cc_") + kinds[i] + "_half");
-      k.push_back({names.back().c_str(), &e.half_flops});
+      const std::string base = std::string(tc ? "tc_" : "cc_") + kinds[i];
+      k.push_back({base + "_max", &e.max});
+      k.push_back({base + "_half", &e.half_flops});
     }
   }
+  auto h100 = d.by_name.find("h100-sxm");
+  if (h100 != d.by_name.end()) {
+    k.push_back({"h100_host_eager_op_s", &h100->second.efficiency.eager_op_s});
+  }
   return k;
+}
+
+struct Model {
+  estimator::RuntimeCosts costs;
+  estimator::EfficiencySurface surface;
+  Devices devices;
+};
+
+Result<bench::Prediction> PredictRun(bench::TruthModels& models,
+                                     const bench::TruthRun& r, const Model& m) {
+  return bench::Predict(models, r, m.devices.For(r), m.costs, m.surface);
 }
 
 // Mean absolute log error of step time and live memory per run, plus the
@@ -79,14 +106,12 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
 // a weak pull of every knob towards its starting value (a prior: keeps
 // knobs the data cannot see where physics put them).
 double Loss(bench::TruthModels& models,
-            const std::vector<bench::TruthRun>& runs,
-            const estimator::DeviceSpec& device,
-            const estimator::RuntimeCosts& costs,
+            const std::vector<bench::TruthRun>& runs, const Model& m,
             const std::vector<double>& prior, const std::vector<double>& now) {
   double sum = 0;
   int n = 0;
   for (const auto& r : runs) {
-    auto p = bench::Predict(models, r, device, costs);
+    auto p = PredictRun(models, r, m);
     if (!p) return 1e9;
     sum += std::abs(std::log(p->ms / r.ms)) +
            std::abs(std::log(static_cast<double>(p->allocated) /
@@ -107,13 +132,14 @@ double Loss(bench::TruthModels& models,
     if (prior[i] > 0 && now[i] > 0)
       reg += std::pow(std::log(now[i] / prior[i]), 2);
   }
-  return sum / n + 0.01 * reg;
+  return sum / std::max(n, 1) + 0.01 * reg;
 }
 
 // Coordinate descent in log space, steps shrinking from x1.5 to x1.03.
+// Progress on stderr.
 void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
-         estimator::DeviceSpec& device, estimator::RuntimeCosts& costs) {
-  auto knobs = Knobs(costs, device.efficiency);
+         Model& m) {
+  auto knobs = Knobs(m.costs, m.surface, m.devices);
   std::vector<double> prior;
   for (auto& k : knobs) prior.push_back(*k.value);
   auto values = [&] {
@@ -121,7 +147,8 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
     for (auto& k : knobs) v.push_back(*k.value);
     return v;
   };
-  double best = Loss(models, runs, device, costs, prior, values());
+  auto loss = [&] { return Loss(models, runs, m, prior, values()); };
+  double best = loss();
   for (const double step : {1.5, 1.2, 1.08, 1.03}) {
     for (int round = 0; round < 3; ++round) {
       bool moved = false;
@@ -133,13 +160,13 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
           // Fractions of a peak stay physical: at most 1, except for
           // spatial convolutions (Winograd and FFT do fewer flops than the
           // direct formula counts).
-          const std::string n = k.name;
+          const std::string& n = k.name;
           if (n.find("_max") != std::string::npos ||
               n.find("_bw") != std::string::npos) {
             *k.value = std::min(
-                *k.value, n.find("spatial") != std::string::npos ? 1.5 : 1.0);
+                *k.value, n.find("spatial") != std::string::npos ? 1.5 : 1.1);
           }
-          const double l = Loss(models, runs, device, costs, prior, values());
+          const double l = loss();
           if (l < best - 1e-9) {
             best = l;
             moved = true;
@@ -148,6 +175,8 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
           *k.value = old;
         }
       }
+      std::fprintf(stderr, "fit: step x%.2f round %d loss %.4f\n", step, round,
+                   best);
       if (!moved) break;
     }
   }
@@ -161,104 +190,146 @@ std::string Mode(const bench::TruthRun& r) {
 // The mean errors of every group, one line each.
 void PrintGroups(
     const std::map<std::string, std::vector<bench::Prediction>>& groups) {
-  std::printf("%-20s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
+  std::printf("%-28s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
               "reserved");
   for (const auto& [name, list] : groups) {
     const auto e = bench::MeanErrors(list);
-    std::printf("%-20s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
+    std::printf("%-28s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
                 100 * e.time, 100 * e.memory, 100 * e.reserved);
   }
+}
+
+void AddToGroups(const bench::Prediction& p,
+                 std::map<std::string, std::vector<bench::Prediction>>& g) {
+  const bench::TruthRun& r = p.run;
+  g[r.device + " " + r.precision + " " + Mode(r)].push_back(p);
+  g[r.device + " " + r.precision].push_back(p);
+  g[r.device + " all"].push_back(p);
+  g["all " + r.precision + " " + Mode(r)].push_back(p);
+  g["all"].push_back(p);
+}
+
+// The model's starting point on every GPU of the runs: the shipped
+// constants and the catalog's entries, or the calibrated ones.
+Result<Model> Start(const std::vector<bench::TruthRun>& runs, bool calibrated) {
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/data/gpu-truth/";
+  auto catalog = estimator::DeviceCatalog::BuiltIn();
+  std::map<std::string, std::string> entry = {{"h100-sxm", "h100-sxm"},
+                                              {"h200", "h200"}};
+  if (calibrated) {
+    for (const char* f : {"h100_calibrate.yaml", "h200_calibrate.yaml"}) {
+      TESSERA_RETURN_IF_ERROR(catalog.MergeYaml(dir + f));
+    }
+    entry = {{"h100-sxm", "h100-calibrated"}, {"h200", "h200-cal"}};
+  }
+  Model m;
+  m.costs = estimator::DefaultCosts(estimator::Runtime::kPyTorch);
+  m.surface = estimator::DefaultSurface();
+  for (const auto& r : runs) {
+    if (m.devices.by_name.count(r.device)) continue;
+    auto spec = catalog.Get(entry.at(r.device));
+    if (!spec) return spec.error();
+    m.devices.by_name.emplace(r.device, **spec);
+  }
+  return m;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string truth = std::string(TESSERA_SOURCE_DIR) +
-                      "/data/gpu-truth/h100_pytorch_eager.json";
-  std::string zoo = std::string(TESSERA_SOURCE_DIR) + "/models/zoo";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--truth")) truth = argv[i + 1];
-    if (!std::strcmp(argv[i], "--zoo")) zoo = argv[i + 1];
+  bool fit = false, calibrated = false;
+  std::string holdout, only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--fit") {
+      fit = true;
+    } else if (a == "--calibrated") {
+      calibrated = true;
+    } else if (a == "--holdout" && i + 1 < argc) {
+      holdout = argv[++i];
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit] "
+                   "[--holdout arch|gpu] [--only h100-sxm|h200]\n";
+      return 2;
+    }
   }
-  auto runs = bench::LoadTruth(truth, false);
-  if (!runs) {
-    std::cerr << runs.error().message << "\n";
+  if (!holdout.empty() && holdout != "arch" && holdout != "gpu") {
+    std::cerr << "--holdout: expected arch or gpu\n";
     return 2;
   }
-  const auto catalog = estimator::DeviceCatalog::BuiltIn();
-  estimator::DeviceSpec device = *catalog.Find("h100-sxm");
-  bench::TruthModels models(zoo);
-  auto costs = estimator::DefaultCosts(estimator::Runtime::kPyTorch);
-  bool fit = false, holdout = false;
-  for (int i = 1; i < argc; ++i) {
-    fit |= !std::strcmp(argv[i], "--fit");
-    holdout |= !std::strcmp(argv[i], "--holdout");
+  const std::string src = TESSERA_SOURCE_DIR;
+  auto loaded = bench::LoadAllTruth(src);
+  if (!loaded) {
+    std::cerr << loaded.error().message << "\n";
+    return 2;
   }
-  if (fit || holdout) {
-    device.efficiency = estimator::SurfaceFor(device);
-    device.efficiency.measured = true;
-    if (device.efficiency.kernel_s <= 0)
-      device.efficiency.kernel_s = costs.kernel_s;
+  std::vector<bench::TruthRun> runs;
+  for (const auto& r : *loaded) {
+    if (only.empty() || r.device == only) runs.push_back(r);
   }
-  if (holdout) {
-    std::set<std::string> names;
-    for (const auto& r : *runs) names.insert(r.model);
+  bench::TruthModels models({src + "/models/zoo", src + "/models/archs"});
+  auto start = Start(runs, calibrated);
+  if (!start) {
+    std::cerr << start.error().message << "\n";
+    return 2;
+  }
+  if (!holdout.empty()) {
+    std::set<std::string> keys;
+    auto key = [&](const bench::TruthRun& r) {
+      return holdout == "arch" ? r.model : r.device;
+    };
+    for (const auto& r : runs) keys.insert(key(r));
     std::map<std::string, std::vector<bench::Prediction>> held;
-    for (const auto& out : names) {
+    for (const auto& out : keys) {
       std::vector<bench::TruthRun> train, test;
-      for (const auto& r : *runs) (r.model == out ? test : train).push_back(r);
-      estimator::DeviceSpec d = device;
-      auto c = costs;
-      Fit(models, train, d, c);
+      for (const auto& r : runs) (key(r) == out ? test : train).push_back(r);
+      Model m = *start;
+      Fit(models, train, m);
       for (const auto& r : test) {
-        auto p = bench::Predict(models, r, d, c);
+        auto p = PredictRun(models, r, m);
         if (!p) return 1;
-        const std::string mode = Mode(r);
-        held[r.precision + " " + mode].push_back(*p);
-        held[r.precision].push_back(*p);
-        held["all"].push_back(*p);
-        held["model " + out].push_back(*p);
+        AddToGroups(*p, held);
+        held["out " + out].push_back(*p);
       }
       std::fprintf(stderr, "held out %s\n", out.c_str());
     }
-    std::printf("leave-one-model-out (fitted on the other models)\n");
+    std::printf("leave-one-%s-out (fitted on the others)\n",
+                holdout == "arch" ? "architecture" : "GPU");
     PrintGroups(held);
     return 0;
   }
+  Model m = *start;
   if (fit) {
-    Fit(models, *runs, device, costs);
-    for (auto& k : Knobs(costs, device.efficiency)) {
-      std::printf("%-26s %.6g\n", k.name, *k.value);
+    Fit(models, runs, m);
+    for (auto& k : Knobs(m.costs, m.surface, m.devices)) {
+      std::printf("%-26s %.6g\n", k.name.c_str(), *k.value);
     }
     std::printf("\n");
   }
   std::map<std::string, std::vector<bench::Prediction>> groups;
-  std::vector<bench::Prediction> all;
-  std::printf("%-13s %5s %-5s %-5s %9s %9s %6s %9s %9s %6s %9s %9s %5s\n",
-              "model", "batch", "mode", "prec", "ms", "pred", "err", "alloc",
-              "pred", "err", "reserved", "pred", "busy");
-  for (const auto& r : *runs) {
-    auto p = bench::Predict(models, r, device, costs);
+  std::printf("%-9s %-19s %5s %-5s %-5s %9s %9s %6s %9s %9s %6s %9s %9s %5s\n",
+              "gpu", "model", "batch", "mode", "prec", "ms", "pred", "err",
+              "alloc", "pred", "err", "reserved", "pred", "busy");
+  for (const auto& r : runs) {
+    auto p = PredictRun(models, r, m);
     if (!p) {
       std::cerr << r.model << ": " << p.error().message << "\n";
       return 1;
     }
     const double mib = 1 << 20;
     std::printf(
-        "%-13s %5d %-5s %-5s %9.2f %9.2f %+5.0f%% %9.0f %9.0f %+5.0f%% %9.0f "
-        "%9.0f %5.2f\n",
-        r.model.c_str(), r.batch, r.train ? "train" : "infer",
+        "%-9s %-19s %5d %-5s %-5s %9.2f %9.2f %+5.0f%% %9.0f %9.0f %+5.0f%% "
+        "%9.0f %9.0f %5.2f\n",
+        r.device.c_str(), r.model.c_str(), r.batch, r.train ? "train" : "infer",
         r.precision.c_str(), r.ms, p->ms, 100 * (p->ms / r.ms - 1),
         r.allocated / mib, p->allocated / mib,
         100 * (static_cast<double>(p->allocated) / r.allocated - 1),
         r.reserved / mib, p->reserved / mib, p->busy);
-    const std::string mode = Mode(r);
-    groups[r.precision + " " + mode].push_back(*p);
-    groups[r.precision].push_back(*p);
-    all.push_back(*p);
+    AddToGroups(*p, groups);
   }
   std::printf("\n");
-  groups["all"] = all;
   PrintGroups(groups);
   return 0;
 }

@@ -221,7 +221,7 @@ TEST(RuntimeTruth, FittedRunsStayWithinTheirErrors) {
       bench::LoadTruth(dir + "/data/gpu-truth/h100_pytorch_eager.json", false);
   ASSERT_TRUE(runs.has_value());
   ASSERT_EQ(runs->size(), 36u);
-  bench::TruthModels models(dir + "/models/zoo");
+  bench::TruthModels models({dir + "/models/zoo"});
   std::map<std::string, std::vector<bench::Prediction>> by_precision;
   for (const auto& r : *runs) {
     auto p = bench::Predict(models, r, H100(), DefaultCosts(Runtime::kPyTorch));
