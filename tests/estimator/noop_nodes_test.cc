@@ -16,6 +16,7 @@
 #include "graph/builder.h"
 #include "graph/graph.h"
 #include "graph/noop.h"
+#include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
 namespace {
