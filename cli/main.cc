@@ -162,6 +162,8 @@ void AddDevices(CLI::App& app, tessera::cli::DevicesArgs& args) {
 constexpr const char* kPlanExamples = R"(
 Examples:
   tessera plan models/zoo/inception_v3.onnx                 # built-in default cluster
+  tessera plan models/zoo/vit_b_16.onnx --batch 32 --amp bf16   # bf16 autocast, PyTorch eager
+  tessera plan models/zoo/resnet50.onnx --runtime none      # the operator roofline alone
   tessera plan model.onnx --cluster cluster.yaml --batch 64 --train -o plan.json
   tessera plan model.onnx --cluster cluster.yaml --algo m-sct --timeline step.json
   tessera plan model.onnx --cluster cluster.yaml --algo all  # every algorithm, side by side
@@ -219,6 +221,14 @@ void AddPlan(CLI::App& app, tessera::cli::PlanArgs& args) {
   cmd->add_option("--optimizer", args.optimizer,
                   "adam, sgd, sgd-momentum or none (with --train)")
       ->capture_default_str();
+  cmd->add_option("--runtime", args.runtime,
+                  "What runs the parts: pytorch (eager; the default on GPUs, "
+                  "as the queue assumes), onnxruntime, or none (the "
+                  "operator roofline)")
+      ->type_name("NAME");
+  cmd->add_option("--amp", args.amp,
+                  "Autocast under the runtime: bf16 or fp16 (weights fp32)")
+      ->type_name("T");
   cmd->add_option("--algo", args.algo,
                   "single, m-topo, m-etf, m-sct, pipeline, ilp, auto or all")
       ->type_name("NAME")

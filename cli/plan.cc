@@ -173,6 +173,41 @@ Result<Setup> Prepare(const PlanArgs& args) {
   if (!catalog) return catalog.error();
   auto cluster = ClusterFrom(args, *catalog);
   if (!cluster) return cluster.error();
+  // The runtime: what the queue assumes of a job (PyTorch eager) unless a
+  // device is no GPU.
+  if (args.runtime.empty()) {
+    bool gpus = true;
+    for (const auto& d : cluster->devices)
+      gpus &= d.spec.kind == estimator::DeviceKind::kGpu;
+    problem_options.runtime =
+        gpus ? estimator::Runtime::kPyTorch : estimator::Runtime::kRoofline;
+  } else {
+    auto runtime = estimator::ParseRuntime(args.runtime);
+    if (!runtime) return runtime.error();
+    problem_options.runtime = *runtime;
+  }
+  if (!args.amp.empty()) {
+    auto amp = estimator::ParseAmp(args.amp);
+    if (!amp) return amp.error();
+    if (*amp != estimator::Amp::kNone &&
+        problem_options.runtime == estimator::Runtime::kRoofline) {
+      return BadInput(
+          "--amp describes how a runtime computes: add --runtime pytorch (or "
+          "onnxruntime)");
+    }
+    if (*amp != estimator::Amp::kNone && !args.float_type.empty()) {
+      return BadInput(
+          "--amp keeps weights in fp32 and --float-type re-types them: give "
+          "one");
+    }
+    problem_options.amp = *amp;
+  }
+  if (args.train &&
+      problem_options.runtime == estimator::Runtime::kOnnxRuntime) {
+    return BadInput(
+        "--runtime onnxruntime runs inference: drop --train or use "
+        "--runtime pytorch");
+  }
   auto model = LoadModelForCommand(args.model, args.inputs, args.batch, load,
                                    "planning");
   if (!model) return model.error();
@@ -184,7 +219,9 @@ Result<Setup> Prepare(const PlanArgs& args) {
                std::move(problem).value(),
                *options,
                std::move(algorithms).value(),
-               {args.model, batch},
+               {args.model, batch,
+                std::string(estimator::RuntimeName(problem_options.runtime)),
+                std::string(estimator::AmpName(problem_options.amp))},
                std::string(estimator::OptimizerName(*optimizer))};
 }
 
@@ -255,8 +292,12 @@ void PrintHeader(const Setup& s, const PlanArgs& args,
   std::cout << args.model << ", batch " << s.context.batch << ", "
             << (args.train ? "training (" + s.optimizer + ")"
                            : std::string("inference"))
-            << (args.float_type.empty() ? "" : ", " + args.float_type) << ", "
-            << algorithm << " on " << ClusterText(s.cluster) << "\n\n";
+            << (args.float_type.empty() ? "" : ", " + args.float_type)
+            << (s.context.amp == "none" ? "" : ", " + s.context.amp + " autocast")
+            << ", priced as "
+            << (s.context.runtime == "none" ? std::string("the roofline")
+                                            : s.context.runtime)
+            << ", " << algorithm << " on " << ClusterText(s.cluster) << "\n\n";
 }
 
 void PrintDevices(const Setup& s, const Plan& plan) {

@@ -119,7 +119,8 @@ class Estimator {
     if (eager > 0 && o.runtime == Runtime::kPyTorch) {
       const double scale = eager / kReferenceEagerOpS;
       for (double* host :
-           {&c_.op_s, &c_.view_s, &c_.cast_s, &c_.record_s, &c_.backward_op_s,
+           {&c_.op_s, &c_.view_s, &c_.cast_s, &c_.amp_op_s, &c_.record_s,
+            &c_.backward_op_s,
             &c_.optimizer_op_s, &c_.optimizer_fixed_s, &c_.step_fixed_s}) {
         *host *= scale;
       }
@@ -129,6 +130,8 @@ class Estimator {
   RuntimeEstimate Run() {
     RuntimeEstimate e;
     e.node_seconds.assign(model_.graph->num_nodes(), 0.0);
+    e.node_forward_seconds.assign(model_.graph->num_nodes(), 0.0);
+    e.node_host_seconds.assign(model_.graph->num_nodes(), 0.0);
     Time(e);
     Memory(e);
     return e;
@@ -139,7 +142,7 @@ class Estimator {
   double MemorySeconds(double bytes, Work w) const {
     const double bw = peaks_.memory_bandwidth *
                       std::max(Bandwidth(s_, w), 0.05) *
-                      BandwidthCorrection(device_, w);
+                      BandwidthCorrection(device_, w) * bandwidth_share_;
     return bw > 0 ? bytes / bw : 0.0;
   }
 
@@ -162,7 +165,7 @@ class Estimator {
           Curve(k, w) * SweepCorrection(device_, op.work, op.tensor_cores, w),
           1e-4);
       const double peak = Peak(op);
-      const double compute = peak > 0 ? w / (peak * eff) : 0.0;
+      const double compute = peak > 0 ? w / (peak * eff * share_) : 0.0;
       t = std::max(compute, MemorySeconds(op.bytes, Work::kElementwise));
     } else {
       t = MemorySeconds(op.bytes, op.work);
@@ -234,28 +237,36 @@ class Estimator {
       if (op.exec == Exec::kHost || op.free) continue;
       ++e.dispatched_ops;
       const bool grad = o_.training && HasGrad(op);
-      k.Dispatch((op.exec == Exec::kView ? c_.view_s : c_.op_s) +
-                 (grad ? c_.record_s : 0.0));
+      const graph::NodeId node = op.nodes.front();
+      auto dispatch = [&](double host) {
+        k.Dispatch(host);
+        e.node_host_seconds[node] += host;
+      };
+      auto kernel = [&](double gpu) {
+        k.Kernel(gpu);
+        e.node_seconds[node] += gpu;
+        e.node_forward_seconds[node] += gpu;
+      };
+      dispatch((op.exec == Exec::kView ? c_.view_s : c_.op_s) +
+               (grad ? c_.record_s : 0.0) +
+               (o_.amp != Amp::kNone && op.exec == Exec::kKernel ? c_.amp_op_s
+                                                                 : 0.0));
       if (op.exec == Exec::kView) continue;
       for (size_t i = 0; i < op.input_copy.size(); ++i) {
         if (op.input_copy[i] == 0) continue;
-        k.Dispatch(c_.cast_s);
-        const double s =
-            kernel_s_ +
-            MemorySeconds(3.0 * static_cast<double>(op.input_copy[i]),
-                          Work::kDataMovement);
-        k.Kernel(s);
-        e.node_seconds[op.nodes.front()] += s;
+        dispatch(c_.cast_s);
+        kernel(kernel_s_ +
+               MemorySeconds(3.0 * static_cast<double>(op.input_copy[i]),
+                             Work::kDataMovement));
       }
       for (const int64_t w : op.weight_cast) {
         if (w == 0) continue;
-        k.Dispatch(c_.cast_s);
-        k.Kernel(kernel_s_ + MemorySeconds(3.0 * static_cast<double>(w),
-                                           Work::kElementwise));
+        dispatch(c_.cast_s);
+        kernel(kernel_s_ +
+               MemorySeconds(3.0 * static_cast<double>(w), Work::kElementwise));
       }
       const double s = ForwardSeconds(op);
-      k.Kernel(s);
-      e.node_seconds[op.nodes.front()] += s;
+      kernel(s);
       if (double* by = ByKind(e, op, false)) *by += s;
     }
     e.forward_s = k.busy;
@@ -280,9 +291,25 @@ class Estimator {
       for (auto it = low_.ops.rbegin(); it != low_.ops.rend(); ++it) {
         const ROp& op = *it;
         if (op.exec == Exec::kHost || op.free || !HasGrad(op)) continue;
-        k.Dispatch(op.exec == Exec::kView ? c_.backward_op_s / 2
-                                          : c_.backward_op_s);
+        const double host =
+            op.exec == Exec::kView ? c_.backward_op_s / 2 : c_.backward_op_s;
+        k.Dispatch(host);
+        e.node_host_seconds[op.nodes.front()] += host;
         if (op.exec == Exec::kView) continue;
+        // Autocast's casts are autograd nodes too (ToCopyBackward): each
+        // cast of a weight, and of an input whose gradient flows, casts
+        // its gradient back.
+        for (size_t i = 0; i < op.weight_cast.size(); ++i) {
+          if (op.weight_cast[i] == 0 || !low_.tensors[op.weights[i]].param)
+            continue;
+          CastBack(k, e, op, op.weight_cast[i]);
+        }
+        for (size_t i = 0; i < op.input_copy.size(); ++i) {
+          if (op.input_copy[i] == 0 || !low_.tensors[op.inputs[i]].grad ||
+              !op.low_precision)
+            continue;
+          CastBack(k, e, op, op.input_copy[i]);
+        }
         double s = ForwardSeconds(op) - kernel_s_;
         double factor = BackwardFactor(op);
         int kernels = ComputeBound(op.work) ? 2 : 1;
@@ -325,6 +352,16 @@ class Estimator {
     e.host_s = k.host;
     e.gpu_busy_s = k.busy;
     e.kernels = k.kernels;
+  }
+
+  void CastBack(Clock& k, RuntimeEstimate& e, const ROp& op,
+                int64_t bytes) const {
+    k.Dispatch(c_.backward_op_s);
+    e.node_host_seconds[op.nodes.front()] += c_.backward_op_s;
+    const double s = kernel_s_ + MemorySeconds(3.0 * static_cast<double>(bytes),
+                                               Work::kElementwise);
+    k.Kernel(s);
+    e.node_seconds[op.nodes.front()] += s;
   }
 
   double OptimizerTraffic() const {
@@ -430,6 +467,7 @@ class Estimator {
     const int steps = 2;
     for (int step = 0; step < steps; ++step) {
       if (step == steps - 1) m.alloc.ResetPeaks();
+      benchmarking_ = step == 0;
       for (const int64_t h : grads) m.alloc.Free(h);  // zero_grad(None)
       grads.clear();
       int64_t resident = m.alloc.allocated();
@@ -525,6 +563,7 @@ class Estimator {
         }
       }
       workspace(apis, op.blas_api);
+      Trial(m, op);
       const int64_t ws = ConvWorkspace(op);
       const int64_t ws_buffer = ws > 0 ? m.New(ws) : 0;
       for (size_t j = 0; j < op.outputs.size(); ++j) {
@@ -583,8 +622,58 @@ class Estimator {
       biggest = std::max(biggest, low_.tensors[t].bytes);
     for (const TensorId t : op.outputs)
       biggest = std::max(biggest, low_.tensors[t].bytes);
-    return static_cast<int64_t>(c_.conv_workspace_fraction *
-                                static_cast<double>(biggest));
+    double ws = c_.conv_workspace_fraction * static_cast<double>(biggest);
+    // In fp32 on CUDA cores the benchmark picks FFT for large filters'
+    // planes when it is fastest, and then runs with its workspace.
+    if (!op.tensor_cores && !op.low_precision && c_.conv_fft_factor > 0)
+      ws = std::max(ws, c_.conv_fft_steady * FftWorkspace(op) /
+                            c_.conv_fft_factor);
+    return static_cast<int64_t>(ws);
+  }
+
+  // The benchmark's trial of a convolution's algorithms, on the first step
+  // (RuntimeCosts::conv_trial_bytes, conv_fft_factor): allocated and freed,
+  // so only the allocator's cache keeps it.
+  void Trial(Mem& m, const ROp& op) const {
+    if (!benchmarking_ || op.exec != Exec::kKernel ||
+        (op.work != Work::kConv && op.work != Work::kSpatialConv &&
+         op.work != Work::kDepthwise))
+      return;
+    double trial = static_cast<double>(c_.conv_trial_bytes);
+    if (op.work == Work::kSpatialConv && !op.low_precision &&
+        c_.conv_fft_factor > 0)
+      trial = std::max(trial, FftWorkspace(op));
+    if (trial >= 1) m.Drop(m.New(static_cast<int64_t>(trial)));
+  }
+
+  double FftWorkspace(const ROp& op) const {
+    const graph::OpGraph& g = *model_.graph;
+    const graph::NodeView n = g.node(op.nodes.front());
+    if (n.op_type != "Conv" || n.inputs.size() < 2 || n.outputs.empty())
+      return 0.0;
+    // cuDNN's FFT algorithms take unit strides and dilations only.
+    for (const char* attr : {"strides", "dilations"}) {
+      for (const int64_t v : g.GetInts(op.nodes.front(), attr)) {
+        if (v != 1) return 0.0;
+      }
+    }
+    const auto dims4 = [&](TensorId t) -> const int64_t* {
+      if (t == graph::kNoTensor) return nullptr;
+      const auto d = g.tensor(t).dims;
+      if (!d || d->size() != 4) return nullptr;
+      for (const int64_t v : *d) {
+        if (v <= 0) return nullptr;
+      }
+      return d->data();
+    };
+    const int64_t* x = dims4(n.inputs[0]);
+    const int64_t* w = dims4(n.inputs[1]);
+    const int64_t* y = dims4(n.outputs[0]);
+    if (!x || !w || !y) return 0.0;
+    const double padded = static_cast<double>(x[2] + w[2] - 1) *
+                          static_cast<double>(x[3] + w[3] - 1);
+    const double planes = static_cast<double>(x[0]) * (x[1] + y[1]);
+    return c_.conv_fft_factor * 8.0 * padded * planes;
   }
 
   bool IsInput(TensorId t) const {
@@ -639,6 +728,7 @@ class Estimator {
         }
       } else {
         if (ComputeBound(op.work)) workspace(apis, 2);
+        Trial(m, op);
         const int64_t ws = ConvWorkspace(op);
         const int64_t ws_buffer = ws > 0 ? m.New(ws) : 0;
         for (const TensorId t : op.inputs) {
@@ -678,6 +768,10 @@ class Estimator {
   EfficiencySurface s_;
   AchievablePeaks peaks_;
   double kernel_s_;
+  // RuntimeOptions::compute_share: of the SMs, and of the bandwidth.
+  double share_ = std::clamp(o_.compute_share, 0.01, 1.0);
+  double bandwidth_share_ = std::min(1.0, share_ / kBandwidthShare);
+  bool benchmarking_ = false;  // the first simulated step: cuDNN's trials
 };
 
 }  // namespace
@@ -754,6 +848,7 @@ RuntimeCosts DefaultCosts(Runtime runtime) {
       c.op_s = 43.7e-6;
       c.view_s = 4.0e-6;
       c.cast_s = 6.8e-6;
+      c.amp_op_s = 5e-6;
       c.record_s = 11.1e-6;
       c.backward_op_s = 12e-6;
       c.optimizer_op_s = 2e-6;
@@ -769,6 +864,9 @@ RuntimeCosts DefaultCosts(Runtime runtime) {
       c.adam_traffic = 22.2;
       c.blas_workspace_bytes = int64_t{32} << 20;
       c.conv_workspace_fraction = 2.55;
+      c.conv_trial_bytes = int64_t{128} << 20;
+      c.conv_fft_factor = 1.4;
+      c.conv_fft_steady = 0.3;
       return c;
     case Runtime::kOnnxRuntime:
       c.op_s = 6e-6;

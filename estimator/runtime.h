@@ -60,6 +60,7 @@ struct RuntimeCosts {
   double op_s = 0;               // host time to dispatch one module-level op
   double view_s = 0;             // a view (reshape, transpose, split)
   double cast_s = 0;             // an autocast-inserted cast
+  double amp_op_s = 0;           // autocast's extra dispatch, per op
   double record_s = 0;           // training: autograd recording per op
   double backward_op_s = 0;      // the autograd engine, per backward node
   double optimizer_op_s = 0;     // the optimizer, per weight tensor
@@ -85,6 +86,22 @@ struct RuntimeCosts {
   // their larger operand (spatial ones only).
   int64_t blas_workspace_bytes = 0;
   double conv_workspace_fraction = 0;
+  // cuDNN's benchmark (cudnn.benchmark, PyTorch's default for training
+  // scripts and the measurements') tries the algorithms of each new
+  // convolution shape once, each with its workspace; the caching allocator
+  // keeps the largest trial's segment, so the reserved peak carries it
+  // while the live peak does not. A trial takes at least
+  // `conv_trial_bytes`; an fp32 spatial convolution tries FFT, whose
+  // workspace holds the input and output transformed to the padded
+  // spatial size in complex fp32: `conv_fft_factor` x 8 bytes x
+  // (H+kh-1)(W+kw-1) x N x (Cin + Cout) (unit strides only).
+  int64_t conv_trial_bytes = 0;
+  double conv_fft_factor = 0;
+  // In fp32 without TF32 the benchmark often keeps FFT for such a
+  // convolution: its steady workspace is the larger of
+  // conv_workspace_fraction x its larger operand and this x the FFT size
+  // above (without conv_fft_factor).
+  double conv_fft_steady = 0;
   // The caching allocator: requests round up to `round_bytes`; requests up
   // to `small_limit` come from `small_segment` segments, larger ones below
   // `mid_limit` from `mid_segment` ones, the rest from segments rounded up
@@ -147,7 +164,18 @@ struct RuntimeOptions {
   Attention attention = Attention::kAuto;
   RuntimeCosts costs = DefaultCosts(Runtime::kPyTorch);
   EfficiencySurface surface = DefaultSurface();  // what a fit varies
+  // The share of the GPU's SMs the job may use (a fraction under MPS's
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / 100; 1 = the whole GPU). Compute-
+  // bound kernels slow by 1 / share; memory-bound ones keep the full
+  // bandwidth down to kBandwidthShare of the SMs and slow in proportion
+  // below it; the host's dispatch does not change, so a host-bound step
+  // barely slows (fitted on data/gpu-truth/h200_mps_fraction.json).
+  double compute_share = 1.0;
 };
+
+// The share of a Hopper GPU's SMs that reaches its whole memory bandwidth
+// (RuntimeOptions::compute_share).
+inline constexpr double kBandwidthShare = 0.5;
 
 // What one step costs under a runtime.
 struct RuntimeEstimate {
@@ -174,6 +202,10 @@ struct RuntimeEstimate {
   // GPU seconds of each ONNX node per step (forward plus backward), indexed
   // by NodeId; a fused operator's time goes to its first node.
   std::vector<double> node_seconds;
+  // The same split for a placer: GPU seconds of each node's forward, and
+  // the host seconds its dispatch takes (forward plus backward).
+  std::vector<double> node_forward_seconds;
+  std::vector<double> node_host_seconds;
   double gpu_busy_fraction() const {
     return step_s > 0 ? gpu_busy_s / step_s : 0.0;
   }

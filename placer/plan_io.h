@@ -19,6 +19,10 @@ namespace tessera::placer {
 struct PlanContext {
   std::string model;  // the model's path as given
   int64_t batch = 1;  // the batch the model was bound to (1 if unbound)
+  // What priced the ops (ProblemOptions::runtime): "pytorch",
+  // "onnxruntime" or "none"; and the autocast, "none", "bf16" or "fp16".
+  std::string runtime = "none";
+  std::string amp = "none";
 };
 
 // {"model", "algorithm", "mode", "batch", "step_time_ms", "lower_bound_ms",

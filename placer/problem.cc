@@ -1,6 +1,7 @@
 // BuildProblem: a loaded model's top-level graph as a placement Problem,
 // with every op's time on each distinct device kind of the cluster.
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,6 +76,25 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     return id;
   };
 
+  // The runtime model's per-node times, per profile (empty: roofline).
+  std::vector<estimator::RuntimeEstimate> runtime(num_profiles);
+  std::vector<bool> by_runtime(num_profiles, false);
+  if (options.runtime != estimator::Runtime::kRoofline) {
+    estimator::RuntimeOptions ro;
+    ro.runtime = options.runtime;
+    ro.costs = estimator::DefaultCosts(options.runtime);
+    ro.training = options.training;
+    ro.optimizer = options.optimizer;
+    ro.amp = options.amp;
+    for (int i = 0; i < num_profiles; ++i) {
+      if (specs[i]->kind != estimator::DeviceKind::kGpu) continue;
+      auto e = estimator::EstimateRuntime(model, costs, *specs[i], ro);
+      if (!e) return e.error();
+      runtime[i] = std::move(e).value();
+      by_runtime[i] = true;
+    }
+  }
+
   const std::vector<std::string> names = graph::UniqueNodeNames(g);
   std::vector<double> fwd(num_profiles), bwd;
   std::vector<uint32_t> ins, outs;
@@ -82,14 +102,27 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     const graph::NodeView v = g.node(n);
     const estimator::OpCost& cost = costs[n];
     const graph::DataType dtype = estimator::ComputeType(g, n);
-    for (int i = 0; i < num_profiles; ++i) {
-      fwd[i] = estimator::OpSeconds(cost, dtype, *specs[i], options.time_model);
-    }
     bwd.clear();
-    if (options.training) {
-      const double factor =
-          static_cast<double>(estimator::BackwardFactor(cost.op_class));
-      for (double f : fwd) bwd.push_back(factor * f);
+    for (int i = 0; i < num_profiles; ++i) {
+      if (by_runtime[i]) {
+        // The host's dispatch bounds each pass from below, split between
+        // forward and backward as the GPU time is.
+        const estimator::RuntimeEstimate& e = runtime[i];
+        const double f = e.node_forward_seconds[n];
+        const double back = std::max(0.0, e.node_seconds[n] - f);
+        const double host = e.node_host_seconds[n];
+        const double host_fwd =
+            options.training && f + back > 0 ? host * f / (f + back) : host;
+        fwd[i] = std::max(f, host_fwd);
+        if (options.training) bwd.push_back(std::max(back, host - host_fwd));
+        continue;
+      }
+      fwd[i] = estimator::OpSeconds(cost, dtype, *specs[i], options.time_model);
+      if (options.training) {
+        bwd.push_back(
+            static_cast<double>(estimator::BackwardFactor(cost.op_class)) *
+            fwd[i]);
+      }
     }
     ins.clear();
     outs.clear();

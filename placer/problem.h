@@ -27,6 +27,7 @@
 
 #include "common/result.h"
 #include "estimator/profile.h"
+#include "estimator/runtime.h"
 #include "graph/graph.h"
 #include "placer/cluster.h"
 
@@ -145,6 +146,16 @@ struct ProblemOptions {
   bool training = false;
   estimator::Optimizer optimizer = estimator::Optimizer::kAdam;
   estimator::TimeModel time_model = estimator::TimeModel::Defaults();
+  // What runs the parts (estimator/runtime.h). kRoofline: each op's time is
+  // the operator roofline (time_model). kPyTorch / kOnnxRuntime: the
+  // runtime model's GPU time of the op's kernels on each device kind
+  // (casts, fusions, copies and backward by kernel kind included), and
+  // never less than the host's dispatch of it: every part is a process
+  // whose host thread dispatches its own ops, so an op the GPU finishes
+  // faster than the host can issue it costs its dispatch. A CPU device is
+  // always priced by the roofline.
+  estimator::Runtime runtime = estimator::Runtime::kRoofline;
+  estimator::Amp amp = estimator::Amp::kNone;
 };
 
 // The Problem of `model`'s top-level graph on `cluster`: one op per node

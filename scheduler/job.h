@@ -73,6 +73,9 @@ struct ModelRequest {
   int64_t batch = 1;
   bool train = false;
   std::string dtype;  // "" = as exported; fp32, fp16, bf16
+  // Mixed precision the job runs under (torch.autocast): "" = none, bf16,
+  // fp16; weights stay fp32. Exclusive with a dtype other than "".
+  std::string amp;
   std::map<std::string, std::vector<int64_t>> inputs;
 };
 

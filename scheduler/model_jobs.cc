@@ -189,6 +189,11 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
   // Jobs run as PyTorch eager jobs do (docs/estimator.md, "Runtimes"): the
   // queue reserves what the caching allocator holds at its peak.
   profile_options.runtime.runtime = estimator::Runtime::kPyTorch;
+  if (!request.amp.empty()) {
+    auto amp = estimator::ParseAmp(request.amp);
+    if (!amp) return amp.error().WithContext("model.amp");
+    profile_options.runtime.amp = *amp;
+  }
   auto profile = estimator::ProfileModel(model, *spec, profile_options);
   if (!profile) return profile.error().WithContext("model");
   SizedModel sized;
@@ -200,9 +205,20 @@ Result<SizedModel> Size(graph::Model model, const ModelRequest& request,
         static_cast<double>(sized.peak_bytes) / static_cast<double>(roofline);
   }
   sized.training = request.train;
+  sized.amp = profile_options.runtime.amp;
   if (profile->runtime) {
     sized.step_s = profile->runtime->step_s;
     sized.busy_fraction = profile->runtime->gpu_busy_fraction();
+    const std::vector<estimator::OpCost> costs =
+        estimator::CostAll(*model.graph);
+    estimator::RuntimeOptions ro = profile_options.runtime;
+    ro.training = request.train;
+    for (size_t i = 0; i + 1 < kSliverShares.size(); ++i) {
+      ro.compute_share = kSliverShares[i];
+      auto e = estimator::EstimateRuntime(model, costs, *spec, ro);
+      if (e && e->step_s > 0)
+        sized.sliver_speed[i] = std::min(1.0, sized.step_s / e->step_s);
+    }
   }
   sized.model = std::make_shared<const graph::Model>(std::move(model));
   return sized;
@@ -237,11 +253,36 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
   return Size(std::move(model).value(), request, kind);
 }
 
+double SliverSpeed(const SizedModel& sized, int milli) {
+  const double share = std::clamp(milli / 1000.0, 0.001, 1.0);
+  const auto& x = kSliverShares;
+  const auto& y = sized.sliver_speed;
+  if (share <= x[0]) return y[0] * share / x[0];
+  for (size_t i = 1; i < x.size(); ++i) {
+    if (share <= x[i]) {
+      const double f = (share - x[i - 1]) / (x[i] - x[i - 1]);
+      return y[i - 1] + f * (y[i] - y[i - 1]);
+    }
+  }
+  return y.back();
+}
+
+int64_t ReserveMiB(double peak_bytes, double headroom) {
+  return ToMiB(std::max(peak_bytes * (1.0 + headroom),
+                        peak_bytes + static_cast<double>(kReserveSlackBytes)));
+}
+
+double UsableBytes(int64_t mib, double headroom) {
+  const double bytes = static_cast<double>(mib) * static_cast<double>(kMiB);
+  return std::max(0.0, std::min(bytes / (1.0 + headroom),
+                                bytes - static_cast<double>(kReserveSlackBytes)));
+}
+
 Resources ModelDemand(const SizedModel& sized, double headroom) {
   Resources r;
   r.gpu_milli = kFullGpuMilli;
   r.gpu_memory_mib =
-      ToMiB(static_cast<double>(sized.peak_bytes) * (1.0 + headroom));
+      ReserveMiB(static_cast<double>(sized.peak_bytes), headroom);
   return r;
 }
 
@@ -269,7 +310,7 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
       // The placer sizes parts with its own memory model: give it the
       // sliver in those terms (SizedModel::plan_scale).
       const auto usable = static_cast<int64_t>(
-          static_cast<double>(mib) / (1.0 + headroom) / sized.plan_scale);
+          UsableBytes(mib, headroom) / (1024.0 * 1024.0) / sized.plan_scale);
       gpus += "      - {kind: " + topo.gpus[g].kind +
               ", memory_free: " + std::to_string(usable) +
               "MiB, compute_share: " + std::to_string(milli / 1000.0) + "}\n";
@@ -285,6 +326,9 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
   if (!cluster) return std::nullopt;
   placer::ProblemOptions problem_options;
   problem_options.training = sized.training;
+  // Priced as `tessera plan` prices it by default: the PyTorch runtime.
+  problem_options.runtime = estimator::Runtime::kPyTorch;
+  problem_options.amp = sized.amp;
   auto problem = placer::BuildProblem(*sized.model, *cluster, problem_options);
   if (!problem) return std::nullopt;
   auto plan = placer::Place(*problem, *cluster, placer::Algorithm::kAuto, {});
@@ -296,9 +340,10 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
     GpuShare share;
     share.gpu = slivers[d];
     share.milli = state.free_milli(slivers[d]);
-    share.memory_mib = std::min(state.free_memory_mib(slivers[d]),
-                                ToMiB(static_cast<double>(s.peak_bytes) *
-                                      sized.plan_scale * (1.0 + headroom)));
+    share.memory_mib = std::min(
+        state.free_memory_mib(slivers[d]),
+        ReserveMiB(static_cast<double>(s.peak_bytes) * sized.plan_scale,
+                   headroom));
     gang.allocation.gpus.push_back(share);
   }
   gang.allocation.node = topo.gpus[gang.allocation.gpus.front().gpu].node;

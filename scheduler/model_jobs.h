@@ -5,6 +5,7 @@
 // single GPU's free capacity the placer splits it over the free slivers of
 // one node's GPUs, admitted as a gang.
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "estimator/runtime.h"
 #include "placer/plan_report.h"
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
@@ -42,12 +44,24 @@ struct SizedModel {
   // and a whole GPU are sized by the same runtime model.
   double plan_scale = 1.0;
   bool training = false;
+  estimator::Amp amp = estimator::Amp::kNone;  // the request's autocast
   // The PyTorch runtime model's step alone on one whole GPU of the kind,
   // and the fraction of it the GPU is busy (what sharing the GPU costs:
   // estimator::CoLocationSlowdown).
   double step_s = 0;
   double busy_fraction = 0.94;
+  // Its speed alone on a share of the GPU's threads (MPS's active thread
+  // percentage), relative to the whole GPU: the runtime model's step at
+  // share 1 over its step at kSliverShares[i] (estimator::RuntimeOptions::
+  // compute_share); SliverSpeed interpolates.
+  std::array<double, 4> sliver_speed = {1, 1, 1, 1};
 };
+inline constexpr std::array<double, 4> kSliverShares = {0.1, 0.25, 0.5, 1.0};
+
+// What `milli` of a GPU's threads buys `sized` alone, relative to the
+// whole GPU, in (0, 1]: linear between SizedModel::sliver_speed's shares,
+// proportional below the first.
+double SliverSpeed(const SizedModel& sized, int milli);
 
 // Loads and sizes `request` (by path; any file this process can read: the
 // command line's tools) on the pool's GPU kind `kind`. kBadInput naming the
@@ -100,8 +114,25 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
 // "0123...": 64 lowercase hex digits, the form of an upload's id.
 bool IsUploadId(std::string_view id);
 
-// The resources a model job reserves on one GPU: the need x (1 + headroom)
-// in MiB, and the whole GPU's compute (1000 milli).
+// What a GPU reserves for a predicted reserved peak (bytes): the peak x
+// (1 + headroom), and at least the peak + kReserveSlackBytes, in MiB.
+// The headroom covers the spread of the prediction (the caching
+// allocator's segments, cuDNN's benchmark trials, library workspaces the
+// runtime model places differently); the slack covers what a small job's
+// first steps take beyond any fraction of it (cuDNN's trial workspaces of
+// 100-150 MiB on the H200). On every run of data/gpu-truth, with the
+// default model_headroom of 0.25, this covers the allocated peak of all
+// and the reserved peak of at least 95%, at a median of 1.25x the reserved
+// peak (tests/scheduler/reservation_truth_test.cc; docs/scheduler.md).
+inline constexpr int64_t kReserveSlackBytes = int64_t{96} << 20;
+inline constexpr double kDefaultModelHeadroom = 0.25;
+int64_t ReserveMiB(double peak_bytes, double headroom);
+// The largest predicted peak (bytes) a GPU with `mib` free can take: the
+// inverse of ReserveMiB.
+double UsableBytes(int64_t mib, double headroom);
+
+// The resources a model job reserves on one GPU: ReserveMiB of its peak,
+// and the whole GPU's compute (1000 milli).
 Resources ModelDemand(const SizedModel& sized, double headroom);
 
 // A gang for `sized` on one node of `pool`: the placer's plan (auto) over

@@ -67,7 +67,8 @@ struct StartCandidate {
   StartOption option = StartOption::kFraction;
   Allocation allocation;
   // Its speed on these GPUs alone, relative to one whole GPU: 1 for whole
-  // and fraction; a split's whole-GPU step over its step (transfers, idle
+  // and a time-sliced fraction; a fraction under MPS, what its share of the
+  // threads buys (SliverSpeed); a split's whole-GPU step over its step (transfers, idle
   // stages), at most 1. Co-location is charged separately.
   double speed = 1;
 };

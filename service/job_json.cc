@@ -253,7 +253,8 @@ class Reader {
 
   Status Model(const json& j, ModelRequest* m) const {
     TESSERA_RETURN_IF_ERROR(Keys(
-        j, "model", {"path", "upload", "batch", "train", "dtype", "inputs"}));
+        j, "model",
+        {"path", "upload", "batch", "train", "dtype", "amp", "inputs"}));
     if (j.contains("path")) {
       TESSERA_RETURN_IF_ERROR(String(j["path"], "model.path", &m->path));
     }
@@ -292,6 +293,21 @@ class Reader {
         return FieldError(
             "model.dtype",
             "must be one of \"\", fp32, fp16, bf16 (got '" + d + "')");
+      }
+    }
+    if (j.contains("amp")) {
+      TESSERA_RETURN_IF_ERROR(String(j["amp"], "model.amp", &m->amp));
+      const std::string& a = m->amp;
+      if (strict_ && !(a.empty() || a == "none" || a == "bf16" ||
+                       a == "fp16")) {
+        return FieldError("model.amp",
+                          "must be one of \"\", none, bf16, fp16 (got '" + a +
+                              "')");
+      }
+      if (strict_ && !a.empty() && a != "none" && !m->dtype.empty()) {
+        return FieldError("model.amp, model.dtype",
+                          "amp keeps the weights in fp32 and dtype re-types "
+                          "them: give one");
       }
     }
     if (j.contains("inputs")) return Inputs(j["inputs"], &m->inputs);
@@ -497,6 +513,7 @@ json ModelJson(const ModelRequest& m) {
             {"dtype", m.dtype},
             {"inputs", inputs}};
   if (!m.upload.empty()) j["upload"] = m.upload;
+  if (!m.amp.empty()) j["amp"] = m.amp;
   return j;
 }
 

@@ -76,8 +76,9 @@ struct ServiceOptions {
   // The queue tree: guarantees, borrowing and reclaim (docs/quotas.md);
   // empty: none.
   std::vector<QueueSpec> queues;
-  // Model jobs: reserved memory = the estimator's peak x (1 + headroom).
-  double model_headroom = 0.10;
+  // Model jobs: reserved memory = the estimator's peak x (1 + headroom),
+  // at least the peak + 96 MiB (scheduler::ReserveMiB).
+  double model_headroom = scheduler::kDefaultModelHeadroom;
   // The split-or-wait decision (docs/scheduler.md, "Split or wait"): how
   // co-located jobs slow each other, per GPU kind (absent: the law
   // measured on an H100 under time-slicing), fitted again from the jobs'

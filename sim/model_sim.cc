@@ -53,7 +53,7 @@ std::string SplitKey(const ClusterState& state, std::string_view pool,
 }
 
 // Whether some node of `pool` has two or more slivers whose usable memory
-// (free / (1 + headroom)) adds up to the job's single-GPU peak. A split's
+// (UsableBytes of the free memory) adds up to the job's single-GPU peak. A split's
 // parts each hold their ops' weights, gradients, optimizer state and live
 // activations, which add up to at least that peak; without it
 // SplitAcrossSlivers cannot succeed and the placer call is skipped.
@@ -67,10 +67,9 @@ bool EnoughSliverMemory(const ClusterState& state, std::string_view pool,
     for (const int g : node.gpus) {
       if (!IsSliver(state, g)) continue;
       ++slivers;
-      usable += static_cast<double>(state.free_memory_mib(g)) / (1 + headroom);
+      usable += UsableBytes(state.free_memory_mib(g), headroom);
     }
-    if (slivers >= 2 &&
-        usable * 1024 * 1024 >= static_cast<double>(kind.sized.peak_bytes)) {
+    if (slivers >= 2 && usable >= static_cast<double>(kind.sized.peak_bytes)) {
       return true;
     }
   }
@@ -469,7 +468,13 @@ class Replay {
     }
     if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
                                 *scorer_, admission)) {
-      r.candidates.push_back({StartOption::kFraction, *a, 1.0});
+      // As the service: under MPS a fraction runs on its share of the
+      // threads (SliverSpeed).
+      const double speed =
+          r.law.sharing == estimator::GpuSharing::kMps && !r.law.alpha
+              ? SliverSpeed(k.sized, a->gpus.front().milli)
+              : 1.0;
+      r.candidates.push_back({StartOption::kFraction, *a, speed});
     }
     if (r.candidates.empty()) {
       const SplitCache::Entry split =

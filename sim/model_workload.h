@@ -160,7 +160,7 @@ struct ModelSimOptions {
   std::string scorer = "tessera";     // ScorerNames()
   std::string queue_policy = "fifo";  // PolicyNames()
   std::string pool;                   // "" = the default pool
-  double headroom = 0.10;             // as the serve config's model_headroom
+  double headroom = scheduler::kDefaultModelHeadroom;  // model_headroom
   uint64_t seed = 1;                  // for random scorers
   bool record_utilization = true;     // fill ModelSimResult::utilization
   // Check the cluster's invariants after every round (tests): the first

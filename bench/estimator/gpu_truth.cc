@@ -36,6 +36,10 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
       t.ms = r.value("median_ms", 0.0);
       t.allocated = r.value("allocated_peak_bytes", int64_t{0});
       t.reserved = r.value("reserved_peak_bytes", int64_t{0});
+      if (r.contains("mps_active_thread_percentage") &&
+          r["mps_active_thread_percentage"].is_number()) {
+        t.share = r["mps_active_thread_percentage"].get<double>() / 100.0;
+      }
       if (r.contains("profile")) {
         auto sum = [&](std::initializer_list<const char*> ops) {
           double us = 0;
@@ -111,6 +115,7 @@ Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
   o.surface = surface;
   o.tf32 = run.precision == "tf32";
   if (run.precision == "bf16") o.amp = estimator::Amp::kBf16;
+  o.compute_share = run.share;
   auto e = estimator::EstimateRuntime(
       **model, models.costs_[{run.model, run.batch}], device, o);
   if (!e) return e.error();

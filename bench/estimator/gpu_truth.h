@@ -28,6 +28,9 @@ struct TruthRun {
   std::string precision;  // fp32, tf32, bf16
   double ms = 0;
   int64_t allocated = 0, reserved = 0;
+  // The share of the GPU's threads it ran on (MPS's active thread
+  // percentage / 100; 1: the whole GPU).
+  double share = 1.0;
   // From the run's per-operator profile (ms per step; < 0: not measured):
   // matrix products forward plus backward, convolutions forward and
   // backward, normalizations forward and backward.

@@ -3,7 +3,8 @@
 // predicted by the PyTorch runtime model on the GPU it ran on, the per-run
 // table and the mean errors per GPU, precision and mode.
 //
-//   gpu_truth_bench [--calibrated] [--fit] [--holdout arch|gpu] [--only GPU]
+//   gpu_truth_bench [--calibrated] [--fit] [--mps]
+//                   [--holdout arch|family|gpu] [--only GPU]
 //
 // --calibrated: predict with the entries `tessera calibrate` wrote on those
 //   GPUs (data/gpu-truth/*_calibrate.yaml) instead of the catalog's;
@@ -12,9 +13,15 @@
 //   log space on the mean absolute log error of time plus memory) and
 //   prints them;
 // --holdout arch: for each architecture, fits on the others and reports it
-//   (leave-one-architecture-out); --holdout gpu: fits on one GPU's runs and
+//   (leave-one-architecture-out); --holdout family: the same with each
+//   family of architectures (Family: resnets, mobile, ...) held out
+//   together; --holdout gpu: fits on one GPU's runs and
 //   reports the other's (leave-one-GPU-out);
-// --only GPU: only the runs of h100-sxm or h200.
+// --fold KEY: with --holdout, only the fold holding KEY out (an
+//   architecture, a family or a GPU), so folds can run as processes;
+// --only GPU: only the runs of h100-sxm or h200;
+// --mps: one job alone on 100/50/25% of an H200's threads under MPS
+//   (h200_mps_fraction.json), measured against predicted slowdowns.
 
 #include <cmath>
 #include <cstdio>
@@ -56,6 +63,7 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
       {"op_s", &c.op_s},
       {"view_s", &c.view_s},
       {"cast_s", &c.cast_s},
+      {"amp_op_s", &c.amp_op_s},
       {"record_s", &c.record_s},
       {"backward_op_s", &c.backward_op_s},
       {"step_fixed_s", &c.step_fixed_s},
@@ -67,6 +75,7 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
       {"adam_traffic", &c.adam_traffic},
       {"optimizer_tensor_gpu_s", &c.optimizer_tensor_gpu_s},
       {"conv_workspace_fraction", &c.conv_workspace_fraction},
+      {"conv_fft_steady", &c.conv_fft_steady},
       {"kernel_s", &s.kernel_s},
       {"elementwise_bw", &s.elementwise_bandwidth},
       {"normalization_bw", &s.normalization_bandwidth},
@@ -182,6 +191,91 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
   }
 }
 
+// Leave-one-family-out: architectures whose relatives are held out with
+// them, so a held-out model has no sibling in the fit (harder than
+// leaving one architecture out). A model not listed is its own family.
+std::string Family(const std::string& model) {
+  static const std::map<std::string, std::string> kFamily = {
+      {"resnet18", "resnets"},          {"resnet50", "resnets"},
+      {"resnet152", "resnets"},         {"wide_resnet50_2", "resnets"},
+      {"resnext50_32x4d", "resnets"},   {"regnet_y_1_6gf", "resnets"},
+      {"mobilenet_v2", "mobile"},       {"mobilenet_v3_large", "mobile"},
+      {"shufflenet_v2_x1_0", "mobile"}, {"efficientnet_b3", "mobile"},
+      {"inception_v3", "multi-branch"}, {"googlenet", "multi-branch"},
+      {"densenet169", "multi-branch"},  {"vgg16", "plain convs"},
+      {"vgg19", "plain convs"},         {"vit_b_16", "vision transformers"},
+      {"vit_b_32", "vision transformers"},
+      {"vit_l_16", "vision transformers"},
+      {"swin_t", "vision transformers"},
+      {"convnext_small", "vision transformers"},
+      {"gpt2", "text transformers"},    {"gpt2_6layer", "text transformers"},
+      {"bert_base", "text transformers"},
+      {"bert_small", "text transformers"}};
+  auto it = kFamily.find(model);
+  return it == kFamily.end() ? model : it->second;
+}
+
+// One job alone on a share of an H200's threads under MPS
+// (h200_mps_fraction.json): the measured and predicted step at each share
+// and the slowdown against the whole GPU's step.
+int ReportMps(bench::TruthModels& models, const Model& m,
+              const std::string& src) {
+  auto runs = bench::LoadTruth(
+      src + "/data/gpu-truth/h200_mps_fraction.json", false);
+  if (!runs) {
+    std::cerr << runs.error().message << "
+";
+    return 2;
+  }
+  std::printf("%-9s %5s %-5s %-5s %6s %9s %9s %6s %9s %9s
+", "model",
+              "batch", "mode", "prec", "share", "ms", "pred", "err",
+              "slowdown", "pred");
+  double err = 0;
+  int n = 0;
+  for (const auto& r : *runs) {
+    auto p = PredictRun(models, r, m);
+    bench::TruthRun whole = r;
+    whole.share = 1.0;
+    auto p1 = PredictRun(models, whole, m);
+    if (!p || !p1) return 1;
+    double measured_whole = 0;
+    for (const auto& o : *runs) {
+      if (o.model == r.model && o.batch == r.batch && o.train == r.train &&
+          o.precision == r.precision && o.share == 1.0)
+        measured_whole = o.ms;
+    }
+    std::printf("%-9s %5d %-5s %-5s %5.0f%% %9.2f %9.2f %+5.0f%%", r.model.c_str(),
+                r.batch, r.train ? "train" : "infer", r.precision.c_str(),
+                100 * r.share, r.ms, p->ms, 100 * (p->ms / r.ms - 1));
+    if (measured_whole > 0 && r.share < 1.0) {
+      std::printf(" %8.2fx %8.2fx", r.ms / measured_whole, p->ms / p1->ms);
+      err += std::abs(p->ms / p1->ms / (r.ms / measured_whole) - 1);
+      ++n;
+    }
+    std::printf("
+");
+  }
+  if (n > 0) std::printf("
+slowdown error (mean absolute): %.1f%% over %d runs
+", 100 * err / n, n);
+  return 0;
+}
+
+// One run, measured against predicted (the table's row).
+void PrintRun(const bench::Prediction& p) {
+  const bench::TruthRun& r = p.run;
+  const double mib = 1 << 20;
+  std::printf(
+      "%-9s %-19s %5d %-5s %-5s %9.2f %9.2f %+5.0f%% %9.0f %9.0f %+5.0f%% "
+      "%9.0f %9.0f %5.2f\n",
+      r.device.c_str(), r.model.c_str(), r.batch, r.train ? "train" : "infer",
+      r.precision.c_str(), r.ms, p.ms, 100 * (p.ms / r.ms - 1),
+      r.allocated / mib, p.allocated / mib,
+      100 * (static_cast<double>(p.allocated) / r.allocated - 1),
+      r.reserved / mib, p.reserved / mib, p.busy);
+}
+
 // "batch1", "batchN" or "train": the issue's three modes.
 std::string Mode(const bench::TruthRun& r) {
   return r.train ? "train" : (r.batch == 1 ? "batch1" : "batchN");
@@ -237,26 +331,32 @@ Result<Model> Start(const std::vector<bench::TruthRun>& runs, bool calibrated) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool fit = false, calibrated = false;
-  std::string holdout, only;
+  bool fit = false, calibrated = false, mps = false;
+  std::string holdout, only, fold;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fit") {
       fit = true;
     } else if (a == "--calibrated") {
       calibrated = true;
+    } else if (a == "--mps") {
+      mps = true;
     } else if (a == "--holdout" && i + 1 < argc) {
       holdout = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (a == "--fold" && i + 1 < argc) {
+      fold = argv[++i];
     } else {
-      std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit] "
-                   "[--holdout arch|gpu] [--only h100-sxm|h200]\n";
+      std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit] [--mps] "
+                   "[--holdout arch|family|gpu [--fold KEY]] "
+                   "[--only h100-sxm|h200]\n";
       return 2;
     }
   }
-  if (!holdout.empty() && holdout != "arch" && holdout != "gpu") {
-    std::cerr << "--holdout: expected arch or gpu\n";
+  if (!holdout.empty() && holdout != "arch" && holdout != "family" &&
+      holdout != "gpu") {
+    std::cerr << "--holdout: expected arch, family or gpu\n";
     return 2;
   }
   const std::string src = TESSERA_SOURCE_DIR;
@@ -278,11 +378,13 @@ int main(int argc, char** argv) {
   if (!holdout.empty()) {
     std::set<std::string> keys;
     auto key = [&](const bench::TruthRun& r) {
-      return holdout == "arch" ? r.model : r.device;
+      if (holdout == "arch") return r.model;
+      return holdout == "family" ? Family(r.model) : r.device;
     };
     for (const auto& r : runs) keys.insert(key(r));
     std::map<std::string, std::vector<bench::Prediction>> held;
     for (const auto& out : keys) {
+      if (!fold.empty() && out != fold) continue;
       std::vector<bench::TruthRun> train, test;
       for (const auto& r : runs) (key(r) == out ? test : train).push_back(r);
       Model m = *start;
@@ -290,17 +392,21 @@ int main(int argc, char** argv) {
       for (const auto& r : test) {
         auto p = PredictRun(models, r, m);
         if (!p) return 1;
+        PrintRun(*p);
         AddToGroups(*p, held);
         held["out " + out].push_back(*p);
       }
       std::fprintf(stderr, "held out %s\n", out.c_str());
     }
     std::printf("leave-one-%s-out (fitted on the others)\n",
-                holdout == "arch" ? "architecture" : "GPU");
+                holdout == "arch"     ? "architecture"
+                : holdout == "family" ? "family"
+                                      : "GPU");
     PrintGroups(held);
     return 0;
   }
   Model m = *start;
+  if (mps) return ReportMps(models, m, src);
   if (fit) {
     Fit(models, runs, m);
     for (auto& k : Knobs(m.costs, m.surface, m.devices)) {
@@ -318,15 +424,7 @@ int main(int argc, char** argv) {
       std::cerr << r.model << ": " << p.error().message << "\n";
       return 1;
     }
-    const double mib = 1 << 20;
-    std::printf(
-        "%-9s %-19s %5d %-5s %-5s %9.2f %9.2f %+5.0f%% %9.0f %9.0f %+5.0f%% "
-        "%9.0f %9.0f %5.2f\n",
-        r.device.c_str(), r.model.c_str(), r.batch, r.train ? "train" : "infer",
-        r.precision.c_str(), r.ms, p->ms, 100 * (p->ms / r.ms - 1),
-        r.allocated / mib, p->allocated / mib,
-        100 * (static_cast<double>(p->allocated) / r.allocated - 1),
-        r.reserved / mib, p->reserved / mib, p->busy);
+    PrintRun(*p);
     AddToGroups(*p, groups);
   }
   std::printf("\n");

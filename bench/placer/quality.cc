@@ -2,7 +2,10 @@
 // residual-capacity clusters (models/clusters/), each algorithm's simulated
 // step time as a ratio to the lower bound, and whether `auto` is never worse
 // than the best of m-topo / m-etf / m-sct (exit status 1 if it is).
-//   placer_quality [--train] [--batch N] [--models a,b] [--clusters x,y]
+//   placer_quality [--train] [--batch N] [--runtime pytorch|onnxruntime|none]
+//                  [--models a,b] [--clusters x,y]
+// --runtime: what prices the ops (ProblemOptions::runtime; default none,
+// the operator roofline, as before `tessera plan` priced by pytorch).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   using namespace tessera::placer;
   bool training = false;
   int64_t batch = 1;
+  estimator::Runtime runtime = estimator::Runtime::kRoofline;
   std::vector<std::string> models = {"resnet50", "mobilenet_v2", "inception_v3",
                                      "vgg16",    "vit_b_16",     "gpt2",
                                      "bert_base"};
@@ -43,6 +47,13 @@ int main(int argc, char** argv) {
       training = true;
     } else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) {
       batch = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--runtime") && i + 1 < argc) {
+      auto r = estimator::ParseRuntime(argv[++i]);
+      if (!r) {
+        std::fprintf(stderr, "%s\n", r.error().message.c_str());
+        return 2;
+      }
+      runtime = *r;
     } else if (!std::strcmp(argv[i], "--models") && i + 1 < argc) {
       models = SplitList(argv[++i]);
     } else if (!std::strcmp(argv[i], "--clusters") && i + 1 < argc) {
@@ -50,7 +61,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: placer_quality [--train] [--batch N] "
-                   "[--models a,b] [--clusters x,y]\n");
+                   "[--runtime NAME] [--models a,b] [--clusters x,y]\n");
       return 2;
     }
   }
@@ -60,9 +71,10 @@ int main(int argc, char** argv) {
                                         Algorithm::kMEtf,     Algorithm::kMSct,
                                         Algorithm::kPipeline, Algorithm::kAuto};
   std::printf(
-      "mode: %s, batch %lld; cells: simulated step / lower bound "
-      "(- = infeasible)\n\n",
-      training ? "training" : "inference", static_cast<long long>(batch));
+      "mode: %s, batch %lld, priced by %s; cells: simulated step / lower "
+      "bound (- = infeasible)\n\n",
+      training ? "training" : "inference", static_cast<long long>(batch),
+      std::string(estimator::RuntimeName(runtime)).c_str());
   std::printf("| model | cluster | lower bound ms |");
   for (Algorithm a : algos)
     std::printf(" %s |", std::string(AlgorithmName(a)).c_str());
@@ -87,6 +99,7 @@ int main(int argc, char** argv) {
       }
       ProblemOptions po;
       po.training = training;
+      po.runtime = runtime;
       auto problem = BuildProblem(*model, *cluster, po);
       if (!problem) {
         std::fprintf(stderr, "%s\n", problem.error().message.c_str());
