@@ -239,6 +239,23 @@ TEST(ParseJobRequest, NeedsExactlyOneOfResourcesAndModel) {
   json dtype = ByModel();
   dtype["model"]["dtype"] = "int8";
   EXPECT_THAT(ErrorOf(dtype), HasSubstr("model.dtype: must be one of"));
+  // Autocast: bf16 or fp16, kept through the JSON round trip; not beside a
+  // dtype, nor another word.
+  json amp = ByModel();
+  amp["model"]["amp"] = "bf16";
+  auto by_amp = ParseJobRequest(amp);
+  ASSERT_TRUE(by_amp) << by_amp.error().message;
+  EXPECT_EQ(by_amp->model->amp, "bf16");
+  EXPECT_EQ(ParseJobRequest(JobRequestJson(*by_amp))->model->amp, "bf16");
+  EXPECT_FALSE(JobRequestJson(*ParseJobRequest(ByModel()))["model"].contains(
+      "amp"));
+  amp["model"]["amp"] = "tf32";
+  EXPECT_THAT(ErrorOf(amp), HasSubstr("model.amp: must be one of"));
+  amp["model"]["amp"] = "fp16";
+  amp["model"]["dtype"] = "fp16";
+  EXPECT_THAT(ErrorOf(amp), HasSubstr("model.amp, model.dtype: amp keeps"));
+  amp["model"]["amp"] = true;
+  EXPECT_THAT(ErrorOf(amp), HasSubstr("model.amp: must be a string"));
 }
 
 TEST(ParseJobRequest, NeedsAProgramToRun) {
