@@ -347,6 +347,49 @@ TEST_F(PlanCli, TrainingPlans) {
   EXPECT_THAT(human.out, HasSubstr("training (adam)"));
 }
 
+// What prices the ops: the PyTorch runtime on GPUs by default (as the
+// queue), the roofline on request; said in the header and plan.json.
+TEST_F(PlanCli, PricesOpsAsPyTorchRunsThemUnlessToldOtherwise) {
+  const RunResult r = Run("plan " + kMobileNet + " --batch 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["runtime"], "pytorch");
+  EXPECT_EQ(j["amp"], "none");
+  const RunResult none =
+      Run("plan " + kMobileNet + " --batch 8 --runtime none --json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const Json n = Json::parse(none.out);
+  EXPECT_EQ(n["runtime"], "none");
+  // The roofline knows no host: its step is another, shorter figure.
+  EXPECT_LT(n["step_time_ms"].get<double>(), j["step_time_ms"].get<double>());
+  const RunResult bf16 = Run("plan " + kMobileNet + " --batch 8 --amp bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  EXPECT_THAT(bf16.out, HasSubstr("bf16 autocast, priced as pytorch"));
+  EXPECT_THAT(Run("plan " + kMobileNet + " --runtime none").out,
+              HasSubstr("priced as the roofline"));
+}
+
+TEST_F(PlanCli, RuntimeFlagsThatCannotHoldAreBadInput) {
+  const RunResult bogus = Run("plan " + kMobileNet + " --runtime tensorrt");
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_THAT(bogus.err, HasSubstr("--runtime 'tensorrt'"));
+  const RunResult amp = Run("plan " + kMobileNet + " --amp int8");
+  EXPECT_EQ(amp.exit_code, 2);
+  EXPECT_THAT(amp.err, HasSubstr("--amp 'int8'"));
+  const RunResult roofline =
+      Run("plan " + kMobileNet + " --runtime none --amp bf16");
+  EXPECT_EQ(roofline.exit_code, 2);
+  EXPECT_THAT(roofline.err, HasSubstr("--amp describes how a runtime"));
+  const RunResult both =
+      Run("plan " + kMobileNet + " --amp bf16 --float-type fp16");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("give one"));
+  const RunResult ort =
+      Run("plan " + kMobileNet + " --runtime onnxruntime --train");
+  EXPECT_EQ(ort.exit_code, 2);
+  EXPECT_THAT(ort.err, HasSubstr("onnxruntime runs inference"));
+}
+
 TEST_F(PlanCli, UnnamedNodesGetTheDocumentedNames) {
   testlib::OnnxModelBuilder m = testlib::SmallCnn(int64_t{2});
   m.proto().mutable_node(1)->clear_name();        // Relu -> "Relu_1"
