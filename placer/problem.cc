@@ -79,6 +79,9 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
   // The runtime model's per-node times, per profile (empty: roofline).
   std::vector<estimator::RuntimeEstimate> runtime(num_profiles);
   std::vector<bool> by_runtime(num_profiles, false);
+  // Per profile: the host time the GPU waits for (step - GPU busy) over all
+  // the host's dispatch: the share of each op's dispatch it cannot hide.
+  std::vector<double> exposed(num_profiles, 0.0);
   if (options.runtime != estimator::Runtime::kRoofline) {
     estimator::RuntimeOptions ro;
     ro.runtime = options.runtime;
@@ -90,6 +93,10 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
       if (specs[i]->kind != estimator::DeviceKind::kGpu) continue;
       auto e = estimator::EstimateRuntime(model, costs, *specs[i], ro);
       if (!e) return e.error();
+      double host = 0;
+      for (const double h : e->node_host_seconds) host += h;
+      if (host > 0)
+        exposed[i] = std::max(0.0, e->step_s - e->gpu_busy_s) / host;
       runtime[i] = std::move(e).value();
       by_runtime[i] = true;
     }
@@ -105,16 +112,19 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     bwd.clear();
     for (int i = 0; i < num_profiles; ++i) {
       if (by_runtime[i]) {
-        // The host's dispatch bounds each pass from below, split between
-        // forward and backward as the GPU time is.
+        // Its kernels' GPU time, plus its share of the host time the GPU
+        // waits for (none when the step is GPU-bound; nearly its whole
+        // dispatch when host-bound), split between forward and backward
+        // as the GPU time is. On one device the ops add up to the
+        // runtime model's step less the loss and the optimizer.
         const estimator::RuntimeEstimate& e = runtime[i];
         const double f = e.node_forward_seconds[n];
         const double back = std::max(0.0, e.node_seconds[n] - f);
-        const double host = e.node_host_seconds[n];
+        const double host = e.node_host_seconds[n] * exposed[i];
         const double host_fwd =
             options.training && f + back > 0 ? host * f / (f + back) : host;
-        fwd[i] = std::max(f, host_fwd);
-        if (options.training) bwd.push_back(std::max(back, host - host_fwd));
+        fwd[i] = f + host_fwd;
+        if (options.training) bwd.push_back(back + host - host_fwd);
         continue;
       }
       fwd[i] = estimator::OpSeconds(cost, dtype, *specs[i], options.time_model);

@@ -149,11 +149,13 @@ struct ProblemOptions {
   // What runs the parts (estimator/runtime.h). kRoofline: each op's time is
   // the operator roofline (time_model). kPyTorch / kOnnxRuntime: the
   // runtime model's GPU time of the op's kernels on each device kind
-  // (casts, fusions, copies and backward by kernel kind included), and
-  // never less than the host's dispatch of it: every part is a process
-  // whose host thread dispatches its own ops, so an op the GPU finishes
-  // faster than the host can issue it costs its dispatch. A CPU device is
-  // always priced by the roofline.
+  // (casts, fusions, copies and backward by kernel kind included) plus its
+  // share of the host time the GPU waits for in the runtime model's step
+  // (its dispatch x (step - GPU busy) / all dispatch): nothing when the
+  // step is GPU-bound, nearly its whole dispatch when host-bound. Every
+  // part of a split is a process whose host thread dispatches its own ops,
+  // so a split also splits the host's work. A CPU device is always priced
+  // by the roofline.
   estimator::Runtime runtime = estimator::Runtime::kRoofline;
   estimator::Amp amp = estimator::Amp::kNone;
 };

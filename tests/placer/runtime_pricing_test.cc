@@ -54,8 +54,9 @@ TEST(RuntimePricing, DefaultIsTheRoofline) {
   EXPECT_EQ(ProblemOptions{}.runtime, estimator::Runtime::kRoofline);
 }
 
-// Each op costs at least its GPU time and at least its dispatch.
-TEST(RuntimePricing, OpsCostTheirKernelsOrTheirDispatch) {
+// Each op costs its GPU time and, on a host-bound step, nearly its
+// dispatch.
+TEST(RuntimePricing, OpsCostTheirKernelsAndTheDispatchLeftBare) {
   const graph::Model m = Zoo("resnet50", 1);
   const Cluster c = OneGpu("h100-sxm");
   ProblemOptions o;
@@ -63,15 +64,20 @@ TEST(RuntimePricing, OpsCostTheirKernelsOrTheirDispatch) {
   auto p = BuildProblem(m, c, o);
   ASSERT_TRUE(p) << p.error().message;
   const auto e = Runtime(m, c.devices[0].spec, false, estimator::Amp::kNone);
-  double sum = 0;
+  double sum = 0, host = 0;
   for (OpId op = 0; op < p->num_ops(); ++op) {
     const double t = p->Forward(op, 0, 1.0);
     EXPECT_GE(t, e.node_forward_seconds[op] - 1e-15) << p->names[op];
-    EXPECT_GE(t, e.node_host_seconds[op] - 1e-15) << p->names[op];
+    EXPECT_LE(t, e.node_forward_seconds[op] + e.node_host_seconds[op] + 1e-15)
+        << p->names[op];
     sum += t;
+    host += e.node_host_seconds[op];
   }
-  // Batch 1 is host-bound: the dispatches make the step.
-  EXPECT_GT(sum, e.gpu_busy_s);
+  // Batch 1 is host-bound: the ops add up to the step, more than the GPU
+  // works.
+  EXPECT_GT(e.host_s, e.gpu_busy_s);
+  EXPECT_NEAR(sum / e.step_s, 1.0, 0.02);
+  EXPECT_GT(host, 0);
 }
 
 // On one GPU the placer's step is the runtime model's, within what the
