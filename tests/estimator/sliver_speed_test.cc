@@ -24,7 +24,7 @@ const std::string kSrc = std::string(TESSERA_SOURCE_DIR);
 std::vector<bench::TruthRun> MpsRuns() {
   auto runs = bench::LoadTruth(
       kSrc + "/data/gpu-truth/h200_mps_fraction.json", false);
-  EXPECT_TRUE(runs.ok());
+  EXPECT_TRUE(runs.has_value());
   return runs ? *runs : std::vector<bench::TruthRun>{};
 }
 

@@ -35,7 +35,7 @@ std::vector<bench::TruthRun> EveryRun() {
       {"h200_pytorch_eager_more_models.json", false}};
   for (const auto& [file, sweep] : files) {
     auto runs = bench::LoadTruth(dir + file, sweep);
-    EXPECT_TRUE(runs.ok()) << file;
+    EXPECT_TRUE(runs.has_value()) << file;
     if (runs) all.insert(all.end(), runs->begin(), runs->end());
   }
   return all;
@@ -67,7 +67,7 @@ TEST(ReservationTruth, HoldsWhatEveryMeasuredRunTook) {
     // tf32 changes how fp32 products compute, not what they hold.
     if (r.precision == "bf16") request.amp = "bf16";
     auto sized = SizeModel(request, r.device);
-    ASSERT_TRUE(sized.ok()) << what << ": " << sized.error().message;
+    ASSERT_TRUE(sized.has_value()) << what << ": " << sized.error().message;
     const double reserve_mib =
         static_cast<double>(ModelDemand(*sized, headroom).gpu_memory_mib);
     const double allocated_mib = static_cast<double>(r.allocated) / kMiB;

@@ -17,8 +17,8 @@ SizedModel Sized(const char* model, int64_t batch) {
                  ".onnx";
   request.batch = batch;
   auto sized = SizeModel(request, "h200");
-  EXPECT_TRUE(sized.ok()) << sized.error().message;
-  return sized.ok() ? *sized : SizedModel{};
+  EXPECT_TRUE(sized.has_value()) << sized.error().message;
+  return sized.has_value() ? *sized : SizedModel{};
 }
 
 TEST(SliverSpeedOfAJob, GrowsWithTheShareUpToTheWholeGpu) {
