@@ -166,7 +166,9 @@ struct RuntimeOptions {
   EfficiencySurface surface = DefaultSurface();  // what a fit varies
   // The share of the GPU's SMs the job may use (a fraction under MPS's
   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / 100; 1 = the whole GPU). Compute-
-  // bound kernels slow by 1 / share; memory-bound ones keep the full
+  // bound kernels slow by at most 1 / share (the efficiency curve is read
+  // at the work per SM, so kernels too small to fill the GPU lose less);
+  // memory-bound ones keep the full
   // bandwidth down to kBandwidthShare of the SMs and slow in proportion
   // below it; the host's dispatch does not change, so a host-bound step
   // barely slows (fitted on data/gpu-truth/h200_mps_fraction.json).

@@ -121,11 +121,11 @@ bool IsUploadId(std::string_view id);
 // runtime model places differently); the slack covers what a small job's
 // first steps take beyond any fraction of it (cuDNN's trial workspaces of
 // 100-150 MiB on the H200). On every run of data/gpu-truth, with the
-// default model_headroom of 0.25, this covers the allocated peak of all
-// and the reserved peak of at least 95%, at a median of 1.25x the reserved
+// default model_headroom of 0.28, this covers the allocated peak of all
+// and the reserved peak of at least 95%, at a median of 1.28x the reserved
 // peak (tests/scheduler/reservation_truth_test.cc; docs/scheduler.md).
 inline constexpr int64_t kReserveSlackBytes = int64_t{96} << 20;
-inline constexpr double kDefaultModelHeadroom = 0.25;
+inline constexpr double kDefaultModelHeadroom = 0.28;
 int64_t ReserveMiB(double peak_bytes, double headroom);
 // The largest predicted peak (bytes) a GPU with `mib` free can take: the
 // inverse of ReserveMiB.

@@ -30,8 +30,7 @@ std::vector<bench::TruthRun> EveryRun() {
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/data/gpu-truth/";
   std::vector<bench::TruthRun> all;
   const std::pair<const char*, bool> files[] = {
-      {"h100_pytorch_eager.json", false},
-      {"h100_pytorch_eager.json", true},  // the batch sweep
+      {"h100_pytorch_eager.json", true},  // its runs and the batch sweep
       {"h200_pytorch_eager_more_models.json", false}};
   for (const auto& [file, sweep] : files) {
     auto runs = bench::LoadTruth(dir + file, sweep);
@@ -75,7 +74,11 @@ TEST(ReservationTruth, HoldsWhatEveryMeasuredRunTook) {
     EXPECT_GE(reserve_mib, allocated_mib)
         << what << ": reserves " << reserve_mib << " MiB for a live peak of "
         << allocated_mib << " MiB";
-    if (reserve_mib < reserved_mib) ++below_reserved;
+    if (reserve_mib < reserved_mib) {
+      ++below_reserved;
+      std::printf("below the reserved peak: %s reserves %.0f MiB of %.0f\n",
+                  what.c_str(), reserve_mib, reserved_mib);
+    }
     ratios.push_back(reserve_mib / reserved_mib);
   }
   const auto n = static_cast<double>(runs.size());
@@ -97,7 +100,7 @@ TEST(ReservationTruth, SlackAndHeadroomAreOneRule) {
   const double slack_mib = static_cast<double>(kReserveSlackBytes) / kMiB;
   EXPECT_EQ(ReserveMiB(100 * kMiB, h), static_cast<int64_t>(100 + slack_mib));
   EXPECT_EQ(ReserveMiB(4000 * kMiB, h), 5000);
-  for (const int64_t mib : {int64_t{50}, int64_t{200}, int64_t{384},
+  for (const int64_t mib : {int64_t{150}, int64_t{200}, int64_t{384},
                             int64_t{1000}, int64_t{81920}}) {
     const double usable = UsableBytes(mib, h);
     EXPECT_LE(ReserveMiB(usable, h), mib) << mib;
