@@ -34,17 +34,26 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
   TESSERA_RETURN_IF_ERROR(estimator::CheckInputsBound(g));
   if (cluster.size() == 0) return BadInput("the cluster has no devices");
 
-  // One profile per distinct device kind, in cluster order.
+  // One profile per distinct device kind, in cluster order; priced by a
+  // runtime model, one per kind and compute share (what a share of a GPU
+  // buys is the runtime model's, not 1 / share: Problem::Forward divides
+  // by the share, so those profiles store time x share).
+  const bool by_share = options.runtime != estimator::Runtime::kRoofline;
   std::vector<const estimator::DeviceSpec*> specs;
+  std::vector<double> shares;
   std::vector<int> device_profile;
   for (const ClusterDevice& d : cluster.devices) {
+    const bool gpu = d.spec.kind == estimator::DeviceKind::kGpu;
+    const double share = by_share && gpu ? d.compute_share : 1.0;
     int index = -1;
     for (size_t i = 0; i < specs.size(); ++i) {
-      if (specs[i]->name == d.spec.name) index = static_cast<int>(i);
+      if (specs[i]->name == d.spec.name && shares[i] == share)
+        index = static_cast<int>(i);
     }
     if (index < 0) {
       index = static_cast<int>(specs.size());
       specs.push_back(&d.spec);
+      shares.push_back(share);
     }
     device_profile.push_back(index);
   }
@@ -91,6 +100,7 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     ro.amp = options.amp;
     for (int i = 0; i < num_profiles; ++i) {
       if (specs[i]->kind != estimator::DeviceKind::kGpu) continue;
+      ro.compute_share = shares[i];
       auto e = estimator::EstimateRuntime(model, costs, *specs[i], ro);
       if (!e) return e.error();
       double host = 0;
@@ -123,8 +133,9 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
         const double host = e.node_host_seconds[n] * exposed[i];
         const double host_fwd =
             options.training && f + back > 0 ? host * f / (f + back) : host;
-        fwd[i] = f + host_fwd;
-        if (options.training) bwd.push_back(back + host - host_fwd);
+        fwd[i] = (f + host_fwd) * shares[i];
+        if (options.training)
+          bwd.push_back((back + host - host_fwd) * shares[i]);
         continue;
       }
       fwd[i] = estimator::OpSeconds(cost, dtype, *specs[i], options.time_model);

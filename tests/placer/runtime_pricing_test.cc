@@ -113,6 +113,31 @@ TEST(RuntimePricing, OneGpuStepIsTheRuntimeStep) {
   }
 }
 
+// A sliver runs what the runtime model says a share of the GPU's threads
+// buys (host dispatch unchanged, small kernels losing less than the
+// share), not the whole GPU's time / share: at batch 1, host-bound, a
+// quarter of the GPU is barely slower.
+TEST(RuntimePricing, ASliverIsPricedByTheRuntimeModelAtItsShare) {
+  for (const int64_t batch : {int64_t{1}, int64_t{32}}) {
+    const graph::Model m = Zoo("resnet50", batch);
+    Cluster c = OneGpu("a100-80gb");
+    c.devices[0].compute_share = 0.25;
+    ProblemOptions o;
+    o.runtime = estimator::Runtime::kPyTorch;
+    auto p = BuildProblem(m, c, o);
+    ASSERT_TRUE(p) << p.error().message;
+    estimator::RuntimeOptions ro;
+    ro.compute_share = 0.25;
+    auto quarter = estimator::EstimateRuntime(m, estimator::CostAll(*m.graph),
+                                              c.devices[0].spec, ro);
+    ASSERT_TRUE(quarter);
+    const double whole = Runtime(m, c.devices[0].spec, false,
+                                 estimator::Amp::kNone).step_s;
+    EXPECT_NEAR(StepOnOne(*p, c) / quarter->step_s, 1.0, 0.2) << batch;
+    EXPECT_LT(StepOnOne(*p, c), 4 * whole * 0.9) << batch;
+  }
+}
+
 TEST(RuntimePricing, ACpuStaysOnTheRoofline) {
   const graph::Model m = Zoo("mobilenet_v2", 1);
   Cluster c = testing::UniformCluster(2, int64_t{16} << 30);
