@@ -173,14 +173,8 @@ Result<Setup> Prepare(const PlanArgs& args) {
   if (!catalog) return catalog.error();
   auto cluster = ClusterFrom(args, *catalog);
   if (!cluster) return cluster.error();
-  // The runtime: what the queue assumes of a job (PyTorch eager) unless a
-  // device is no GPU.
   if (args.runtime.empty()) {
-    bool gpus = true;
-    for (const auto& d : cluster->devices)
-      gpus &= d.spec.kind == estimator::DeviceKind::kGpu;
-    problem_options.runtime =
-        gpus ? estimator::Runtime::kPyTorch : estimator::Runtime::kRoofline;
+    problem_options.runtime = placer::DefaultRuntime(*cluster);
   } else {
     auto runtime = estimator::ParseRuntime(args.runtime);
     if (!runtime) return runtime.error();
@@ -293,7 +287,8 @@ void PrintHeader(const Setup& s, const PlanArgs& args,
             << (args.train ? "training (" + s.optimizer + ")"
                            : std::string("inference"))
             << (args.float_type.empty() ? "" : ", " + args.float_type)
-            << (s.context.amp == "none" ? "" : ", " + s.context.amp + " autocast")
+            << (s.context.amp == "none" ? ""
+                                        : ", " + s.context.amp + " autocast")
             << ", priced as "
             << (s.context.runtime == "none" ? std::string("the roofline")
                                             : s.context.runtime)

@@ -2,7 +2,6 @@
 // the formula and the operator class; the bytes every operator reads and
 // writes are filled in here once for all of them.
 #include "estimator/op_cost.h"
-#include "graph/noop.h"
 
 #include <algorithm>
 #include <string>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "estimator/op_cost_internal.h"
+#include "graph/noop.h"
 
 namespace tessera::estimator {
 

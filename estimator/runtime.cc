@@ -61,13 +61,19 @@ double Curve(const KernelEfficiency& k, double flops) {
   return k.max * flops / (flops + k.half_flops);
 }
 
+// ReferenceSweeps, built once.
+const EfficiencySurface& Reference() {
+  static const EfficiencySurface ref = ReferenceSweeps();
+  return ref;
+}
+
 // A device's measured sweeps against the reference's at the same size
 // (ReferenceSweeps): 1 where either did not measure the kind.
 double SweepCorrection(const DeviceSpec& device, Work w, bool tensor_cores,
                        double flops) {
   const EfficiencySurface& d = device.efficiency;
   if (!d.measured) return 1.0;
-  static const EfficiencySurface ref = ReferenceSweeps();
+  const EfficiencySurface& ref = Reference();
   const auto i = static_cast<size_t>(KindOf(w));
   const bool tc = tensor_cores && w != Work::kDepthwise;
   const KernelEfficiency& mine = tc ? d.tensor_cores[i] : d.cuda_cores[i];
@@ -78,9 +84,8 @@ double SweepCorrection(const DeviceSpec& device, Work w, bool tensor_cores,
 
 double BandwidthCorrection(const DeviceSpec& device, Work w) {
   if (!device.efficiency.measured) return 1.0;
-  static const EfficiencySurface ref = ReferenceSweeps();
   const double mine = Bandwidth(device.efficiency, w);
-  const double base = Bandwidth(ref, w);
+  const double base = Bandwidth(Reference(), w);
   return mine > 0 && base > 0 ? mine / base : 1.0;
 }
 
@@ -89,9 +94,8 @@ double BandwidthCorrection(const DeviceSpec& device, Work w) {
 double KernelSeconds(const EfficiencySurface& fitted, const DeviceSpec& device,
                      const RuntimeCosts& c) {
   const double base = fitted.kernel_s > 0 ? fitted.kernel_s : c.kernel_s;
-  static const EfficiencySurface ref = ReferenceSweeps();
   if (device.efficiency.measured && device.efficiency.kernel_s > 0) {
-    return base * device.efficiency.kernel_s / ref.kernel_s;
+    return base * device.efficiency.kernel_s / Reference().kernel_s;
   }
   return base;
 }
@@ -118,10 +122,9 @@ class Estimator {
     const double eager = device.efficiency.eager_op_s;
     if (eager > 0 && o.runtime == Runtime::kPyTorch) {
       const double scale = eager / kReferenceEagerOpS;
-      for (double* host :
-           {&c_.op_s, &c_.view_s, &c_.cast_s, &c_.amp_op_s, &c_.record_s,
-            &c_.backward_op_s,
-            &c_.optimizer_op_s, &c_.optimizer_fixed_s, &c_.step_fixed_s}) {
+      for (double* host : {&c_.op_s, &c_.view_s, &c_.cast_s, &c_.amp_op_s,
+                           &c_.record_s, &c_.backward_op_s, &c_.optimizer_op_s,
+                           &c_.optimizer_fixed_s, &c_.step_fixed_s}) {
         *host *= scale;
       }
     }
@@ -242,36 +245,30 @@ class Estimator {
       if (op.exec == Exec::kHost || op.free) continue;
       ++e.dispatched_ops;
       const bool grad = o_.training && HasGrad(op);
-      const graph::NodeId node = op.nodes.front();
-      auto dispatch = [&](double host) {
-        k.Dispatch(host);
-        e.node_host_seconds[node] += host;
-      };
-      auto kernel = [&](double gpu) {
-        k.Kernel(gpu);
-        e.node_seconds[node] += gpu;
-        e.node_forward_seconds[node] += gpu;
-      };
-      dispatch((op.exec == Exec::kView ? c_.view_s : c_.op_s) +
-               (grad ? c_.record_s : 0.0) +
-               (o_.amp != Amp::kNone && op.exec == Exec::kKernel ? c_.amp_op_s
-                                                                 : 0.0));
+      HostFor(
+          k, e, op,
+          (op.exec == Exec::kView ? c_.view_s : c_.op_s) +
+              (grad ? c_.record_s : 0.0) +
+              (o_.amp != Amp::kNone && op.exec == Exec::kKernel ? c_.amp_op_s
+                                                                : 0.0));
       if (op.exec == Exec::kView) continue;
       for (size_t i = 0; i < op.input_copy.size(); ++i) {
         if (op.input_copy[i] == 0) continue;
-        dispatch(c_.cast_s);
-        kernel(kernel_s_ +
-               MemorySeconds(3.0 * static_cast<double>(op.input_copy[i]),
-                             Work::kDataMovement));
+        HostFor(k, e, op, c_.cast_s);
+        ForwardGpuFor(k, e, op,
+                      kernel_s_ + MemorySeconds(3.0 * static_cast<double>(
+                                                          op.input_copy[i]),
+                                                Work::kDataMovement));
       }
       for (const int64_t w : op.weight_cast) {
         if (w == 0) continue;
-        dispatch(c_.cast_s);
-        kernel(kernel_s_ +
-               MemorySeconds(3.0 * static_cast<double>(w), Work::kElementwise));
+        HostFor(k, e, op, c_.cast_s);
+        ForwardGpuFor(k, e, op,
+                      kernel_s_ + MemorySeconds(3.0 * static_cast<double>(w),
+                                                Work::kElementwise));
       }
       const double s = ForwardSeconds(op);
-      kernel(s);
+      ForwardGpuFor(k, e, op, s);
       if (double* by = ByKind(e, op, false)) *by += s;
     }
     e.forward_s = k.busy;
@@ -296,10 +293,9 @@ class Estimator {
       for (auto it = low_.ops.rbegin(); it != low_.ops.rend(); ++it) {
         const ROp& op = *it;
         if (op.exec == Exec::kHost || op.free || !HasGrad(op)) continue;
-        const double host =
-            op.exec == Exec::kView ? c_.backward_op_s / 2 : c_.backward_op_s;
-        k.Dispatch(host);
-        e.node_host_seconds[op.nodes.front()] += host;
+        HostFor(
+            k, e, op,
+            op.exec == Exec::kView ? c_.backward_op_s / 2 : c_.backward_op_s);
         if (op.exec == Exec::kView) continue;
         // Autocast's casts are autograd nodes too (ToCopyBackward): each
         // cast of a weight, and of an input whose gradient flows, casts
@@ -359,14 +355,29 @@ class Estimator {
     e.kernels = k.kernels;
   }
 
-  void CastBack(Clock& k, RuntimeEstimate& e, const ROp& op,
-                int64_t bytes) const {
-    k.Dispatch(c_.backward_op_s);
-    e.node_host_seconds[op.nodes.front()] += c_.backward_op_s;
-    const double s = kernel_s_ + MemorySeconds(3.0 * static_cast<double>(bytes),
-                                               Work::kElementwise);
+  // Host dispatch and GPU kernels charged to the op's first ONNX node
+  // (RuntimeEstimate::node_host_seconds, node_seconds and, forward,
+  // node_forward_seconds).
+  static void HostFor(Clock& k, RuntimeEstimate& e, const ROp& op, double s) {
+    k.Dispatch(s);
+    e.node_host_seconds[op.nodes.front()] += s;
+  }
+  static void GpuFor(Clock& k, RuntimeEstimate& e, const ROp& op, double s) {
     k.Kernel(s);
     e.node_seconds[op.nodes.front()] += s;
+  }
+  static void ForwardGpuFor(Clock& k, RuntimeEstimate& e, const ROp& op,
+                            double s) {
+    GpuFor(k, e, op, s);
+    e.node_forward_seconds[op.nodes.front()] += s;
+  }
+
+  void CastBack(Clock& k, RuntimeEstimate& e, const ROp& op,
+                int64_t bytes) const {
+    HostFor(k, e, op, c_.backward_op_s);
+    GpuFor(k, e, op,
+           kernel_s_ + MemorySeconds(3.0 * static_cast<double>(bytes),
+                                     Work::kElementwise));
   }
 
   double OptimizerTraffic() const {
@@ -631,8 +642,8 @@ class Estimator {
     // In fp32 on CUDA cores the benchmark picks FFT for large filters'
     // planes when it is fastest, and then runs with its workspace.
     if (!op.tensor_cores && !op.low_precision && c_.conv_fft_factor > 0)
-      ws = std::max(ws, c_.conv_fft_steady * FftWorkspace(op) /
-                            c_.conv_fft_factor);
+      ws = std::max(ws,
+                    c_.conv_fft_steady * FftWorkspace(op) / c_.conv_fft_factor);
     return static_cast<int64_t>(ws);
   }
 

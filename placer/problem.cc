@@ -2,6 +2,7 @@
 // with every op's time on each distinct device kind of the cluster.
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,6 +28,14 @@ TensorRole RoleOf(graph::TensorKind kind) {
 }
 
 }  // namespace
+
+estimator::Runtime DefaultRuntime(const Cluster& cluster) {
+  for (const ClusterDevice& d : cluster.devices) {
+    if (d.spec.kind != estimator::DeviceKind::kGpu)
+      return estimator::Runtime::kRoofline;
+  }
+  return estimator::Runtime::kPyTorch;
+}
 
 Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
                              const ProblemOptions& options) {
@@ -85,9 +94,8 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     return id;
   };
 
-  // The runtime model's per-node times, per profile (empty: roofline).
-  std::vector<estimator::RuntimeEstimate> runtime(num_profiles);
-  std::vector<bool> by_runtime(num_profiles, false);
+  // The runtime model's per-node times, per profile (none: the roofline).
+  std::vector<std::optional<estimator::RuntimeEstimate>> runtime(num_profiles);
   // Per profile: the host time the GPU waits for (step - GPU busy) over all
   // the host's dispatch: the share of each op's dispatch it cannot hide.
   std::vector<double> exposed(num_profiles, 0.0);
@@ -108,7 +116,6 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
       if (host > 0)
         exposed[i] = std::max(0.0, e->step_s - e->gpu_busy_s) / host;
       runtime[i] = std::move(e).value();
-      by_runtime[i] = true;
     }
   }
 
@@ -121,13 +128,13 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
     const graph::DataType dtype = estimator::ComputeType(g, n);
     bwd.clear();
     for (int i = 0; i < num_profiles; ++i) {
-      if (by_runtime[i]) {
+      if (runtime[i]) {
         // Its kernels' GPU time, plus its share of the host time the GPU
         // waits for (none when the step is GPU-bound; nearly its whole
         // dispatch when host-bound), split between forward and backward
         // as the GPU time is. On one device the ops add up to the
         // runtime model's step less the loss and the optimizer.
-        const estimator::RuntimeEstimate& e = runtime[i];
+        const estimator::RuntimeEstimate& e = *runtime[i];
         const double f = e.node_forward_seconds[n];
         const double back = std::max(0.0, e.node_seconds[n] - f);
         const double host = e.node_host_seconds[n] * exposed[i];

@@ -160,11 +160,18 @@ struct ProblemOptions {
   estimator::Amp amp = estimator::Amp::kNone;
 };
 
+// What prices `cluster`'s ops unless told otherwise (`tessera plan`, the
+// queue's splits): PyTorch eager, as the queue assumes a job runs, when
+// every device is a GPU; the operator roofline otherwise.
+estimator::Runtime DefaultRuntime(const Cluster& cluster);
+
 // The Problem of `model`'s top-level graph on `cluster`: one op per node
 // (Constant nodes included, at zero time; their values are weights), one
-// profile per distinct DeviceSpec name in the cluster, times from the
-// estimator (estimator::OpSeconds; backward as estimator::ProfileModel
-// counts it). Op names are the ONNX node names; a node without a name gets
+// profile per distinct DeviceSpec name in the cluster (priced by a runtime,
+// per name and compute share), times from the estimator
+// (estimator::OpSeconds or the runtime model; backward as
+// estimator::ProfileModel counts it). Op names are the ONNX node names; a node
+// without a name gets
 // "<OpType>_<index>" (its index in the file's node list), and a name that
 // is still taken gets "_<k>" appended for the smallest free k >= 1.
 // kBadInput when an input has unbound symbolic dimensions (as profile).

@@ -267,6 +267,13 @@ double SliverSpeed(const SizedModel& sized, int milli) {
   return y.back();
 }
 
+double FractionSpeed(const SizedModel& sized, const InterferenceLaw& law,
+                     int milli) {
+  return law.sharing == estimator::GpuSharing::kMps && !law.alpha
+             ? SliverSpeed(sized, milli)
+             : 1.0;
+}
+
 int64_t ReserveMiB(double peak_bytes, double headroom) {
   return ToMiB(std::max(peak_bytes * (1.0 + headroom),
                         peak_bytes + static_cast<double>(kReserveSlackBytes)));
@@ -274,8 +281,9 @@ int64_t ReserveMiB(double peak_bytes, double headroom) {
 
 double UsableBytes(int64_t mib, double headroom) {
   const double bytes = static_cast<double>(mib) * static_cast<double>(kMiB);
-  return std::max(0.0, std::min(bytes / (1.0 + headroom),
-                                bytes - static_cast<double>(kReserveSlackBytes)));
+  return std::max(0.0,
+                  std::min(bytes / (1.0 + headroom),
+                           bytes - static_cast<double>(kReserveSlackBytes)));
 }
 
 Resources ModelDemand(const SizedModel& sized, double headroom) {
@@ -309,8 +317,9 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
       // Headroom comes off the sliver: the plan's peak must fit in it.
       // The placer sizes parts with its own memory model: give it the
       // sliver in those terms (SizedModel::plan_scale).
-      const auto usable = static_cast<int64_t>(
-          UsableBytes(mib, headroom) / (1024.0 * 1024.0) / sized.plan_scale);
+      const auto usable =
+          static_cast<int64_t>(UsableBytes(mib, headroom) /
+                               static_cast<double>(kMiB) / sized.plan_scale);
       gpus += "      - {kind: " + topo.gpus[g].kind +
               ", memory_free: " + std::to_string(usable) +
               "MiB, compute_share: " + std::to_string(milli / 1000.0) + "}\n";
@@ -326,8 +335,8 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
   if (!cluster) return std::nullopt;
   placer::ProblemOptions problem_options;
   problem_options.training = sized.training;
-  // Priced as `tessera plan` prices it by default: the PyTorch runtime.
-  problem_options.runtime = estimator::Runtime::kPyTorch;
+  // Priced as `tessera plan` prices it by default.
+  problem_options.runtime = placer::DefaultRuntime(*cluster);
   problem_options.amp = sized.amp;
   auto problem = placer::BuildProblem(*sized.model, *cluster, problem_options);
   if (!problem) return std::nullopt;

@@ -18,6 +18,7 @@
 #include "estimator/runtime.h"
 #include "placer/plan_report.h"
 #include "scheduler/job.h"
+#include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
 // Declared only: the queue's headers do not pull in the graph (and Boost);
@@ -62,6 +63,13 @@ inline constexpr std::array<double, 4> kSliverShares = {0.1, 0.25, 0.5, 1.0};
 // whole GPU, in (0, 1]: linear between SizedModel::sliver_speed's shares,
 // proportional below the first.
 double SliverSpeed(const SizedModel& sized, int milli);
+// The speed of `sized` on a fraction of `milli` under `law`, relative to
+// the whole GPU: under MPS (the launcher caps the job's threads at the
+// fraction) what that share buys it alone, SliverSpeed; time-slicing (or
+// a linear law) gives it the whole GPU in turns, 1, and the co-location
+// law charges the sharing.
+double FractionSpeed(const SizedModel& sized, const InterferenceLaw& law,
+                     int milli);
 
 // Loads and sizes `request` (by path; any file this process can read: the
 // command line's tools) on the pool's GPU kind `kind`. kBadInput naming the

@@ -67,9 +67,10 @@ struct StartCandidate {
   StartOption option = StartOption::kFraction;
   Allocation allocation;
   // Its speed on these GPUs alone, relative to one whole GPU: 1 for whole
-  // and a time-sliced fraction; a fraction under MPS, what its share of the
-  // threads buys (SliverSpeed); a split's whole-GPU step over its step (transfers, idle
-  // stages), at most 1. Co-location is charged separately.
+  // and a time-sliced fraction; a fraction under MPS, what its share of
+  // the threads buys (FractionSpeed); a split's whole-GPU step over its
+  // step (transfers, idle stages), at most 1. Co-location is charged
+  // separately.
   double speed = 1;
 };
 

@@ -127,14 +127,9 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
     if (auto f = FindAllocation(s, pool, PlacementRequest{part, {}}, *scorer,
                                 admission)) {
       for (GpuShare& share : f->gpus) share.milli = s.free_milli(share.gpu);
-      // Under MPS the launcher caps its threads at the fraction: what that
-      // share buys it alone (scheduler::SliverSpeed); time-slicing gives
-      // it the whole GPU in turns, which the co-location law charges.
-      const double speed =
-          r.law.sharing == estimator::GpuSharing::kMps && !r.law.alpha
-              ? SliverSpeed(sized, f->gpus.front().milli)
-              : 1.0;
-      r.candidates.push_back({StartOption::kFraction, *f, speed});
+      r.candidates.push_back(
+          {StartOption::kFraction, *f,
+           FractionSpeed(sized, r.law, f->gpus.front().milli)});
     }
     if (job.request.splittable) {
       if (auto gang = SplitAcrossSlivers(s, pool, sized, options.model_headroom,

@@ -53,9 +53,9 @@ std::string SplitKey(const ClusterState& state, std::string_view pool,
 }
 
 // Whether some node of `pool` has two or more slivers whose usable memory
-// (UsableBytes of the free memory) adds up to the job's single-GPU peak. A split's
-// parts each hold their ops' weights, gradients, optimizer state and live
-// activations, which add up to at least that peak; without it
+// (UsableBytes of the free memory) adds up to the job's single-GPU peak. A
+// split's parts each hold their ops' weights, gradients, optimizer state and
+// live activations, which add up to at least that peak; without it
 // SplitAcrossSlivers cannot succeed and the placer call is skipped.
 bool EnoughSliverMemory(const ClusterState& state, std::string_view pool,
                         const ModelJobKind& kind, double headroom) {
@@ -468,13 +468,9 @@ class Replay {
     }
     if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
                                 *scorer_, admission)) {
-      // As the service: under MPS a fraction runs on its share of the
-      // threads (SliverSpeed).
-      const double speed =
-          r.law.sharing == estimator::GpuSharing::kMps && !r.law.alpha
-              ? SliverSpeed(k.sized, a->gpus.front().milli)
-              : 1.0;
-      r.candidates.push_back({StartOption::kFraction, *a, speed});
+      r.candidates.push_back(
+          {StartOption::kFraction, *a,
+           FractionSpeed(k.sized, r.law, a->gpus.front().milli)});
     }
     if (r.candidates.empty()) {
       const SplitCache::Entry split =

@@ -70,15 +70,36 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
   return runs;
 }
 
-Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir) {
+Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir,
+                                           bool sweep) {
   std::vector<TruthRun> all;
   for (const char* file :
        {"h100_pytorch_eager.json", "h200_pytorch_eager_more_models.json"}) {
-    auto runs = LoadTruth(source_dir + "/data/gpu-truth/" + file, false);
+    auto runs = LoadTruth(source_dir + "/data/gpu-truth/" + file, sweep);
     if (!runs) return runs.error();
     all.insert(all.end(), runs->begin(), runs->end());
   }
   return all;
+}
+
+const TruthRun* WholeGpuTwin(const std::vector<TruthRun>& runs,
+                             const TruthRun& run) {
+  const TruthRun* whole = nullptr;
+  for (const TruthRun& o : runs) {
+    if (o.model == run.model && o.batch == run.batch && o.train == run.train &&
+        o.precision == run.precision && o.share == 1.0)
+      whole = &o;
+  }
+  return whole;
+}
+
+std::string TruthModels::Path(const std::string& model) const {
+  std::string path;
+  for (const std::string& dir : dirs_) {
+    path = dir + "/" + model + ".onnx";
+    if (std::filesystem::exists(path)) break;
+  }
+  return path;
 }
 
 Result<const graph::Model*> TruthModels::Get(const std::string& model,
@@ -88,12 +109,7 @@ Result<const graph::Model*> TruthModels::Get(const std::string& model,
   if (it != cache_.end()) return it->second.get();
   graph::LoadOptions options;
   options.batch = batch;
-  std::string path;
-  for (const std::string& dir : dirs_) {
-    path = dir + "/" + model + ".onnx";
-    if (std::filesystem::exists(path)) break;
-  }
-  auto m = graph::LoadModel(path, options);
+  auto m = graph::LoadModel(Path(model), options);
   if (!m) return m.error();
   auto owned = std::make_unique<graph::Model>(std::move(m).value());
   costs_[key] = estimator::CostAll(*owned->graph);

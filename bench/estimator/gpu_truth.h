@@ -43,8 +43,15 @@ struct TruthRun {
 // "NVIDIA H200" -> h200; kBadInput for another).
 Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep);
 
-// Every run of the repository's measurements: the H100's and the H200's.
-Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir);
+// Every run of the repository's measurements: the H100's and the H200's
+// (and the H100's batch sweep too when `sweep`).
+Result<std::vector<TruthRun>> LoadAllTruth(const std::string& source_dir,
+                                           bool sweep = false);
+
+// The run of `runs` that is `run` on the whole GPU (share 1: same model,
+// batch, mode and precision), or null.
+const TruthRun* WholeGpuTwin(const std::vector<TruthRun>& runs,
+                             const TruthRun& run);
 
 struct Prediction {
   TruthRun run;
@@ -62,6 +69,9 @@ class TruthModels {
   explicit TruthModels(std::vector<std::string> dirs)
       : dirs_(std::move(dirs)) {}
   Result<const graph::Model*> Get(const std::string& model, int batch);
+  // The file Get loads for `model`: NAME.onnx in the first of the
+  // directories that has it (the last one's when none does).
+  std::string Path(const std::string& model) const;
 
  private:
   std::vector<std::string> dirs_;

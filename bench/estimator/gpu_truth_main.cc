@@ -102,38 +102,50 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
   return k;
 }
 
+struct Model {
+  estimator::RuntimeCosts costs;
+  estimator::EfficiencySurface surface;
+  Devices devices;
+};
+
 // A start that no run of data/gpu-truth chose, for held-out folds: the
 // shipped defaults were fitted on every run, the held-out ones included,
 // and the fit's prior pulls towards its start. Physical guesses: kernels
 // at 70% of the achievable peak (depthwise 15%), half of it at 1 GFLOP
 // (depthwise 0.1), bandwidth at 60%, backward at twice the forward, Adam
 // reading and writing 16 bytes a parameter, 20 us of dispatch an op.
-void NeutralStart(std::vector<Knob>& knobs) {
-  for (auto& k : knobs) {
+void NeutralStart(Model& m) {
+  for (const Knob& k : Knobs(m.costs, m.surface, m.devices)) {
     const std::string& n = k.name;
     const bool depthwise = n.find("depthwise") != std::string::npos;
     double v = *k.value;
-    if (n.find("_max") != std::string::npos) v = depthwise ? 0.15 : 0.7;
-    else if (n.find("_half") != std::string::npos) v = depthwise ? 1e8 : 1e9;
-    else if (n.find("_bw") != std::string::npos) v = 0.6;
-    else if (n.rfind("backward_", 0) == 0 && n != "backward_op_s") v = 2.0;
-    else if (n == "adam_traffic") v = 16;
-    else if (n == "op_s") v = 20e-6;
-    else if (n == "view_s" || n == "amp_op_s" || n == "optimizer_tensor_gpu_s") v = 5e-6;
-    else if (n == "cast_s" || n == "record_s" || n == "backward_op_s") v = 10e-6;
-    else if (n == "step_fixed_s") v = 50e-6;
-    else if (n == "kernel_s") v = 2e-6;
-    else if (n == "conv_workspace_fraction") v = 1.0;
-    else if (n == "h100_host_eager_op_s") v = estimator::kReferenceEagerOpS;
+    if (n.find("_max") != std::string::npos)
+      v = depthwise ? 0.15 : 0.7;
+    else if (n.find("_half") != std::string::npos)
+      v = depthwise ? 1e8 : 1e9;
+    else if (n.find("_bw") != std::string::npos)
+      v = 0.6;
+    else if (n.rfind("backward_", 0) == 0 && n != "backward_op_s")
+      v = 2.0;
+    else if (n == "adam_traffic")
+      v = 16;
+    else if (n == "op_s")
+      v = 20e-6;
+    else if (n == "view_s" || n == "amp_op_s" || n == "optimizer_tensor_gpu_s")
+      v = 5e-6;
+    else if (n == "cast_s" || n == "record_s" || n == "backward_op_s")
+      v = 10e-6;
+    else if (n == "step_fixed_s")
+      v = 50e-6;
+    else if (n == "kernel_s")
+      v = 2e-6;
+    else if (n == "conv_workspace_fraction")
+      v = 1.0;
+    else if (n == "h100_host_eager_op_s")
+      v = estimator::kReferenceEagerOpS;
     *k.value = v;
   }
 }
-
-struct Model {
-  estimator::RuntimeCosts costs;
-  estimator::EfficiencySurface surface;
-  Devices devices;
-};
 
 Result<bench::Prediction> PredictRun(bench::TruthModels& models,
                                      const bench::TruthRun& r, const Model& m) {
@@ -226,19 +238,28 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
 // leaving one architecture out). A model not listed is its own family.
 std::string Family(const std::string& model) {
   static const std::map<std::string, std::string> kFamily = {
-      {"resnet18", "resnets"},          {"resnet50", "resnets"},
-      {"resnet152", "resnets"},         {"wide_resnet50_2", "resnets"},
-      {"resnext50_32x4d", "resnets"},   {"regnet_y_1_6gf", "resnets"},
-      {"mobilenet_v2", "mobile"},       {"mobilenet_v3_large", "mobile"},
-      {"shufflenet_v2_x1_0", "mobile"}, {"efficientnet_b3", "mobile"},
-      {"inception_v3", "multi-branch"}, {"googlenet", "multi-branch"},
-      {"densenet169", "multi-branch"},  {"vgg16", "plain convs"},
-      {"vgg19", "plain convs"},         {"vit_b_16", "vision transformers"},
+      {"resnet18", "resnets"},
+      {"resnet50", "resnets"},
+      {"resnet152", "resnets"},
+      {"wide_resnet50_2", "resnets"},
+      {"resnext50_32x4d", "resnets"},
+      {"regnet_y_1_6gf", "resnets"},
+      {"mobilenet_v2", "mobile"},
+      {"mobilenet_v3_large", "mobile"},
+      {"shufflenet_v2_x1_0", "mobile"},
+      {"efficientnet_b3", "mobile"},
+      {"inception_v3", "multi-branch"},
+      {"googlenet", "multi-branch"},
+      {"densenet169", "multi-branch"},
+      {"vgg16", "plain convs"},
+      {"vgg19", "plain convs"},
+      {"vit_b_16", "vision transformers"},
       {"vit_b_32", "vision transformers"},
       {"vit_l_16", "vision transformers"},
       {"swin_t", "vision transformers"},
       {"convnext_small", "vision transformers"},
-      {"gpt2", "text transformers"},    {"gpt2_6layer", "text transformers"},
+      {"gpt2", "text transformers"},
+      {"gpt2_6layer", "text transformers"},
       {"bert_base", "text transformers"},
       {"bert_small", "text transformers"}};
   auto it = kFamily.find(model);
@@ -250,15 +271,14 @@ std::string Family(const std::string& model) {
 // and the slowdown against the whole GPU's step.
 int ReportMps(bench::TruthModels& models, const Model& m,
               const std::string& src) {
-  auto runs = bench::LoadTruth(
-      src + "/data/gpu-truth/h200_mps_fraction.json", false);
+  auto runs =
+      bench::LoadTruth(src + "/data/gpu-truth/h200_mps_fraction.json", false);
   if (!runs) {
     std::cerr << runs.error().message << "\n";
     return 2;
   }
-  std::printf("%-9s %5s %-5s %-5s %6s %9s %9s %6s %9s %9s\n", "model",
-              "batch", "mode", "prec", "share", "ms", "pred", "err",
-              "slowdown", "pred");
+  std::printf("%-9s %5s %-5s %-5s %6s %9s %9s %6s %9s %9s\n", "model", "batch",
+              "mode", "prec", "share", "ms", "pred", "err", "slowdown", "pred");
   double err = 0;
   int n = 0;
   for (const auto& r : *runs) {
@@ -267,15 +287,12 @@ int ReportMps(bench::TruthModels& models, const Model& m,
     whole.share = 1.0;
     auto p1 = PredictRun(models, whole, m);
     if (!p || !p1) return 1;
-    double measured_whole = 0;
-    for (const auto& o : *runs) {
-      if (o.model == r.model && o.batch == r.batch && o.train == r.train &&
-          o.precision == r.precision && o.share == 1.0)
-        measured_whole = o.ms;
-    }
-    std::printf("%-9s %5d %-5s %-5s %5.0f%% %9.2f %9.2f %+5.0f%%", r.model.c_str(),
-                r.batch, r.train ? "train" : "infer", r.precision.c_str(),
-                100 * r.share, r.ms, p->ms, 100 * (p->ms / r.ms - 1));
+    const bench::TruthRun* twin = bench::WholeGpuTwin(*runs, r);
+    const double measured_whole = twin ? twin->ms : 0.0;
+    std::printf("%-9s %5d %-5s %-5s %5.0f%% %9.2f %9.2f %+5.0f%%",
+                r.model.c_str(), r.batch, r.train ? "train" : "infer",
+                r.precision.c_str(), 100 * r.share, r.ms, p->ms,
+                100 * (p->ms / r.ms - 1));
     if (measured_whole > 0 && r.share < 1.0) {
       std::printf(" %8.2fx %8.2fx", r.ms / measured_whole, p->ms / p1->ms);
       err += std::abs(p->ms / p1->ms / (r.ms / measured_whole) - 1);
@@ -283,7 +300,9 @@ int ReportMps(bench::TruthModels& models, const Model& m,
     }
     std::printf("\n");
   }
-  if (n > 0) std::printf("\nslowdown error (mean absolute): %.1f%% over %d runs\n", 100 * err / n, n);
+  if (n > 0)
+    std::printf("\nslowdown error (mean absolute): %.1f%% over %d runs\n",
+                100 * err / n, n);
   return 0;
 }
 
@@ -375,7 +394,8 @@ int main(int argc, char** argv) {
     } else if (a == "--fold" && i + 1 < argc) {
       fold = argv[++i];
     } else {
-      std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit [--neutral]] [--mps] "
+      std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit [--neutral]] "
+                   "[--mps] "
                    "[--holdout arch|family|gpu [--fold KEY]] "
                    "[--only h100-sxm|h200]\n";
       return 2;
@@ -415,8 +435,7 @@ int main(int argc, char** argv) {
       std::vector<bench::TruthRun> train, test;
       for (const auto& r : runs) (key(r) == out ? test : train).push_back(r);
       Model m = *start;
-      auto knobs = Knobs(m.costs, m.surface, m.devices);
-      NeutralStart(knobs);
+      NeutralStart(m);
       Fit(models, train, m);
       for (const auto& r : test) {
         auto p = PredictRun(models, r, m);
@@ -437,10 +456,7 @@ int main(int argc, char** argv) {
   Model m = *start;
   if (mps) return ReportMps(models, m, src);
   if (fit) {
-    if (neutral) {
-      auto knobs = Knobs(m.costs, m.surface, m.devices);
-      NeutralStart(knobs);
-    }
+    if (neutral) NeutralStart(m);
     Fit(models, runs, m);
     for (auto& k : Knobs(m.costs, m.surface, m.devices)) {
       std::printf("%-26s %.6g\n", k.name.c_str(), *k.value);

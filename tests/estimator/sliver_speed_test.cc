@@ -22,8 +22,8 @@ namespace {
 const std::string kSrc = std::string(TESSERA_SOURCE_DIR);
 
 std::vector<bench::TruthRun> MpsRuns() {
-  auto runs = bench::LoadTruth(
-      kSrc + "/data/gpu-truth/h200_mps_fraction.json", false);
+  auto runs =
+      bench::LoadTruth(kSrc + "/data/gpu-truth/h200_mps_fraction.json", false);
   EXPECT_TRUE(runs.has_value());
   return runs ? *runs : std::vector<bench::TruthRun>{};
 }
@@ -51,12 +51,7 @@ TEST(SliverSpeed, SlowdownsFollowTheMeasuredOnes) {
   int n = 0;
   for (const auto& r : runs) {
     if (r.share >= 1.0) continue;
-    const bench::TruthRun* whole = nullptr;
-    for (const auto& o : runs) {
-      if (o.model == r.model && o.batch == r.batch && o.train == r.train &&
-          o.precision == r.precision && o.share == 1.0)
-        whole = &o;
-    }
+    const bench::TruthRun* whole = bench::WholeGpuTwin(runs, r);
     if (!whole) continue;
     auto part = bench::Predict(models, r, h200, costs);
     auto all = bench::Predict(models, *whole, h200, costs);

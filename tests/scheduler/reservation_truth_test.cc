@@ -26,30 +26,13 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::vector<bench::TruthRun> EveryRun() {
-  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/data/gpu-truth/";
-  std::vector<bench::TruthRun> all;
-  const std::pair<const char*, bool> files[] = {
-      {"h100_pytorch_eager.json", true},  // its runs and the batch sweep
-      {"h200_pytorch_eager_more_models.json", false}};
-  for (const auto& [file, sweep] : files) {
-    auto runs = bench::LoadTruth(dir + file, sweep);
-    EXPECT_TRUE(runs.has_value()) << file;
-    if (runs) all.insert(all.end(), runs->begin(), runs->end());
-  }
-  return all;
-}
-
-std::string ModelPath(const std::string& name) {
-  for (const char* dir : {"/models/zoo/", "/models/archs/"}) {
-    const std::string p = std::string(TESSERA_SOURCE_DIR) + dir + name + ".onnx";
-    if (std::filesystem::exists(p)) return p;
-  }
-  return "";
-}
-
 TEST(ReservationTruth, HoldsWhatEveryMeasuredRunTook) {
-  const std::vector<bench::TruthRun> runs = EveryRun();
+  const std::string src = TESSERA_SOURCE_DIR;
+  // The H100's runs and its batch sweep, the H200's runs.
+  auto every = bench::LoadAllTruth(src, true);
+  ASSERT_TRUE(every.has_value()) << every.error().message;
+  const std::vector<bench::TruthRun>& runs = *every;
+  const bench::TruthModels models({src + "/models/zoo", src + "/models/archs"});
   ASSERT_GE(runs.size(), 140u);  // 36 + 8 on the H100, 102 on the H200
   const double headroom = kDefaultModelHeadroom;  // the service's
   int below_reserved = 0;
@@ -59,8 +42,9 @@ TEST(ReservationTruth, HoldsWhatEveryMeasuredRunTook) {
                              std::to_string(r.batch) +
                              (r.train ? " train " : " infer ") + r.precision;
     ModelRequest request;
-    request.path = ModelPath(r.model);
-    ASSERT_FALSE(request.path.empty()) << what << ": no model file";
+    request.path = models.Path(r.model);
+    ASSERT_TRUE(std::filesystem::exists(request.path))
+        << what << ": no model file";
     request.batch = r.batch;
     request.train = r.train;
     // tf32 changes how fp32 products compute, not what they hold.
