@@ -242,13 +242,14 @@ TEST(ParseJobRequest, NeedsExactlyOneOfResourcesAndModel) {
   // Autocast: bf16 or fp16, kept through the JSON round trip; not beside a
   // dtype, nor another word.
   json amp = ByModel();
+  amp["model"].erase("dtype");
   amp["model"]["amp"] = "bf16";
   auto by_amp = ParseJobRequest(amp);
   ASSERT_TRUE(by_amp) << by_amp.error().message;
   EXPECT_EQ(by_amp->model->amp, "bf16");
   EXPECT_EQ(ParseJobRequest(JobRequestJson(*by_amp))->model->amp, "bf16");
-  EXPECT_FALSE(JobRequestJson(*ParseJobRequest(ByModel()))["model"].contains(
-      "amp"));
+  EXPECT_FALSE(
+      JobRequestJson(*ParseJobRequest(ByModel()))["model"].contains("amp"));
   amp["model"]["amp"] = "tf32";
   EXPECT_THAT(ErrorOf(amp), HasSubstr("model.amp: must be one of"));
   amp["model"]["amp"] = "fp16";

@@ -61,13 +61,13 @@ class SplitOrWaitTest : public ::testing::Test {
   const User alice_{"alice", "", false, ""};
 };
 
-// Each GPU of pool a has 500 milli and 1 GiB free: GPT-2 fits one GPU's
-// fraction beside the job there, and a split over both. Nobody's end is
-// known, so there is nothing to wait for.
+// Each GPU of pool a has 500 milli and 2 GiB free (GPT-2 reserves about
+// 1.1 GiB): it fits one GPU's fraction beside the job there, and a split
+// over both. Nobody's end is known, so there is nothing to wait for.
 TEST_F(SplitOrWaitTest, TakesAFractionOverASplitWhenOneGpuHoldsIt) {
   auto s = Make();
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(s->Submit(alice_, Fraction(500, 79 * 1024)));
+    ASSERT_TRUE(s->Submit(alice_, Fraction(500, 78 * 1024)));
   }
   s->Tick();
   auto job = s->Submit(alice_, Gpt2());
@@ -98,8 +98,8 @@ TEST_F(SplitOrWaitTest, WaitsForAWholeGpuThatFreesSoon) {
   ServiceOptions o;
   o.interference["a100-80gb"] = InterferenceLaw::Linear(1.5);
   auto s = Make(std::move(o));
-  auto a = s->Submit(alice_, Limited(500, 79 * 1024, 60));
-  auto b = s->Submit(alice_, Limited(500, 79 * 1024, 600));
+  auto a = s->Submit(alice_, Limited(500, 78 * 1024, 60));
+  auto b = s->Submit(alice_, Limited(500, 78 * 1024, 600));
   ASSERT_TRUE(a && b);
   s->Tick();
   auto job = s->Submit(alice_, Gpt2(3600));
@@ -135,8 +135,8 @@ TEST_F(SplitOrWaitTest, SharesAtOnceWhenSharingIsFree) {
   ServiceOptions o;
   o.interference["a100-80gb"] = InterferenceLaw::Linear(0);
   auto s = Make(std::move(o));
-  ASSERT_TRUE(s->Submit(alice_, Limited(500, 79 * 1024, 60)));
-  ASSERT_TRUE(s->Submit(alice_, Limited(500, 79 * 1024, 600)));
+  ASSERT_TRUE(s->Submit(alice_, Limited(500, 78 * 1024, 60)));
+  ASSERT_TRUE(s->Submit(alice_, Limited(500, 78 * 1024, 600)));
   s->Tick();
   auto job = s->Submit(alice_, Gpt2(3600));
   ASSERT_TRUE(job);
