@@ -19,7 +19,7 @@ struct PlanArgs {
   // --runtime: what runs the parts (pytorch, onnxruntime or none: the
   // operator roofline); "" = pytorch when every device is a GPU.
   std::string runtime;
-  std::string amp;  // --amp: bf16 or fp16 autocast (with a runtime)
+  std::string amp;            // --amp: bf16 or fp16 autocast (with a runtime)
   std::string algo = "auto";  // an algorithm name or "all"
   int microbatches = 1;
   bool coplace = false;

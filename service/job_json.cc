@@ -252,9 +252,9 @@ class Reader {
   }
 
   Status Model(const json& j, ModelRequest* m) const {
-    TESSERA_RETURN_IF_ERROR(Keys(
-        j, "model",
-        {"path", "upload", "batch", "train", "dtype", "amp", "inputs"}));
+    TESSERA_RETURN_IF_ERROR(
+        Keys(j, "model",
+             {"path", "upload", "batch", "train", "dtype", "amp", "inputs"}));
     if (j.contains("path")) {
       TESSERA_RETURN_IF_ERROR(String(j["path"], "model.path", &m->path));
     }
@@ -298,11 +298,11 @@ class Reader {
     if (j.contains("amp")) {
       TESSERA_RETURN_IF_ERROR(String(j["amp"], "model.amp", &m->amp));
       const std::string& a = m->amp;
-      if (strict_ && !(a.empty() || a == "none" || a == "bf16" ||
-                       a == "fp16")) {
-        return FieldError("model.amp",
-                          "must be one of \"\", none, bf16, fp16 (got '" + a +
-                              "')");
+      if (strict_ &&
+          !(a.empty() || a == "none" || a == "bf16" || a == "fp16")) {
+        return FieldError(
+            "model.amp",
+            "must be one of \"\", none, bf16, fp16 (got '" + a + "')");
       }
       if (strict_ && !a.empty() && a != "none" && !m->dtype.empty()) {
         return FieldError("model.amp, model.dtype",

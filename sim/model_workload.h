@@ -161,8 +161,8 @@ struct ModelSimOptions {
   std::string queue_policy = "fifo";  // PolicyNames()
   std::string pool;                   // "" = the default pool
   double headroom = scheduler::kDefaultModelHeadroom;  // model_headroom
-  uint64_t seed = 1;                  // for random scorers
-  bool record_utilization = true;     // fill ModelSimResult::utilization
+  uint64_t seed = 1;                                   // for random scorers
+  bool record_utilization = true;  // fill ModelSimResult::utilization
   // Check the cluster's invariants after every round (tests): the first
   // violation goes to ModelSimResult::violation.
   bool check_invariants = false;

@@ -108,8 +108,7 @@ TEST(RuntimePricing, OneGpuStepIsTheRuntimeStep) {
     // And the roofline's step is another figure (why the option matters).
     auto roofline = BuildProblem(m, c, {.training = k.train});
     ASSERT_TRUE(roofline);
-    EXPECT_GT(std::abs(StepOnOne(*roofline, c) / placer - 1), 0.05)
-        << k.model;
+    EXPECT_GT(std::abs(StepOnOne(*roofline, c) / placer - 1), 0.05) << k.model;
   }
 }
 
@@ -131,8 +130,8 @@ TEST(RuntimePricing, ASliverIsPricedByTheRuntimeModelAtItsShare) {
     auto quarter = estimator::EstimateRuntime(m, estimator::CostAll(*m.graph),
                                               c.devices[0].spec, ro);
     ASSERT_TRUE(quarter);
-    const double whole = Runtime(m, c.devices[0].spec, false,
-                                 estimator::Amp::kNone).step_s;
+    const double whole =
+        Runtime(m, c.devices[0].spec, false, estimator::Amp::kNone).step_s;
     EXPECT_NEAR(StepOnOne(*p, c) / quarter->step_s, 1.0, 0.2) << batch;
     EXPECT_LT(StepOnOne(*p, c), 4 * whole * 0.9) << batch;
   }

@@ -13,8 +13,8 @@ namespace {
 
 SizedModel Sized(const char* model, int64_t batch) {
   ModelRequest request;
-  request.path = std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + model +
-                 ".onnx";
+  request.path =
+      std::string(TESSERA_SOURCE_DIR) + "/models/zoo/" + model + ".onnx";
   request.batch = batch;
   auto sized = SizeModel(request, "h200");
   EXPECT_TRUE(sized.has_value()) << sized.error().message;
