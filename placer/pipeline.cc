@@ -566,6 +566,7 @@ Result<AlgoOutput> PlacePipeline(const Problem& p, const Cluster& c,
     eo.max_ideals = std::min(
         o.pipeline_exact_max_ideals,
         static_cast<int64_t>(kExactEnumerationWork / static_cast<double>(n)));
+    eo.max_blocks = o.pipeline_exact_max_blocks;
     eo.microbatches = microbatches;
     exact = ExactPipelineSplit(p, c, budget, eo);
   }

@@ -58,8 +58,11 @@ struct PlaceOptions {
   // order fits) on at most 5,000 ops: the exact contiguous DP's time limit
   // (0: not run) and the most ideals it enumerates (fewer on graphs over
   // 1,000 ops); past either it keeps its best split found.
+  // Past max_blocks (pairs of ideals tried) it stops too: a limit that,
+  // unlike the time limit, gives the same split on every machine.
   double pipeline_exact_time_limit_s = 10.0;
   int64_t pipeline_exact_max_ideals = 200'000;
+  int64_t pipeline_exact_max_blocks = 50'000'000;
   // ilp: CBC's time limit and the size of the coarsened graph.
   double ilp_time_limit_s = 10.0;
   int ilp_max_groups = 64;

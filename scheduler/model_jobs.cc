@@ -23,6 +23,10 @@
 namespace tessera::scheduler {
 namespace {
 
+// The most pairs of ideals the queue's exact contiguous split tries (the
+// placer's default is 50 million, seconds on GPT-2 priced by the runtime).
+constexpr int64_t kQueueExactBlocks = 500'000;
+
 int64_t ToMiB(double bytes) {
   return static_cast<int64_t>(std::ceil(bytes / static_cast<double>(kMiB)));
 }
@@ -340,7 +344,13 @@ std::optional<std::pair<Gang, double>> PlanOn(const ClusterState& state,
   problem_options.amp = sized.amp;
   auto problem = placer::BuildProblem(*sized.model, *cluster, problem_options);
   if (!problem) return std::nullopt;
-  auto plan = placer::Place(*problem, *cluster, placer::Algorithm::kAuto, {});
+  // The exact contiguous search (run when no split of the topological
+  // order fits) stops after kQueueExactBlocks: a round must stay short, and
+  // a count, unlike a time limit, decides alike on every machine.
+  placer::PlaceOptions place_options;
+  place_options.pipeline_exact_max_blocks = kQueueExactBlocks;
+  auto plan = placer::Place(*problem, *cluster, placer::Algorithm::kAuto,
+                            place_options);
   if (!plan) return std::nullopt;
   Gang gang;
   for (size_t d = 0; d < slivers.size(); ++d) {

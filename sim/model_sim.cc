@@ -468,9 +468,10 @@ class Replay {
     }
     if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
                                 *scorer_, admission)) {
-      r.candidates.push_back(
-          {StartOption::kFraction, *a,
-           FractionSpeed(k.sized, r.law, a->gpus.front().milli)});
+      // The replay runs a fraction uncapped, at the speed the co-location
+      // law leaves it (the MPS law was measured without thread caps), so
+      // it is offered at 1, not at the service's capped FractionSpeed.
+      r.candidates.push_back({StartOption::kFraction, *a, 1.0});
     }
     if (r.candidates.empty()) {
       const SplitCache::Entry split =

@@ -28,26 +28,6 @@ std::optional<double> ParseNumber(std::string_view text) {
   return v;
 }
 
-// The training step of `sized` alone on one whole GPU of `spec`, priced
-// by the roofline time model as the placer prices splits (SplitCache's
-// speed is a ratio of the two), and the fraction of its step the GPU is
-// busy, from the PyTorch runtime model (as the queue sizes the job).
-struct Step {
-  double seconds = 0;
-  double busy_fraction = 0;
-};
-Result<Step> StepOf(const SizedModel& sized,
-                    const estimator::DeviceSpec& spec) {
-  estimator::ProfileOptions options;
-  options.training = sized.training;
-  auto roofline = estimator::ProfileModel(*sized.model, spec, options);
-  if (!roofline) return roofline.error();
-  options.runtime.runtime = estimator::Runtime::kPyTorch;
-  auto runtime = estimator::ProfileModel(*sized.model, spec, options);
-  if (!runtime) return runtime.error();
-  return Step{roofline->seconds, runtime->runtime->gpu_busy_fraction()};
-}
-
 Result<ModelJobKind> SizeKind(const std::string& path, int batch,
                               const std::string& kind, double headroom) {
   ModelRequest request;
@@ -56,20 +36,18 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   request.train = true;
   auto sized = SizeModel(request, kind);
   if (!sized) return sized.error().WithContext("--models");
-  const auto catalog = estimator::DeviceCatalog::BuiltIn();
-  const estimator::DeviceSpec* spec = catalog.Find(kind);
-  if (!spec) return Internal("GPU kind '" + kind + "' is not in the catalog");
-  auto step = StepOf(*sized, *spec);
-  if (!step) return step.error().WithContext("--models: " + path);
   ModelJobKind k;
   k.path = path;
   k.name = std::filesystem::path(path).stem().string() + "/b" +
            std::to_string(batch);
   k.batch = batch;
   k.demand_mib = ModelDemand(*sized, headroom).gpu_memory_mib;
+  // Its step alone on one whole GPU and how busy the GPU is, from the
+  // PyTorch runtime model (SizeModel's), which also prices the placer's
+  // splits: SplitCache's speed is a ratio of the two.
+  k.step_s = sized->step_s;
+  k.busy_fraction = sized->busy_fraction;
   k.sized = std::move(sized).value();
-  k.step_s = step->seconds;
-  k.busy_fraction = step->busy_fraction;
   return k;
 }
 
