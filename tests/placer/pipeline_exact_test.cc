@@ -31,6 +31,7 @@ using testing::Budgets;
 using testing::FitsLedger;
 using ::testing::HasSubstr;
 using testing::IsContiguousSplit;
+using ::testing::Not;
 
 // Random DAG options that vary with `seed`: 8 + 6 (seed % sizes) ops,
 // 2-4 devices, 1-2 profiles, training on every third seed, windows of 3-5.
@@ -191,6 +192,33 @@ TEST(PipelineExactTest, PipelineNeverSimulatesSlowerThanTheBlockDp) {
     exact_won += r->notes[1].find("split won") != std::string::npos;
   }
   EXPECT_GT(exact_won, 0);
+}
+
+TEST(PipelineExactTest, TheBlockCapStopsTheSearchAlikeEveryTime) {
+  // The queue caps the exact search by a count of block pairs, not by
+  // time: the capped search says where it stopped and gives the same split
+  // on every run.
+  testing::RandomDagOptions ro = Varied(3, 4);
+  ro.ops = 40;
+  ro.devices = 4;
+  const Problem p = testing::RandomProblem(3, ro);
+  const Cluster c = AmpleCluster(p, 4);
+  PlaceOptions o;
+  o.microbatches = 4;
+  o.pipeline_exact_max_blocks = 30;
+  const auto first = PlacePipeline(p, c, Budgets(c), o);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  ASSERT_EQ(first->notes.size(), 2u);
+  EXPECT_THAT(first->notes[1], HasSubstr("more than 30 blocks"));
+  for (int run = 0; run < 3; ++run) {
+    const auto again = PlacePipeline(p, c, Budgets(c), o);
+    ASSERT_TRUE(again.has_value()) << again.error().message;
+    EXPECT_EQ(again->placement.device, first->placement.device);
+  }
+  o.pipeline_exact_max_blocks = PlaceOptions{}.pipeline_exact_max_blocks;
+  const auto full = PlacePipeline(p, c, Budgets(c), o);
+  ASSERT_TRUE(full.has_value()) << full.error().message;
+  EXPECT_THAT(full->notes[1], Not(HasSubstr("more than")));
 }
 
 // s -> {b1 -> b2 -> b3 -> b4, a1} -> t, numbered s, b1, a1, b2, b3, b4, t so
