@@ -345,6 +345,11 @@ void AddToGroups(const bench::Prediction& p,
   g[r.device + " all"].push_back(p);
   g["all " + r.precision + " " + Mode(r)].push_back(p);
   g["all"].push_back(p);
+  // The targets are over batch > 1 and training together.
+  if (r.batch > 1 || r.train) {
+    g[r.device + " " + r.precision + " batch>1+train"].push_back(p);
+    g["all " + r.precision + " batch>1+train"].push_back(p);
+  }
 }
 
 // The model's starting point on every GPU of the runs: the shipped
