@@ -6,7 +6,8 @@
 //   Split, Expand, Slice) move nothing, but a view of a transposed tensor
 //   that must be contiguous (a reshape, a batched matmul operand) is a copy;
 // - fusions the export undid: a MatMul by a weight plus its bias Add is one
-//   linear (addmm); the erf and tanh decompositions of GELU are one kernel;
+//   linear (addmm); the erf and tanh decompositions of GELU are one kernel,
+//   and so are x * sigmoid(x) (SiLU) and x * hardsigmoid(x) (hardswish);
 //   unmasked attention is one scaled_dot_product_attention (Attention::kAuto);
 //   a constant Pad before a pooling or a convolution is its padding;
 //   ONNX Runtime also folds BatchNormalization and activations into Conv;
@@ -60,6 +61,7 @@ class Lowering {
     InitTensors();
     MarkHost();
     FindGelus();
+    FindSwishes();
     FindLinears();
     FindAttention();
     FindPads();
@@ -211,6 +213,35 @@ class Lowering {
           [&](NodeId a, NodeId b) { return Rank(a) < Rank(b); });
       for (const NodeId r : region) owner_[r] = anchor;
       fused_kind_[anchor] = kGelu;
+    }
+  }
+
+  // SiLU and hardswish: nn.SiLU exports as Mul(x, Sigmoid(x)) and an old
+  // opset's nn.Hardswish as Mul(x, HardSigmoid(x)); PyTorch runs each as one
+  // kernel forward and one backward. A gate (x * sigmoid(y), y not x: a
+  // squeeze-excite block) stays two kernels, as in PyTorch.
+  void FindSwishes() {
+    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
+      const NodeView v = g_.node(n);
+      if ((v.op_type != "Sigmoid" && v.op_type != "HardSigmoid") ||
+          owner_[n] != kNoNode || v.inputs.empty() || v.outputs.empty())
+        continue;
+      const TensorId x = v.inputs[0];
+      const TensorId gate = v.outputs[0];
+      if (x == kNoTensor || gate == kNoTensor || !Single(gate) ||
+          IsGraphOutput(gate))
+        continue;
+      const NodeId m = g_.consumers(gate)[0];
+      const NodeView mul = g_.node(m);
+      if (mul.op_type != "Mul" || owner_[m] != kNoNode ||
+          mul.inputs.size() != 2)
+        continue;
+      const bool swish = (mul.inputs[0] == x && mul.inputs[1] == gate) ||
+                         (mul.inputs[0] == gate && mul.inputs[1] == x);
+      if (!swish) continue;
+      owner_[n] = n;
+      owner_[m] = n;
+      fused_kind_[n] = kSwish;
     }
   }
 
@@ -507,7 +538,7 @@ class Lowering {
     } else if (cls == OpClass::kDepthwiseConvolution) {
       op.work = Work::kDepthwise;
       op.has_bias = v.inputs.size() > 2 && v.inputs[2] != kNoTensor;
-    } else if (fused == kGelu) {
+    } else if (fused == kGelu || fused == kSwish) {
       op.work = Work::kElementwise;
     } else if (cls == OpClass::kNormalization) {
       op.work = Work::kNormalization;
@@ -600,7 +631,7 @@ class Lowering {
       all_inputs();
       output();
       op.saved_extra_bytes += LogSumExpBytes(op);
-    } else if (fused == kGelu) {
+    } else if (fused == kGelu || fused == kSwish) {
       input(0);
     } else if (op.work == Work::kGemm || op.work == Work::kConv ||
                op.work == Work::kSpatialConv || op.work == Work::kDepthwise) {
@@ -699,7 +730,7 @@ class Lowering {
     }
   }
 
-  enum { kGelu = 1, kSdpa = 2 };
+  enum { kGelu = 1, kSdpa = 2, kSwish = 3 };
 
   const OpGraph& g_;
   std::span<const OpCost> costs_;
