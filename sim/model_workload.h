@@ -53,11 +53,13 @@ struct ModelJobKind {
   int64_t batch = 0;
   SizedModel sized;        // sized.model null: cannot be split (tests)
   int64_t demand_mib = 0;  // need x (1 + headroom): ModelDemand
-  double step_s = 0;       // the estimator's training step on one whole GPU
+  // Its training step alone on one whole GPU: the PyTorch runtime model's
+  // (SizedModel::step_s), as the placer prices its splits.
+  double step_s = 0;
   // The fraction of its step alone the GPU is busy, which sets how much
   // sharing slows it (estimator::CoLocationSlowdown): the PyTorch runtime
-  // model's (SizeModelJobKinds); by default the measured mean of training
-  // jobs.
+  // model's (SizedModel::busy_fraction); by default the measured mean of
+  // training jobs.
   double busy_fraction = estimator::kTrainingBusyFraction;
 };
 
