@@ -34,6 +34,7 @@ Result<std::vector<TruthRun>> LoadTruth(const std::string& path, bool sweep) {
       t.train = r.value("train", false);
       t.precision = r.value("precision", "fp32");
       t.ms = r.value("median_ms", 0.0);
+      t.min_ms = r.value("min_ms", 0.0);
       t.allocated = r.value("allocated_peak_bytes", int64_t{0});
       t.reserved = r.value("reserved_peak_bytes", int64_t{0});
       if (r.contains("mps_active_thread_percentage") &&
@@ -151,7 +152,12 @@ Result<Prediction> Predict(TruthModels& models, const TruthRun& run,
 
 Errors MeanErrors(const std::vector<Prediction>& p) {
   Errors e;
+  int spread_n = 0;
   for (const Prediction& x : p) {
+    if (x.run.min_ms > 0 && x.run.ms > 0) {
+      e.spread += 1 - x.run.min_ms / x.run.ms;
+      ++spread_n;
+    }
     e.time += std::abs(x.ms - x.run.ms) / x.run.ms;
     e.memory += std::abs(static_cast<double>(x.allocated - x.run.allocated)) /
                 static_cast<double>(x.run.allocated);
@@ -164,6 +170,7 @@ Errors MeanErrors(const std::vector<Prediction>& p) {
     e.memory /= e.n;
     e.reserved /= e.n;
   }
+  if (spread_n > 0) e.spread /= spread_n;
   return e;
 }
 

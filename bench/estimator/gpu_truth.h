@@ -26,7 +26,11 @@ struct TruthRun {
   int batch = 1;
   bool train = false;
   std::string precision;  // fp32, tf32, bf16
-  double ms = 0;
+  double ms = 0;  // the median step
+  // The fastest of the measured steps (0: not recorded). 1 - min_ms / ms is
+  // the measurement's own spread: how far the median sits above what the
+  // same step can take on a quiet host.
+  double min_ms = 0;
   int64_t allocated = 0, reserved = 0;
   // The share of the GPU's threads it ran on (MPS's active thread
   // percentage / 100; 1: the whole GPU).
@@ -90,9 +94,13 @@ Result<Prediction> Predict(
     const estimator::DeviceSpec& device, const estimator::RuntimeCosts& costs,
     const estimator::EfficiencySurface& surface = estimator::DefaultSurface());
 
-// Mean absolute relative error (fraction) of time and allocated memory.
+// Mean absolute relative error (fraction) of time and allocated memory,
+// and the mean spread of the runs' own steps (1 - min_ms / ms, over the
+// runs that recorded min_ms): an error of the same size as the spread is
+// at the measurement's noise floor.
 struct Errors {
   double time = 0, memory = 0, reserved = 0;
+  double spread = 0;
   int n = 0;
 };
 Errors MeanErrors(const std::vector<Prediction>& p);

@@ -328,12 +328,13 @@ std::string Mode(const bench::TruthRun& r) {
 // The mean errors of every group, one line each.
 void PrintGroups(
     const std::map<std::string, std::vector<bench::Prediction>>& groups) {
-  std::printf("%-28s %4s %8s %8s %9s\n", "group", "n", "time", "memory",
-              "reserved");
+  std::printf("%-28s %4s %8s %8s %9s %7s\n", "group", "n", "time", "memory",
+              "reserved", "spread");
   for (const auto& [name, list] : groups) {
     const auto e = bench::MeanErrors(list);
-    std::printf("%-28s %4d %7.1f%% %7.1f%% %8.1f%%\n", name.c_str(), e.n,
-                100 * e.time, 100 * e.memory, 100 * e.reserved);
+    std::printf("%-28s %4d %7.1f%% %7.1f%% %8.1f%% %6.1f%%\n", name.c_str(),
+                e.n, 100 * e.time, 100 * e.memory, 100 * e.reserved,
+                100 * e.spread);
   }
 }
 
