@@ -184,4 +184,82 @@ Allocation GuaranteedPart(const Job& job) {
                         extras);
 }
 
+ClusterState PlanOnGuaranteed(const ClusterState& s,
+                              const std::vector<ElasticHolding>& jobs) {
+  ClusterState out = s;
+  for (const ElasticHolding& j : jobs) {
+    std::set<int> extras;
+    for (const int w : *j.workers) {
+      if (w >= j.request.min) extras.insert(w);
+    }
+    if (extras.empty() || j.workers->size() != j.allocation->gpus.size()) {
+      continue;
+    }
+    std::vector<int> workers = *j.workers;
+    const Allocation guaranteed =
+        WithoutWorkers(*j.allocation, j.worker, workers, extras);
+    out.Release(j.id);
+    (void)out.Reserve(j.id, guaranteed);
+  }
+  return out;
+}
+
+bool SharesNode(const Topology& t, const Allocation& held,
+                const Allocation& a) {
+  return held.node == a.node ||
+         std::any_of(a.gpus.begin(), a.gpus.end(), [&](const GpuShare& g) {
+           return t.gpus[g.gpu].node == held.node;
+         });
+}
+
+std::vector<ExtrasBack> ExtrasInTheWay(
+    const ClusterState& s, const Allocation& a,
+    const std::vector<ElasticHolding>& jobs) {
+  std::vector<ExtrasBack> out;
+  const Topology& t = s.topology();
+  const bool node_short =
+      a.node >= 0 && (a.cpu_milli > s.free_cpu_milli(a.node) ||
+                      a.memory_mib > s.free_memory_mib_on_node(a.node));
+  const auto takes = [&](int gpu) {
+    return std::any_of(a.gpus.begin(), a.gpus.end(),
+                       [gpu](const GpuShare& g) { return g.gpu == gpu; });
+  };
+  for (const ElasticHolding& j : jobs) {
+    const Allocation& held = *j.allocation;
+    if (!SharesNode(t, held, a) || j.workers->size() != held.gpus.size()) {
+      continue;
+    }
+    ExtrasBack back{j.id, {}};
+    for (size_t i = 0; i < held.gpus.size(); ++i) {
+      const int w = (*j.workers)[i];
+      if (w < j.request.min) continue;
+      if (j.releasing != nullptr &&
+          std::find(j.releasing->begin(), j.releasing->end(), w) !=
+              j.releasing->end()) {
+        continue;
+      }
+      if (node_short || takes(held.gpus[i].gpu)) back.workers.push_back(w);
+    }
+    if (back.workers.empty()) continue;
+    std::sort(back.workers.begin(), back.workers.end());
+    out.push_back(std::move(back));
+  }
+  return out;
+}
+
+std::vector<size_t> GrowOrder(const std::vector<ElasticHolding>& jobs) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (static_cast<int>(jobs[i].allocation->gpus.size()) <
+        jobs[i].request.max) {
+      order.push_back(i);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(jobs[a].started_at, jobs[a].id) <
+           std::pair(jobs[b].started_at, jobs[b].id);
+  });
+  return order;
+}
+
 }  // namespace tessera::scheduler

@@ -71,6 +71,52 @@ Allocation WithWorkers(const Allocation& a, const Resources& worker,
 // `min`), or `job.allocation` itself for any other job.
 Allocation GuaranteedPart(const Job& job);
 
+// ---- The elastic rules of a scheduling round ----
+// One implementation for the service's rounds and every replay
+// (docs/elastic.md, "A round with elastic jobs"): the policies plan on the
+// state where elastic jobs hold their guaranteed part only; a start that
+// lands on extras takes those extras back (the service asks with notice,
+// a replay at once); free GPUs go to the running elastic jobs, oldest
+// first.
+
+// A running elastic job as a round sees it. A view: the pointers must
+// outlive it.
+struct ElasticHolding {
+  JobId id = 0;
+  const Allocation* allocation = nullptr;   // what it holds now
+  const std::vector<int>* workers = nullptr;  // ids, parallel to its GPUs
+  Resources worker;        // one worker's share
+  ElasticRequest request;  // min and max workers
+  double started_at = 0;   // when it started (the grow order)
+  // Extras asked back already and not yet gone (none in a replay): not
+  // asked again.
+  const std::vector<int>* releasing = nullptr;
+};
+
+// `s` with every holding's extras (its workers from `min` up) free.
+ClusterState PlanOnGuaranteed(const ClusterState& s,
+                              const std::vector<ElasticHolding>& jobs);
+
+// Whether `held` (a running job's allocation) is on a node `a` uses: its
+// node, or the node of one of its GPUs.
+bool SharesNode(const Topology& t, const Allocation& held, const Allocation& a);
+
+// The extras in the way of a start at `a` in `s` (the state as held,
+// extras included), per job: on the GPUs `a` takes, and when the node of
+// `a` is short of CPU or memory for it, every extra on that node. Workers
+// already `releasing` are left out; jobs with none to give are not listed.
+struct ExtrasBack {
+  JobId id = 0;
+  std::vector<int> workers;  // ascending
+};
+std::vector<ExtrasBack> ExtrasInTheWay(const ClusterState& s,
+                                       const Allocation& a,
+                                       const std::vector<ElasticHolding>& jobs);
+
+// The order elastic jobs grow in: below their max, oldest first (by start,
+// then id). Indices into `jobs`.
+std::vector<size_t> GrowOrder(const std::vector<ElasticHolding>& jobs);
+
 }  // namespace tessera::scheduler
 
 #endif  // TESSERA_SCHEDULER_ELASTIC_H_

@@ -90,16 +90,21 @@ void Service::Impl::BeginElastic(Job& job) {
   if (e.history.size() > kMaxElasticHistory) e.history.erase(e.history.begin());
 }
 
-ClusterState Service::Impl::PlanningState() const {
-  ClusterState s = state;
+std::vector<ElasticHolding> Service::Impl::ElasticHoldings(
+    const std::string* pool) const {
+  std::vector<ElasticHolding> out;
   for (const auto& [id, job] : running) {
-    if (!job.request.elastic) continue;
-    const Allocation guaranteed = GuaranteedPart(job);
-    if (guaranteed.gpus.size() == job.allocation.gpus.size()) continue;
-    s.Release(id);
-    (void)s.Reserve(id, guaranteed);
+    if (!job.request.elastic || !job.request.resources) continue;
+    if (pool != nullptr && job.request.pool != *pool) continue;
+    out.push_back({id, &job.allocation, &job.elastic.workers,
+                   *job.request.resources, *job.request.elastic,
+                   job.started_at, &job.elastic.releasing});
   }
-  return s;
+  return out;
+}
+
+ClusterState Service::Impl::PlanningState() const {
+  return PlanOnGuaranteed(state, ElasticHoldings());
 }
 
 bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
@@ -143,52 +148,28 @@ bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
 
 bool Service::Impl::AskBackFor(const Allocation& allocation,
                                const std::string& pool) {
-  bool asked = false;
-  for (auto& [id, job] : running) {
-    if (!job.request.elastic || job.request.pool != pool) continue;
-    if (job.allocation.node != allocation.node &&
-        !std::any_of(allocation.gpus.begin(), allocation.gpus.end(),
-                     [&](const GpuShare& g) {
-                       return state.topology().gpus[g.gpu].node ==
-                              job.allocation.node;
-                     })) {
-      continue;
-    }
-    // The extras on the GPUs `allocation` takes; when CPU or memory is
-    // short too, every extra on the node.
-    const bool node_short =
-        allocation.cpu_milli > state.free_cpu_milli(allocation.node) ||
-        allocation.memory_mib > state.free_memory_mib_on_node(allocation.node);
-    std::vector<int> want;
-    for (size_t i = 0; i < job.allocation.gpus.size(); ++i) {
-      const int w = job.elastic.workers[i];
-      if (!IsExtra(job, w)) continue;
-      const int g = job.allocation.gpus[i].gpu;
-      const bool in_way =
-          node_short ||
-          std::any_of(allocation.gpus.begin(), allocation.gpus.end(),
-                      [g](const GpuShare& s) { return s.gpu == g; });
-      const bool already =
-          std::find(job.elastic.releasing.begin(), job.elastic.releasing.end(),
-                    w) != job.elastic.releasing.end();
-      if (in_way && !already) want.push_back(w);
-    }
-    const bool releasing = !job.elastic.releasing.empty();
-    if (want.empty()) {
-      asked = asked || releasing;
-      continue;
-    }
+  const std::vector<ElasticHolding> jobs = ElasticHoldings(&pool);
+  // Extras asked back before and not gone yet: still waited for.
+  bool asked = std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
+    return !j.releasing->empty() &&
+           SharesNode(state.topology(), *j.allocation, allocation);
+  });
+  for (ExtrasBack& back : ExtrasInTheWay(state, allocation, jobs)) {
+    const Job& job = running.at(back.id);
     ElasticState st = job.elastic;
-    st.releasing.insert(st.releasing.end(), want.begin(), want.end());
+    st.releasing.insert(st.releasing.end(), back.workers.begin(),
+                        back.workers.end());
     std::sort(st.releasing.begin(), st.releasing.end());
     st.release_by = Now() + options.elastic_release_grace_s;
     const bool per_worker = PerWorker(job);
-    if (ApplyElastic(id, job.allocation, std::move(st), "shrink asked", want)) {
+    if (ApplyElastic(back.id, job.allocation, std::move(st), "shrink asked",
+                     back.workers)) {
       asked = true;
       // Per-worker: the launcher stops their processes; their shares are
       // released when they have exited (WorkersEnded).
       if (per_worker) {
-        worker_stops.push_back({id, want, options.elastic_release_grace_s});
+        worker_stops.push_back(
+            {back.id, back.workers, options.elastic_release_grace_s});
       }
     }
   }
@@ -245,13 +226,16 @@ void Service::Impl::GrowElastic() {
     if (!job.elastic.releasing.empty()) busy.insert(job.request.pool);
   }
   std::vector<JobId> growing;
-  for (const auto& [id, job] : running) {
-    if (job.request.elastic && !busy.count(job.request.pool) &&
-        !job.elastic.grow_stopped && !workers_dying.count(id) &&
-        !cancel_requested.count(id) && !preempt_requested.count(id) &&
-        static_cast<int>(job.allocation.gpus.size()) <
-            job.request.elastic->max) {
-      growing.push_back(id);  // by id: the oldest first
+  {
+    const std::vector<ElasticHolding> jobs = ElasticHoldings();
+    for (const size_t i : GrowOrder(jobs)) {
+      const JobId id = jobs[i].id;
+      const Job& job = running.at(id);
+      if (!busy.count(job.request.pool) && !job.elastic.grow_stopped &&
+          !workers_dying.count(id) && !cancel_requested.count(id) &&
+          !preempt_requested.count(id)) {
+        growing.push_back(id);
+      }
     }
   }
   // Under the queue tree extras are their queue's borrowed use: a job

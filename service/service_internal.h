@@ -295,8 +295,13 @@ struct Service::Impl {
   std::set<std::string> elastic_reclaiming;
   // A job starting: its first `min` workers, version and history.
   void BeginElastic(Job& job);
+  // The running elastic jobs (of `pool`, or all when null) as the round's
+  // elastic rules see them (scheduler/elastic.h); views into `running`.
+  std::vector<ElasticHolding> ElasticHoldings(
+      const std::string* pool = nullptr) const;
   // The state the policies plan on: every elastic job holds only its
-  // guaranteed part, so extras count as free (borrowable) capacity.
+  // guaranteed part, so extras count as free (borrowable) capacity
+  // (PlanOnGuaranteed).
   ClusterState PlanningState() const;
   // Before `allocation` (a start the policy chose) can be reserved: asks
   // back the extras in its way, on its node. True if it asked any.
@@ -309,7 +314,7 @@ struct Service::Impl {
                 const std::string& pool, Allocation& allocation);
   // Extras whose release_by has passed are reclaimed.
   void ReclaimOverdue(double now);
-  // Free capacity goes to running elastic jobs, oldest first, up to max.
+  // Free capacity goes to running elastic jobs, in GrowOrder, up to max.
   void GrowElastic();
   // Applies `next` (the job's new allocation and elastic state) to
   // running job `id`: reserved, stored with an event, file rewritten,

@@ -169,83 +169,46 @@ class ElasticReplay : private TimedReplayBase {
     run_.pod_jct_s[p] = now - pods_[p].arrival;
   }
 
-  // The state the policy plans on: every running elastic pod holds its
-  // guaranteed part only (the service's PlanningState).
-  ClusterState PlanningState() const {
-    ClusterState s = state_;
+  // The running elastic pods as the round's elastic rules see them.
+  std::vector<ElasticHolding> Holdings() const {
+    std::vector<ElasticHolding> out;
     for (const RunningJob& r : running_) {
       const auto p = static_cast<int>(r.id - 1);
       if (!elastic_[p]) continue;
       const ElasticPod& e = *elastic_[p];
-      std::set<int> extras;
-      for (const int w : e.workers) {
-        if (w >= e.request.min) extras.insert(w);
-      }
-      if (extras.empty()) continue;
-      std::vector<int> workers = e.workers;
-      const Allocation guaranteed =
-          WithoutWorkers(*state_.AllocationOf(r.id), e.worker, workers, extras);
-      s.Release(r.id);
-      (void)s.Reserve(r.id, guaranteed);
+      out.push_back({r.id, state_.AllocationOf(r.id), &e.workers, e.worker,
+                     e.request, r.started_at, nullptr});
     }
-    return s;
+    return out;
   }
 
-  // Takes back, at once, the extras in the way of `a`: those on its GPUs,
-  // or every extra on its node when the node's CPU or memory is short (the
-  // service's AskBackFor, with no grace on the virtual clock).
+  // Takes back, at once, the extras in the way of `a` (ExtrasInTheWay; the
+  // service asks for them with notice, a replay has no grace to give).
   void TakeBackFor(const Allocation& a, double now) {
-    const Topology& t = state_.topology();
-    const bool node_short =
-        a.node >= 0 && (a.cpu_milli > state_.free_cpu_milli(a.node) ||
-                        a.memory_mib > state_.free_memory_mib_on_node(a.node));
-    for (const RunningJob& r : running_) {
-      const auto p = static_cast<int>(r.id - 1);
-      if (!elastic_[p]) continue;
+    for (const ExtrasBack& back : ExtrasInTheWay(state_, a, Holdings())) {
+      const auto p = static_cast<int>(back.id - 1);
       ElasticPod& e = *elastic_[p];
-      const Allocation& held = *state_.AllocationOf(r.id);
-      const bool same_node =
-          held.node == a.node ||
-          std::any_of(a.gpus.begin(), a.gpus.end(), [&](const GpuShare& g) {
-            return t.gpus[g.gpu].node == held.node;
-          });
-      if (!same_node) continue;
-      std::set<int> drop;
-      for (size_t i = 0; i < held.gpus.size(); ++i) {
-        const int w = e.workers[i];
-        if (w < e.request.min) continue;
-        const int g = held.gpus[i].gpu;
-        if (node_short ||
-            std::any_of(a.gpus.begin(), a.gpus.end(),
-                        [g](const GpuShare& s) { return s.gpu == g; })) {
-          drop.insert(w);
-        }
-      }
-      if (drop.empty()) continue;
-      const Allocation next = WithoutWorkers(held, e.worker, e.workers, drop);
+      const Allocation next =
+          WithoutWorkers(*state_.AllocationOf(back.id), e.worker, e.workers,
+                         {back.workers.begin(), back.workers.end()});
       Change(p, next, now);
       ++run_.shrinks;
-      run_.workers_taken_back += static_cast<int64_t>(drop.size());
+      run_.workers_taken_back += static_cast<int64_t>(back.workers.size());
     }
   }
 
-  // Free GPUs on an elastic pod's node to the running elastic pods, oldest
-  // first (by start, then id), up to their max (the service's GrowElastic).
+  // Free GPUs on an elastic pod's node to the running elastic pods, in
+  // GrowOrder, up to their max.
   void Grow(double now) {
-    std::vector<RunningJob> growing;
-    for (const RunningJob& r : running_) {
-      const auto p = static_cast<int>(r.id - 1);
-      if (elastic_[p] && Held(p) < elastic_[p]->request.max) {
-        growing.push_back(r);
-      }
+    std::vector<JobId> order;
+    {
+      const std::vector<ElasticHolding> jobs = Holdings();
+      for (const size_t i : GrowOrder(jobs)) order.push_back(jobs[i].id);
     }
-    std::sort(growing.begin(), growing.end(), [](const auto& a, const auto& b) {
-      return std::pair(a.started_at, a.id) < std::pair(b.started_at, b.id);
-    });
-    for (const RunningJob& r : growing) {
-      const auto p = static_cast<int>(r.id - 1);
+    for (const JobId id : order) {
+      const auto p = static_cast<int>(id - 1);
       ElasticPod& e = *elastic_[p];
-      const Allocation& held = *state_.AllocationOf(r.id);
+      const Allocation& held = *state_.AllocationOf(id);
       const std::vector<int> gpus =
           FreeWorkerGpus(state_, held, e.worker, e.request.max - Held(p));
       if (gpus.empty()) continue;
@@ -275,8 +238,9 @@ class ElasticReplay : private TimedReplayBase {
           });
       const Decision d =
           any_elastic
-              ? policy_.Schedule(queue_, running_, PlanningState(), allocate,
-                                 now)
+              ? policy_.Schedule(queue_, running_,
+                                 PlanOnGuaranteed(state_, Holdings()),
+                                 allocate, now)
               : policy_.Schedule(queue_, running_, state_, allocate, now);
       for (const JobId victim : d.preempt) {
         const auto p = static_cast<int>(victim - 1);

@@ -207,5 +207,97 @@ TEST(ElasticStartAllocation, InvariantsOnRandomStates) {
   }
 }
 
+// ---- The round's elastic rules (PlanOnGuaranteed, ExtrasInTheWay,
+// GrowOrder): one implementation for the service and the replays.
+
+// A running elastic job holding `count` whole GPUs of `node` (workers
+// 0..count-1), min..max workers.
+struct Running {
+  JobId id;
+  Allocation allocation;
+  std::vector<int> workers;
+  std::vector<int> releasing;
+  ElasticHolding View(int min, int max, double started_at) const {
+    return {id,           &allocation, &workers, kWholeWorker, {min, max},
+            started_at,   &releasing};
+  }
+};
+
+Running StartElastic(ClusterState& s, JobId id, int node, int count) {
+  Hold(s, id, node, count);
+  Running r{id, *s.AllocationOf(id), {}, {}};
+  for (int w = 0; w < count; ++w) r.workers.push_back(w);
+  return r;
+}
+
+TEST(ElasticRound, PoliciesPlanOnTheGuaranteedPartOnly) {
+  ClusterState s(MakeTopology({{40, 40, 40, 40}, {40, 40, 40, 40}}));
+  const Running a = StartElastic(s, 1, 0, 3);  // min 1: 2 extras
+  const Running b = StartElastic(s, 2, 1, 2);  // min 2: no extra
+  const ClusterState plan =
+      PlanOnGuaranteed(s, {a.View(1, 4, 0), b.View(2, 2, 0)});
+  ASSERT_NE(plan.AllocationOf(1), nullptr);
+  EXPECT_EQ(plan.AllocationOf(1)->gpus.size(), 1u);
+  EXPECT_EQ(plan.AllocationOf(1)->cpu_milli, 1000);
+  EXPECT_EQ(plan.AllocationOf(2)->gpus.size(), 2u);
+  EXPECT_EQ(plan.holders_on(0), 1);  // worker 0 stays
+  EXPECT_EQ(plan.holders_on(1), 0);
+  EXPECT_EQ(plan.holders_on(2), 0);
+  // The state itself is untouched.
+  EXPECT_EQ(s.AllocationOf(1)->gpus.size(), 3u);
+}
+
+TEST(ElasticRound, ExtrasOnTheStartsGpusAreTakenBackAndNoOthers) {
+  ClusterState s(MakeTopology({{40, 40, 40, 40}, {40, 40, 40, 40}}));
+  const Running a = StartElastic(s, 1, 0, 4);  // workers 0..3 on GPUs 0..3
+  const Running far = StartElastic(s, 2, 1, 3);
+  Allocation start;
+  start.node = 0;
+  start.exclusive = true;
+  start.gpus = {{2, kFullGpuMilli, 0}, {3, kFullGpuMilli, 0}};
+  start.cpu_milli = 1000;
+  const auto back =
+      ExtrasInTheWay(s, start, {a.View(1, 4, 0), far.View(1, 3, 0)});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].id, 1);
+  EXPECT_EQ(back[0].workers, (std::vector<int>{2, 3}));
+  // A guaranteed worker is never in the way: with min 4, nothing to take.
+  EXPECT_TRUE(ExtrasInTheWay(s, start, {a.View(4, 4, 0)}).empty());
+  // Workers asked back already are not asked again.
+  Running asked = a;
+  asked.releasing = {3};
+  const auto again = ExtrasInTheWay(s, start, {asked.View(1, 4, 0)});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].workers, (std::vector<int>{2}));
+}
+
+TEST(ElasticRound, WhenTheNodeIsShortOfCpuEveryExtraThereIsInTheWay) {
+  ClusterState s(MakeTopology({{40, 40, 40, 40}}));
+  const Running a = StartElastic(s, 1, 0, 3);  // 3 CPUs of the node's 16
+  Allocation start;
+  start.node = 0;
+  start.exclusive = true;
+  start.gpus = {{3, kFullGpuMilli, 0}};  // a free GPU
+  start.cpu_milli = 14000;               // but 13 CPUs are free
+  const auto back = ExtrasInTheWay(s, start, {a.View(1, 3, 0)});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].workers, (std::vector<int>{1, 2}));
+  start.cpu_milli = 13000;  // fits: no extra is in the way
+  EXPECT_TRUE(ExtrasInTheWay(s, start, {a.View(1, 3, 0)}).empty());
+}
+
+TEST(ElasticRound, JobsGrowOldestFirstByStartThenId) {
+  ClusterState s(MakeTopology({{40, 40, 40, 40}, {40, 40, 40, 40}}));
+  const Running a = StartElastic(s, 1, 0, 1);
+  const Running b = StartElastic(s, 2, 0, 1);
+  const Running c = StartElastic(s, 3, 1, 1);
+  const Running full = StartElastic(s, 4, 1, 2);
+  // Job 2 started first; 1 and 3 together (id breaks the tie); 4 is at max.
+  const std::vector<ElasticHolding> jobs = {a.View(1, 4, 20), b.View(1, 4, 10),
+                                            c.View(1, 4, 20),
+                                            full.View(1, 2, 0)};
+  EXPECT_EQ(GrowOrder(jobs), (std::vector<size_t>{1, 0, 2}));
+}
+
 }  // namespace
 }  // namespace tessera::scheduler
