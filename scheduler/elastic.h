@@ -83,11 +83,11 @@ Allocation GuaranteedPart(const Job& job);
 // outlive it.
 struct ElasticHolding {
   JobId id = 0;
-  const Allocation* allocation = nullptr;   // what it holds now
+  const Allocation* allocation = nullptr;     // what it holds now
   const std::vector<int>* workers = nullptr;  // ids, parallel to its GPUs
-  Resources worker;        // one worker's share
-  ElasticRequest request;  // min and max workers
-  double started_at = 0;   // when it started (the grow order)
+  Resources worker;                           // one worker's share
+  ElasticRequest request;                     // min and max workers
+  double started_at = 0;  // when it started (the grow order)
   // Extras asked back already and not yet gone (none in a replay): not
   // asked again.
   const std::vector<int>* releasing = nullptr;

@@ -97,8 +97,8 @@ std::vector<ElasticHolding> Service::Impl::ElasticHoldings(
     if (!job.request.elastic || !job.request.resources) continue;
     if (pool != nullptr && job.request.pool != *pool) continue;
     out.push_back({id, &job.allocation, &job.elastic.workers,
-                   *job.request.resources, *job.request.elastic,
-                   job.started_at, &job.elastic.releasing});
+                   *job.request.resources, *job.request.elastic, job.started_at,
+                   &job.elastic.releasing});
   }
   return out;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "scheduler/admission.h"
+#include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
 #include "service/metrics_internal.h"
 #include "service/service.h"

@@ -239,8 +239,8 @@ class ElasticReplay : private TimedReplayBase {
       const Decision d =
           any_elastic
               ? policy_.Schedule(queue_, running_,
-                                 PlanOnGuaranteed(state_, Holdings()),
-                                 allocate, now)
+                                 PlanOnGuaranteed(state_, Holdings()), allocate,
+                                 now)
               : policy_.Schedule(queue_, running_, state_, allocate, now);
       for (const JobId victim : d.preempt) {
         const auto p = static_cast<int>(victim - 1);

@@ -4,12 +4,12 @@
 // Elastic jobs in the timed replay (docs/simulate_timed.md, "Elastic
 // jobs"): a share of the multi-GPU pods become elastic jobs (min..max
 // whole GPUs on one node, docs/elastic.md), and the same arrivals are
-// replayed gang-only and elastic. The decisions are the scheduler's own:
-// the policy plans on the state where every elastic job holds only its
-// guaranteed part (as the service's rounds do), an elastic job starts
-// where ElasticStartAllocation puts its `min` workers, extras in the way
-// of a start are taken back (WithoutWorkers) and free GPUs of an elastic
-// job's node are grown into, oldest first (FreeWorkerGpus, WithWorkers).
+// replayed gang-only and elastic. The decisions are the scheduler's own,
+// the service's code: the policy plans on PlanOnGuaranteed's state, an
+// elastic job starts where ElasticStartAllocation puts its `min` workers,
+// the extras in a start's way (ExtrasInTheWay) are taken back at once and
+// free GPUs of an elastic job's node are grown into in GrowOrder
+// (FreeWorkerGpus, WithWorkers).
 
 #include <cstdint>
 #include <vector>

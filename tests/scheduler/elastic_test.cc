@@ -218,14 +218,24 @@ struct Running {
   std::vector<int> workers;
   std::vector<int> releasing;
   ElasticHolding View(int min, int max, double started_at) const {
-    return {id,           &allocation, &workers, kWholeWorker, {min, max},
-            started_at,   &releasing};
+    return {id,         &allocation, &workers,  kWholeWorker,
+            {min, max}, started_at,  &releasing};
   }
 };
 
 Running StartElastic(ClusterState& s, JobId id, int node, int count) {
-  Hold(s, id, node, count);
-  Running r{id, *s.AllocationOf(id), {}, {}};
+  Allocation a;
+  a.node = node;
+  a.exclusive = true;
+  for (const int g : s.topology().nodes[node].gpus) {
+    if (static_cast<int>(a.gpus.size()) == count) break;
+    if (s.holders_on(g) == 0) a.gpus.push_back({g, kFullGpuMilli, 0});
+  }
+  a.cpu_milli = kWholeWorker.cpu_milli * count;
+  a.memory_mib = kWholeWorker.memory_mib * count;
+  EXPECT_EQ(static_cast<int>(a.gpus.size()), count);
+  EXPECT_TRUE(s.Reserve(id, a).ok());
+  Running r{id, a, {}, {}};
   for (int w = 0; w < count; ++w) r.workers.push_back(w);
   return r;
 }
@@ -293,9 +303,8 @@ TEST(ElasticRound, JobsGrowOldestFirstByStartThenId) {
   const Running c = StartElastic(s, 3, 1, 1);
   const Running full = StartElastic(s, 4, 1, 2);
   // Job 2 started first; 1 and 3 together (id breaks the tie); 4 is at max.
-  const std::vector<ElasticHolding> jobs = {a.View(1, 4, 20), b.View(1, 4, 10),
-                                            c.View(1, 4, 20),
-                                            full.View(1, 2, 0)};
+  const std::vector<ElasticHolding> jobs = {
+      a.View(1, 4, 20), b.View(1, 4, 10), c.View(1, 4, 20), full.View(1, 2, 0)};
   EXPECT_EQ(GrowOrder(jobs), (std::vector<size_t>{1, 0, 2}));
 }
 
