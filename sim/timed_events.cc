@@ -19,9 +19,10 @@ constexpr double kProgressStep = 0.01;
 
 // The nodes' indices in one fixed random order per seed, as in the
 // snapshot replay.
-std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed) {
+std::vector<int> SeededNodeOrder(size_t nodes, uint64_t seed, bool shuffle) {
   std::vector<int> order(nodes);
   std::iota(order.begin(), order.end(), 0);
+  if (!shuffle) return order;
   std::mt19937_64 rng(seed);
   std::shuffle(order.begin(), order.end(), rng);
   return order;
@@ -86,12 +87,13 @@ Result<TimedEvents::End> TimedEvents::Run(const Hooks& hooks) {
 
 TimedReplayBase::TimedReplayBase(const Topology& topology,
                                  const std::vector<TimedPod>& pods,
-                                 uint64_t seed)
+                                 uint64_t seed, bool seeded_node_order)
     : pods_(pods),
       state_(topology),
       pool_(topology.pools.empty() ? "" : topology.pools[0]),
       capacity_milli_(static_cast<double>(GpuCapacityMilli(topology))),
-      node_order_(SeededNodeOrder(topology.nodes.size(), seed)),
+      node_order_(
+          SeededNodeOrder(topology.nodes.size(), seed, seeded_node_order)),
       running_at_(pods.size(), -1),
       queued_since_(pods.size(), 0),
       waited_(pods.size(), 0),

@@ -77,8 +77,10 @@ class TimedReplayBase {
  protected:
   // `pods` must outlive the replay. Ties between nodes go by one fixed
   // random order per `seed`.
+  // The nodes' tie order: shuffled by `seed`, or by index when
+  // `seeded_node_order` is false (TimedOptions::seeded_node_order).
   TimedReplayBase(const Topology& topology, const std::vector<TimedPod>& pods,
-                  uint64_t seed);
+                  uint64_t seed, bool seeded_node_order = true);
 
   // Queues pod p; false (and not queued) when it could fit no node of the
   // pool even on an empty cluster.

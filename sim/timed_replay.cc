@@ -122,7 +122,8 @@ class Replay : private TimedReplayBase {
   Replay(const Topology& topology, const std::vector<TimedPod>& pods,
          std::vector<char> model, const GpuScorer& scorer, QueuePolicy& policy,
          const TimedOptions& options, TimedRun& run)
-      : TimedReplayBase(topology, pods, options.seed),
+      : TimedReplayBase(topology, pods, options.seed,
+                        options.seeded_node_order),
         model_(std::move(model)),
         scorer_(scorer),
         policy_(policy),
@@ -292,15 +293,29 @@ class Replay : private TimedReplayBase {
         }
         return a;
       };
-      const Decision d = tree_.empty() ? policy_.Schedule(queue_, running_,
-                                                          state_, allocate, now)
-                                       : TreeSchedule(allocate, now);
-      for (const JobId victim : d.preempt) {
-        const auto p = static_cast<int>(victim - 1);
-        if (running_at_[p] < 0) continue;
-        Stop(p, now, true);
-        ++run_.preemptions;
-        Enqueue(p, now);
+      // A round that preempts starts nothing: the victims go back to the
+      // queue at their place and the policy plans again at the same
+      // instant, as the service starts nothing in a pool until its victims
+      // have exited. Each pass stops a running pod, so the loop ends.
+      Decision d;
+      while (true) {
+        d = tree_.empty()
+                ? policy_.Schedule(queue_, running_, state_, allocate, now)
+                : TreeSchedule(allocate, now);
+        if (d.preempt.empty()) break;
+        bool stopped = false;
+        for (const JobId victim : d.preempt) {
+          const auto p = static_cast<int>(victim - 1);
+          if (running_at_[p] < 0) continue;
+          Stop(p, now, true);
+          ++run_.preemptions;
+          Enqueue(p, now);
+          stopped = true;
+        }
+        if (!stopped) {
+          d.start.clear();
+          break;
+        }
       }
       for (const auto& [id, allocation] : d.start) {
         const auto p = static_cast<int>(id - 1);
@@ -418,6 +433,7 @@ class Replay : private TimedReplayBase {
     }
     Decision d = ScheduleWithTree(policy_, plan, queue_, running_, state_,
                                   allocate, now);
+    if (!d.preempt.empty()) return d;  // Round plans again after them
     QueueTree held = tree_;
     Decision out;
     out.preempt = std::move(d.preempt);

@@ -80,6 +80,11 @@ struct TimedOptions {
   // from scratch when they start again).
   bool preemption = true;
   uint64_t seed = 42;  // random scorer and the nodes' tie order
+  // The nodes' tie order (AdmissionOptions::node_order): shuffled by
+  // `seed`, as the FGD paper's replays break ties at random, or by index
+  // (false), as the service does: the one place where a replay's round
+  // differs from the service's on purpose for trace pods.
+  bool seeded_node_order = true;
   // Offered load x this factor: arrivals come this many times faster
   // (arrival = first + (creation_time - first) / load_factor), durations
   // stay. The openb samples are a few thousand pods of a cluster that ran
