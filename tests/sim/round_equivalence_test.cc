@@ -3,7 +3,11 @@
 // same GPUs. The replay's figures are a promise about `tessera serve` only
 // if both run one round; this test is what holds them to it (issue 30).
 // Where they differ on purpose it is a named option: the replay's node
-// tie order is shuffled by its seed unless seeded_node_order is false.
+// tie order is shuffled by its seed unless seeded_node_order is false, and
+// its fgd descends its own pods' workload unless TimedOptions::workload
+// names the service's (openb). Two cases: the four queue policies (with
+// priorities and preemption), and two teams under the queue tree (borrowing
+// and reclaim).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +92,10 @@ std::vector<TracePod> Workload(int count, uint64_t seed) {
 
 struct Policy {
   std::string scorer, policy;
+  // With teams > 0: pod p's team is TeamOf(p, teams, kHash), a queue each
+  // in `queues` (every pod may borrow).
+  int teams = 0;
+  std::vector<QueueSpec> queues;
 };
 
 Timeline ReplayTimeline(const Topology& topology,
@@ -96,6 +104,8 @@ Timeline ReplayTimeline(const Topology& topology,
   o.scorer = x.scorer;
   o.queue_policy = x.policy;
   o.preemption = true;
+  o.teams = x.teams;
+  o.queues = x.queues;
   o.seeded_node_order = false;
   // The service's fgd and tessera scorers descend the openb workload; the
   // replay's by default its own pods' (TimedOptions::workload).
@@ -116,9 +126,10 @@ Timeline ReplayTimeline(const Topology& topology,
 // The service's: each pod submitted at its arrival (user its qos class,
 // priority and preemptibility as the replay gives them, its duration as
 // time limit), each running job exited at its start + duration, and rounds
-// (Tick) at every instant something happens until nothing changes: a
-// preemption's victims exit at once (the scripted launcher), so the
-// preemptor starts at the same instant, as in the replay.
+// (Tick) at every instant something happens, and one more while victims
+// of a preemption or reclaim are to be taken in: they exit at once (the
+// scripted launcher, no grace), so what they free goes out at the same
+// instant, as in the replay.
 Timeline ServiceTimeline(const Topology& topology,
                          const std::vector<TracePod>& pods, const Policy& x) {
   testlib::TempDir dir;
@@ -133,6 +144,7 @@ Timeline ServiceTimeline(const Topology& topology,
   config.name = x.policy;
   config.preemption = true;
   o.policies["a"] = config;
+  o.queues = x.queues;
   o.clock = [&now] { return now; };
   auto launcher = std::make_unique<ScriptedLauncher>();
   ScriptedLauncher* scripted = launcher.get();
@@ -181,9 +193,13 @@ Timeline ServiceTimeline(const Topology& topology,
       r.command = {"true"};
       r.resources = PodDemand(p);
       r.priority = p.qos == "LS" ? 2 : (p.qos == "Burstable" ? 1 : 0);
-      r.preemptible = r.priority == 0;
+      r.preemptible = r.priority == 0 || x.teams > 0;
       r.time_limit_s = std::max(duration(static_cast<JobId>(next + 1)), 1.0);
-      auto job = s.Submit(User{p.qos, "", false, ""}, r);
+      const std::string team =
+          x.teams > 0
+              ? "team" + std::to_string(TeamOf(p, x.teams, TeamSplit::kHash))
+              : "";
+      auto job = s.Submit(User{p.qos, team, false, ""}, r);
       EXPECT_TRUE(job) << p.name << ": " << job.error().message;
       // Ids follow submission, the pods' order: id = pod + 1, as in the
       // replay.
@@ -192,11 +208,10 @@ Timeline ServiceTimeline(const Topology& topology,
       }
       ++next;
     }
-    for (int settle = 0; settle < 10; ++settle) {
+    for (int round = 0; round < 10; ++round) {
       s.Tick();
       EXPECT_EQ(s.CheckInvariants(), "");
       Running after = running_now();
-      const bool changed = after != running;
       for (const auto& [id, gpus] : after) {
         if (!running.count(id)) end_of[id] = now + duration(id);
       }
@@ -204,7 +219,15 @@ Timeline ServiceTimeline(const Topology& topology,
         if (!after.count(id)) end_of.erase(id);  // preempted (or ended)
       }
       running = std::move(after);
-      if (!changed && settle > 0) break;
+      // Victims asked to stop this round (preempted, reclaimed) have
+      // exited already: one more round takes them in, at the same
+      // instant, as the replay does. Otherwise the instant is done.
+      bool stopping = false;
+      {
+        std::lock_guard lock(scripted->mu);
+        stopping = !scripted->exits.empty();
+      }
+      if (!stopping) break;
     }
     timeline[now] = running;
   }
@@ -224,12 +247,40 @@ std::string Describe(double at, const Running& r) {
   return out;
 }
 
+// Both timelines alike at every instant (the first differences printed),
+// and jobs waited: the rounds had choices to make.
+void ExpectSameTimelines(const std::vector<TracePod>& pods,
+                         const Timeline& replay, const Timeline& service) {
+  int differ = 0;
+  for (const auto& [at, running] : replay) {
+    auto it = service.find(at);
+    const Running none;
+    const Running& theirs = it == service.end() ? none : it->second;
+    if (theirs == running || ++differ > 3) continue;
+    ADD_FAILURE() << "replay  " << Describe(at, running) << "\nservice "
+                  << Describe(at, theirs);
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(service.size(), replay.size());
+  // The rounds had choices to make: jobs waited.
+  int waited = 0;
+  std::set<JobId> seen;
+  for (const auto& [at, running] : replay) {
+    for (const auto& [id, gpus] : running) {
+      if (seen.insert(id).second && at > pods[id - 1].creation_time) {
+        ++waited;
+      }
+    }
+  }
+  EXPECT_GT(waited, 5);
+}
+
 TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameRounds) {
   const Topology topology = Cluster();
-  const std::vector<Policy> setups = {{"best-fit", "fifo"},
-                                      {"first-fit", "backfill"},
-                                      {"best-fit", "priority"},
-                                      {"fgd", "fair-share"}};
+  const std::vector<Policy> setups = {{"best-fit", "fifo", 0, {}},
+                                      {"first-fit", "backfill", 0, {}},
+                                      {"best-fit", "priority", 0, {}},
+                                      {"fgd", "fair-share", 0, {}}};
   for (const Policy& x : setups) {
     for (const uint64_t seed : {1u, 2u}) {
       SCOPED_TRACE(x.scorer + ", " + x.policy + ", seed " +
@@ -237,28 +288,28 @@ TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameRounds) {
       const std::vector<TracePod> pods = Workload(60, seed);
       const Timeline replay = ReplayTimeline(topology, pods, x);
       const Timeline service = ServiceTimeline(topology, pods, x);
-      int differ = 0;
-      for (const auto& [at, running] : replay) {
-        auto it = service.find(at);
-        const Running none;
-        const Running& theirs = it == service.end() ? none : it->second;
-        if (theirs == running || ++differ > 3) continue;
-        ADD_FAILURE() << "replay  " << Describe(at, running) << "\nservice "
-                      << Describe(at, theirs);
-      }
-      EXPECT_EQ(differ, 0);
-      EXPECT_EQ(service.size(), replay.size());
-      // The rounds had choices to make: jobs waited.
-      int waited = 0;
-      std::set<JobId> seen;
-      for (const auto& [at, running] : replay) {
-        for (const auto& [id, gpus] : running) {
-          if (seen.insert(id).second && at > pods[id - 1].creation_time) {
-            ++waited;
-          }
-        }
-      }
-      EXPECT_GT(waited, 5);
+      ExpectSameTimelines(pods, replay, service);
+    }
+  }
+}
+
+// Two teams, a queue each guaranteed half the cluster, borrowing the rest:
+// borrowed jobs are reclaimed when the other team's jobs arrive.
+TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameQueueTree) {
+  const Topology topology = Cluster();
+  const QueueAmount half{4000, 4 * 80 * 1024};
+  std::vector<QueueSpec> queues(2);
+  for (int q = 0; q < 2; ++q) {
+    queues[q].name = "team" + std::to_string(q);
+    queues[q].guaranteed = half;
+  }
+  for (const std::string scorer : {"best-fit", "fgd"}) {
+    for (const uint64_t seed : {1u, 2u}) {
+      SCOPED_TRACE(scorer + ", queue tree, seed " + std::to_string(seed));
+      const Policy x{scorer, "fifo", 2, queues};
+      const std::vector<TracePod> pods = Workload(60, seed);
+      ExpectSameTimelines(pods, ReplayTimeline(topology, pods, x),
+                          ServiceTimeline(topology, pods, x));
     }
   }
 }
