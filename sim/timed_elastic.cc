@@ -233,34 +233,25 @@ class ElasticReplay : private TimedReplayBase {
         }
         return FindAllocation(s, pool_, pods_[p].request, scorer_, admission_);
       };
-      // A round that preempts starts nothing; the policy plans again with
-      // the victims queued (RunTimed's rule, the service's).
-      Decision d;
-      while (true) {
-        const bool any_elastic = std::any_of(
-            running_.begin(), running_.end(), [this](const RunningJob& r) {
-              return elastic_[r.id - 1].has_value();
-            });
-        d = any_elastic
-                ? policy_.Schedule(queue_, running_,
-                                   PlanOnGuaranteed(state_, Holdings()),
-                                   allocate, now)
-                : policy_.Schedule(queue_, running_, state_, allocate, now);
-        if (d.preempt.empty()) break;
-        bool stopped = false;
-        for (const JobId victim : d.preempt) {
-          const auto p = static_cast<int>(victim - 1);
-          if (running_at_[p] < 0) continue;
-          Stop(p, now);
-          ++run_.preemptions;
-          Enqueue(p, now);
-          stopped = true;
-        }
-        if (!stopped) {
-          d.start.clear();
-          break;
-        }
-      }
+      // A round that preempts starts nothing (PlanPastPreemptions).
+      const Decision d = PlanPastPreemptions(
+          [&] {
+            const bool any_elastic = std::any_of(
+                running_.begin(), running_.end(), [this](const RunningJob& r) {
+                  return elastic_[r.id - 1].has_value();
+                });
+            return any_elastic
+                       ? policy_.Schedule(queue_, running_,
+                                          PlanOnGuaranteed(state_, Holdings()),
+                                          allocate, now)
+                       : policy_.Schedule(queue_, running_, state_, allocate,
+                                          now);
+          },
+          [&](int p) {
+            Stop(p, now);
+            ++run_.preemptions;
+            Enqueue(p, now);
+          });
       for (const auto& [id, allocation] : d.start) {
         const auto p = static_cast<int>(id - 1);
         if (running_at_[p] < 0 && !state_.Fits(allocation)) {

@@ -75,12 +75,32 @@ class TimedEvents {
 // id) order, the running pods, each pod's wait, and the clock.
 class TimedReplayBase {
  protected:
-  // `pods` must outlive the replay. Ties between nodes go by one fixed
-  // random order per `seed`.
-  // The nodes' tie order: shuffled by `seed`, or by index when
-  // `seeded_node_order` is false (TimedOptions::seeded_node_order).
+  // `pods` must outlive the replay. The nodes' tie order: one fixed random
+  // order per `seed`, or by index when `seeded_node_order` is false
+  // (TimedOptions::seeded_node_order).
   TimedReplayBase(const Topology& topology, const std::vector<TimedPod>& pods,
                   uint64_t seed, bool seeded_node_order = true);
+
+  // A round's decision under the service's rule: a decision that preempts
+  // starts nothing; `preempt(p)` stops each victim p that runs (and queues
+  // it at its place), and `plan()` decides again with them queued, until a
+  // decision preempts nobody. Each pass stops a running pod, so it ends; a
+  // decision whose victims all stopped already starts nothing either.
+  template <typename Plan, typename Preempt>
+  Decision PlanPastPreemptions(const Plan& plan, const Preempt& preempt) {
+    while (true) {
+      Decision d = plan();
+      if (d.preempt.empty()) return d;
+      bool stopped = false;
+      for (const JobId victim : d.preempt) {
+        const auto p = static_cast<int>(victim - 1);
+        if (running_at_[p] < 0) continue;
+        preempt(p);
+        stopped = true;
+      }
+      if (!stopped) return {};
+    }
+  }
 
   // Queues pod p; false (and not queued) when it could fit no node of the
   // pool even on an empty cluster.

@@ -294,29 +294,19 @@ class Replay : private TimedReplayBase {
         return a;
       };
       // A round that preempts starts nothing: the victims go back to the
-      // queue at their place and the policy plans again at the same
-      // instant, as the service starts nothing in a pool until its victims
-      // have exited. Each pass stops a running pod, so the loop ends.
-      Decision d;
-      while (true) {
-        d = tree_.empty()
-                ? policy_.Schedule(queue_, running_, state_, allocate, now)
-                : TreeSchedule(allocate, now);
-        if (d.preempt.empty()) break;
-        bool stopped = false;
-        for (const JobId victim : d.preempt) {
-          const auto p = static_cast<int>(victim - 1);
-          if (running_at_[p] < 0) continue;
-          Stop(p, now, true);
-          ++run_.preemptions;
-          Enqueue(p, now);
-          stopped = true;
-        }
-        if (!stopped) {
-          d.start.clear();
-          break;
-        }
-      }
+      // queue and the policy plans again at the same instant, as the
+      // service starts nothing in a pool until its victims have exited.
+      const Decision d = PlanPastPreemptions(
+          [&] {
+            return tree_.empty() ? policy_.Schedule(queue_, running_, state_,
+                                                    allocate, now)
+                                 : TreeSchedule(allocate, now);
+          },
+          [&](int p) {
+            Stop(p, now, true);
+            ++run_.preemptions;
+            Enqueue(p, now);
+          });
       for (const auto& [id, allocation] : d.start) {
         const auto p = static_cast<int>(id - 1);
         if (running_at_[p] >= 0 || !state_.Reserve(id, allocation).ok()) {

@@ -21,8 +21,10 @@ using testing::MakeTopology;
 // One whole GPU per worker, 1 CPU and 1 GiB each.
 const Resources kWholeWorker{1, 0, 0, 1000, kGiB};
 
-// Holds `count` whole GPUs of `node` (its first free ones) for `job`.
-void Hold(ClusterState& s, JobId job, int node, int count) {
+// Holds `count` whole GPUs of `node` (its first free ones) for `job`, with
+// `per_gpu`'s CPU and memory for each; what it holds.
+Allocation Hold(ClusterState& s, JobId job, int node, int count,
+                const Resources& per_gpu = {}) {
   Allocation a;
   a.node = node;
   a.exclusive = true;
@@ -30,8 +32,11 @@ void Hold(ClusterState& s, JobId job, int node, int count) {
     if (static_cast<int>(a.gpus.size()) == count) break;
     if (s.holders_on(g) == 0) a.gpus.push_back({g, kFullGpuMilli, 0});
   }
-  ASSERT_EQ(static_cast<int>(a.gpus.size()), count);
-  ASSERT_TRUE(s.Reserve(job, a).ok());
+  a.cpu_milli = per_gpu.cpu_milli * count;
+  a.memory_mib = per_gpu.memory_mib * count;
+  EXPECT_EQ(static_cast<int>(a.gpus.size()), count);
+  EXPECT_TRUE(s.Reserve(job, a).ok());
+  return a;
 }
 
 std::unique_ptr<GpuScorer> Scorer(const std::string& name) {
@@ -224,18 +229,7 @@ struct Running {
 };
 
 Running StartElastic(ClusterState& s, JobId id, int node, int count) {
-  Allocation a;
-  a.node = node;
-  a.exclusive = true;
-  for (const int g : s.topology().nodes[node].gpus) {
-    if (static_cast<int>(a.gpus.size()) == count) break;
-    if (s.holders_on(g) == 0) a.gpus.push_back({g, kFullGpuMilli, 0});
-  }
-  a.cpu_milli = kWholeWorker.cpu_milli * count;
-  a.memory_mib = kWholeWorker.memory_mib * count;
-  EXPECT_EQ(static_cast<int>(a.gpus.size()), count);
-  EXPECT_TRUE(s.Reserve(id, a).ok());
-  Running r{id, a, {}, {}};
+  Running r{id, Hold(s, id, node, count, kWholeWorker), {}, {}};
   for (int w = 0; w < count; ++w) r.workers.push_back(w);
   return r;
 }
