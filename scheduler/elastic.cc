@@ -170,34 +170,39 @@ Allocation WithWorkers(const Allocation& a, const Resources& worker,
   return out;
 }
 
+namespace {
+
+// `held` without its extras: the workers from `min` up (`workers` are the
+// ids parallel to held's GPUs).
+Allocation WithoutExtras(const Allocation& held, const Resources& worker,
+                         const std::vector<int>& workers, int min) {
+  std::set<int> extras;
+  for (const int w : workers) {
+    if (w >= min) extras.insert(w);
+  }
+  std::vector<int> kept = workers;
+  return WithoutWorkers(held, worker, kept, extras);
+}
+
+}  // namespace
+
 Allocation GuaranteedPart(const Job& job) {
   if (!job.request.elastic || !job.request.resources ||
       job.elastic.workers.size() != job.allocation.gpus.size()) {
     return job.allocation;
   }
-  std::set<int> extras;
-  for (const int w : job.elastic.workers) {
-    if (w >= job.request.elastic->min) extras.insert(w);
-  }
-  std::vector<int> workers = job.elastic.workers;
-  return WithoutWorkers(job.allocation, *job.request.resources, workers,
-                        extras);
+  return WithoutExtras(job.allocation, *job.request.resources,
+                       job.elastic.workers, job.request.elastic->min);
 }
 
 ClusterState PlanOnGuaranteed(const ClusterState& s,
                               const std::vector<ElasticHolding>& jobs) {
   ClusterState out = s;
   for (const ElasticHolding& j : jobs) {
-    std::set<int> extras;
-    for (const int w : *j.workers) {
-      if (w >= j.request.min) extras.insert(w);
-    }
-    if (extras.empty() || j.workers->size() != j.allocation->gpus.size()) {
-      continue;
-    }
-    std::vector<int> workers = *j.workers;
+    if (j.workers->size() != j.allocation->gpus.size()) continue;
     const Allocation guaranteed =
-        WithoutWorkers(*j.allocation, j.worker, workers, extras);
+        WithoutExtras(*j.allocation, j.worker, *j.workers, j.request.min);
+    if (guaranteed.gpus.size() == j.allocation->gpus.size()) continue;
     out.Release(j.id);
     (void)out.Reserve(j.id, guaranteed);
   }

@@ -426,7 +426,6 @@ class Replay : private TimedReplayBase {
     if (!d.preempt.empty()) return d;  // Round plans again after them
     QueueTree held = tree_;
     Decision out;
-    out.preempt = std::move(d.preempt);
     for (auto& [id, a] : d.start) {
       const auto p = static_cast<int>(id - 1);
       const QueueAmount amount = AmountOf(a);

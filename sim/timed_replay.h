@@ -82,8 +82,8 @@ struct TimedOptions {
   uint64_t seed = 42;  // random scorer and the nodes' tie order
   // The nodes' tie order (AdmissionOptions::node_order): shuffled by
   // `seed`, as the FGD paper's replays break ties at random, or by index
-  // (false), as the service does: the one place where a replay's round
-  // differs from the service's on purpose for trace pods.
+  // (false), as the service does (tests/sim/round_equivalence_test.cc
+  // sets it, and `workload` to the service's, to compare the two).
   bool seeded_node_order = true;
   // Offered load x this factor: arrivals come this many times faster
   // (arrival = first + (creation_time - first) / load_factor), durations
