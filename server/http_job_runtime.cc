@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <tuple>
 
-#include "server/http_reply.h"
+#include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 
 namespace tessera::scheduler {
