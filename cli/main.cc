@@ -391,6 +391,7 @@ seven. Exit codes: 0 success, 2 bad input (a file, column or flag; the
 message names it), 1 internal error.)";
 
 void AddSimulate(CLI::App& app, tessera::cli::SimulateArgs& args) {
+  // tessera: long-table (the option list of simulate, one option a statement)
   CLI::App* cmd = app.add_subcommand(
       "simulate",
       "Replay a cluster trace (or model jobs) on the queue's own admission "

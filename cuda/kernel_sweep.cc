@@ -47,7 +47,8 @@ print("eager_op_s", repr(sorted(trials)[2]))
 
 std::string LastLine(const std::string& text) {
   std::istringstream in(text);
-  std::string line, last;
+  std::string line;
+  std::string last;
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   }

@@ -14,7 +14,8 @@ Error FitError(const std::string& message) {
 }  // namespace
 
 Result<TransferFit> FitTransfer(const std::vector<TransferSample>& samples) {
-  double min_bytes = 0, max_bytes = 0;
+  double min_bytes = 0;
+  double max_bytes = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     const TransferSample& s = samples[i];
     if (!std::isfinite(s.bytes) || !std::isfinite(s.seconds) || s.bytes <= 0 ||
@@ -30,7 +31,11 @@ Result<TransferFit> FitTransfer(const std::vector<TransferSample>& samples) {
   }
   // Normal equations of min sum w (a + b x - t)^2 with w = 1 / t^2. Sizes
   // are scaled to max_bytes to keep the sums well conditioned.
-  double sw = 0, swx = 0, swxx = 0, swt = 0, swxt = 0;
+  double sw = 0;
+  double swx = 0;
+  double swxx = 0;
+  double swt = 0;
+  double swxt = 0;
   for (const TransferSample& s : samples) {
     const double w = 1.0 / (s.seconds * s.seconds);
     const double x = s.bytes / max_bytes;
@@ -41,7 +46,8 @@ Result<TransferFit> FitTransfer(const std::vector<TransferSample>& samples) {
     swxt += w * x * s.seconds;
   }
   const double det = sw * swxx - swx * swx;
-  double latency = 0, slope = 0;  // slope: seconds per max_bytes
+  double latency = 0;
+  double slope = 0;  // slope: seconds per max_bytes
   if (det > 0) {
     latency = (swxx * swt - swx * swxt) / det;
     slope = (sw * swxt - swx * swt) / det;

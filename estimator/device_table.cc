@@ -113,6 +113,7 @@ DeviceSpec V100Sxm2(std::string name, std::string display, int64_t gib) {
 }
 
 std::vector<DeviceSpec> Table() {
+  // tessera: long-table (one entry a device)
   std::vector<DeviceSpec> t;
   t.push_back(HopperSxm(
       "h200", "NVIDIA H200 SXM 141GB", 141, 4.8, kH200HostEagerOpS,

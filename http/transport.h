@@ -57,7 +57,7 @@ struct Response {
   std::string body;
 
   void set_header(std::string name, std::string value);
-  void set_content(std::string body, std::string content_type);
+  void set_content(std::string content, std::string type);
 };
 
 using Handler = std::function<void(const Request&, Response&)>;

@@ -137,7 +137,8 @@ K8sReply K8sExtender::Filter(std::string_view body) {
   const std::vector<K8sNodeVerdict> verdicts =
       pods_.Evaluate(args->pod, args->nodes, config_.pool);
   std::set<std::string> passed;
-  json failed = json::object(), unresolvable = json::object();
+  json failed = json::object();
+  json unresolvable = json::object();
   for (const K8sNodeVerdict& v : verdicts) {
     if (v.fits) {
       passed.insert(v.node);
@@ -149,7 +150,7 @@ K8sReply K8sExtender::Filter(std::string_view body) {
   if (args->has_node_names) {
     names = json::array();
     for (const std::string& n : args->nodes) {
-      if (passed.count(n)) names.push_back(n);
+      if (passed.contains(n)) names.push_back(n);
     }
   }
   json nodes = nullptr;
@@ -158,7 +159,7 @@ K8sReply K8sExtender::Filter(std::string_view body) {
     json items = json::array();
     if (nodes.contains("items") && nodes["items"].is_array()) {
       for (const json& item : nodes["items"]) {
-        if (passed.count(item["metadata"]["name"].get<std::string>())) {
+        if (passed.contains(item["metadata"]["name"].get<std::string>())) {
           items.push_back(item);
         }
       }
@@ -316,7 +317,7 @@ Result<std::unique_ptr<K8sExtender>> MakeK8sExtender(Service& service,
 }
 
 void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
-                       K8sGate may_schedule, K8sGate may_release) {
+                       const K8sGate& may_schedule, K8sGate may_release) {
   using Handler = K8sReply (K8sExtender::*)(std::string_view);
   auto route = [&](const char* path, Handler handler, K8sGate gate) {
     router.Post(path, [&extender, handler, gate = std::move(gate)](

@@ -143,7 +143,7 @@ using K8sGate = std::function<bool(const http::Request&, http::Response&)>;
 // `may_schedule` guards (kube-scheduler's credentials), and POST
 // /k8s/release, which `may_release` guards.
 void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
-                       K8sGate may_schedule, K8sGate may_release);
+                       const K8sGate& may_schedule, K8sGate may_release);
 
 }  // namespace tessera::scheduler
 

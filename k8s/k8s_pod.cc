@@ -125,7 +125,7 @@ Status ReadList(const json& list, const std::string& field,
     std::string text;
     if (!QuantityText(value, &text)) {
       return BadInput(At(field, name) +
-                      ": must be a quantity string (e.g. \"250\", \"1Gi\")");
+                      R"(: must be a quantity string (e.g. "250", "1Gi"))");
     }
     (*out)[name] = std::move(text);
   }
@@ -142,7 +142,8 @@ Result<Ask> ReadContainer(const json& c, const std::string& label) {
   const json& r = c["resources"];
   const std::string rl = label + ".resources";
   if (!r.is_object()) return BadInput(rl + ": must be an object");
-  std::map<std::string, std::string> limits, requests;
+  std::map<std::string, std::string> limits;
+  std::map<std::string, std::string> requests;
   if (r.contains("limits")) {
     TESSERA_RETURN_IF_ERROR(ReadList(r["limits"], rl + ".limits", &limits));
   }
@@ -171,7 +172,7 @@ Result<Ask> ReadContainer(const json& c, const std::string& label) {
   for (std::string_view name :
        {kK8sGpuMilli, kK8sGpuMemoryMib, kK8sWholeGpus}) {
     const std::string key(name);
-    if (limits.count(key) && requests.count(key)) {
+    if (limits.contains(key) && requests.contains(key)) {
       Result<QuantityValue> a = ParseQuantity(limits[key], 0);
       Result<QuantityValue> b = ParseQuantity(requests[key], 0);
       if (a && b && a->value != b->value) {
@@ -254,8 +255,9 @@ Result<std::string> MetaString(const json& meta, const std::string& label,
 
 // Whether the pod's GPU ask is one tessera can serve.
 Status CheckGpuAsk(const Ask& a, const std::string& label) {
-  const std::string milli(kK8sGpuMilli), memory(kK8sGpuMemoryMib),
-      whole(kK8sWholeGpus);
+  const std::string milli(kK8sGpuMilli);
+  const std::string memory(kK8sGpuMemoryMib);
+  const std::string whole(kK8sWholeGpus);
   if (a.gpu_milli > kFullGpuMilli) {
     return BadInput(label + ": " + milli + " adds up to " +
                     std::to_string(a.gpu_milli) +
@@ -290,7 +292,8 @@ Result<QuantityValue> ParseQuantity(std::string_view text, int decimal_scale) {
     s.remove_prefix(1);
   }
   Int128 mantissa = 0;
-  int digits = 0, fraction_digits = 0;
+  int digits = 0;
+  int fraction_digits = 0;
   bool seen_point = false;
   size_t i = 0;
   for (; i < s.size(); ++i) {
@@ -311,7 +314,8 @@ Result<QuantityValue> ParseQuantity(std::string_view text, int decimal_scale) {
   const std::string_view number = s.substr(0, i);
   if (number.empty() || number == ".") return NotAQuantity(text);
   const std::string_view suffix = s.substr(i);
-  int e10 = 0, e2 = 0;
+  int e10 = 0;
+  int e2 = 0;
   bool known = false;
   for (const Suffix& x : kSuffixes) {
     if (x.text == suffix) {

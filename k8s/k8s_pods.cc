@@ -50,7 +50,9 @@ std::string Str(std::string_view s) { return std::string(s); }
 std::map<std::string, std::string> Annotations(const Topology& t,
                                                const Job& job) {
   const Allocation& a = job.allocation;
-  std::string index, milli, memory;
+  std::string index;
+  std::string milli;
+  std::string memory;
   std::vector<int> millis;
   std::vector<int64_t> memories;
   for (size_t i = 0; i < a.gpus.size(); ++i) {
@@ -86,7 +88,7 @@ K8sPods::K8sPods(Service& service) : service_(service) {}
 void K8sPods::Remember(const K8sPod& pod) {
   const double now = Now();
   const std::string key = pod.ref.Key();
-  if (!pending_.count(key) && pending_.size() >= kMaxPendingPods) {
+  if (!pending_.contains(key) && pending_.size() >= kMaxPendingPods) {
     std::erase_if(pending_, [&](const auto& p) {
       return now - p.second.seen_at > kPendingPodTtlS;
     });
@@ -130,7 +132,8 @@ std::vector<K8sNodeVerdict> K8sPods::Evaluate(
   }
   const std::vector<NodeRoom> fits =
       service_.EvaluateNodes(pod.demand, nodes, pool, "the pod");
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -lo;
   using Verdict = NodeRoom::Verdict;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeRoom& f = fits[i];

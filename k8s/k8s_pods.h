@@ -37,12 +37,12 @@ class K8sPods {
                                        const std::vector<std::string>& nodes,
                                        const std::string& pool);
   // Reserves the pod's GPU share on `node` (the GPU the scorer picks there)
-  // and records it durably as a running job. `pod`: its request when the
+  // and records it durably as a running job. `given`: its request when the
   // caller fetched it (else the one Evaluate remembered). A pod of the same
   // namespace and name but another UID is a successor: the earlier one's
   // reservation is released. kInternal if the store fails.
   Result<K8sBindOutcome> Bind(const K8sPodRef& ref, const std::string& node,
-                              const K8sPod* pod, const std::string& pool);
+                              const K8sPod* given, const std::string& pool);
   // Ends a bound pod's reservation (by UID, or namespace and name when the
   // UID is ""): the job becomes `end` with `reason`. nullopt if no such pod
   // holds one.

@@ -12,12 +12,12 @@
 #include "launch/launcher.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -128,7 +128,7 @@ class LocalLauncher : public Launcher {
     }
     const std::string dir = LogDirLocked(spec.id);
     for (const LaunchWorker& w : spec.workers) {
-      if (it->second.workers.count(w.id)) {
+      if (it->second.workers.contains(w.id)) {
         return BadInput("job " + std::to_string(spec.id) + ": worker " +
                         std::to_string(w.id) + " runs already");
       }
@@ -174,7 +174,8 @@ class LocalLauncher : public Launcher {
     std::vector<int> adopted;
     for (const int w : workers) {
       std::ifstream in(PidPath(LogDirLocked(id), id, w));
-      int64_t pid = 0, start = 0;
+      int64_t pid = 0;
+      int64_t start = 0;
       if ((in >> pid >> start) && SameLiveProcess(pid, start)) {
         job.workers[w] = Child{pid, start, /*own=*/false, std::nullopt};
         adopted.push_back(w);
@@ -275,7 +276,8 @@ class LocalLauncher : public Launcher {
 
   Reconciled Reconcile(JobId id) override {
     std::ifstream in(PidPath(log_dir_, id));
-    int64_t pid = 0, start = 0;
+    int64_t pid = 0;
+    int64_t start = 0;
     if (!(in >> pid >> start)) {
       return {Reconciled::Kind::kNotFound, {}, "it never ran"};
     }
@@ -364,17 +366,20 @@ class LocalLauncher : public Launcher {
     if (pipe2(fds, O_CLOEXEC) != 0) {
       return Unavailable("pipe: " + ErrnoText(errno));
     }
-    Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
+    Fd report_read(fds[0]);
+    Fd report_write(AboveStdio(fds[1]));
     if (report_write.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
     if (pipe2(fds, O_CLOEXEC) != 0) {
       return Unavailable("pipe: " + ErrnoText(errno));
     }
-    Fd go_read(AboveStdio(fds[0])), go_write(fds[1]);
+    Fd go_read(AboveStdio(fds[0]));
+    Fd go_write(fds[1]);
     if (go_read.get() < 0) return Unavailable("pipe: " + ErrnoText(errno));
 
     std::vector<std::string> args = spec.command;
     std::vector<std::string> env = ChildEnvironment(extra);
-    std::vector<char*> argv = CStrings(args), envp = CStrings(env);
+    std::vector<char*> argv = CStrings(args);
+    std::vector<char*> envp = CStrings(env);
 
     const pid_t pid = fork();
     if (pid < 0) return Unavailable("fork: " + ErrnoText(errno));
@@ -426,7 +431,8 @@ class LocalLauncher : public Launcher {
   // "PID START_TIME", written whole (a temporary file renamed over it).
   static Status WritePidFile(const std::string& dir, JobId id, int worker,
                              int64_t pid, int64_t start) {
-    const std::string path = PidPath(dir, id, worker), tmp = path + ".tmp";
+    const std::string path = PidPath(dir, id, worker);
+    const std::string tmp = path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
       out << pid << " " << start << "\n";

@@ -181,7 +181,7 @@ class Parser {
                        "expected an sbatch option such as --qos=high, got " +
                            YamlReader::TypeName(item));
       }
-      const std::string arg = item.Scalar();
+      const std::string& arg = item.Scalar();
       const std::string name = arg.substr(0, arg.find('='));
       const bool own =
           std::ranges::find(kOwnOptions, name) != std::end(kOwnOptions) ||
@@ -208,10 +208,10 @@ class Parser {
 std::string InstanceOf(const std::string& db_path) {
   std::error_code ec;
   const std::string path = std::filesystem::absolute(db_path, ec).string();
-  uint32_t h = 2166136261u;
+  uint32_t h = 2166136261U;
   for (unsigned char c : path) {
     h ^= c;
-    h *= 16777619u;
+    h *= 16777619U;
   }
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", h);

@@ -8,17 +8,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <string_view>
 #include <thread>
-
-extern char** environ;
 
 namespace tessera::scheduler {
 namespace {
@@ -69,12 +67,14 @@ std::vector<std::string> ChildEnvironment(
   }
   for (const auto& [k, v] : extra) env[k] = v;
   std::vector<std::string> out;
+  out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
 }
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size());
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
@@ -183,18 +183,22 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   if (in.get() < 0) return fail("/dev/null");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return fail("pipe");
-  Fd out_read(fds[0]), out_write(AboveStdio(fds[1]));
+  Fd out_read(fds[0]);
+  Fd out_write(AboveStdio(fds[1]));
   if (pipe2(fds, O_CLOEXEC) != 0) return fail("pipe");
-  Fd err_read(fds[0]), err_write(AboveStdio(fds[1]));
+  Fd err_read(fds[0]);
+  Fd err_write(AboveStdio(fds[1]));
   if (pipe2(fds, O_CLOEXEC) != 0) return fail("pipe");
-  Fd report_read(fds[0]), report_write(AboveStdio(fds[1]));
+  Fd report_read(fds[0]);
+  Fd report_write(AboveStdio(fds[1]));
   if (out_write.get() < 0 || err_write.get() < 0 || report_write.get() < 0) {
     return fail("pipe");
   }
 
   std::vector<std::string> args = argv;
   std::vector<std::string> envs = ChildEnvironment(env);
-  std::vector<char*> c_argv = CStrings(args), c_envp = CStrings(envs);
+  std::vector<char*> c_argv = CStrings(args);
+  std::vector<char*> c_envp = CStrings(envs);
   const pid_t pid = fork();
   if (pid < 0) return fail("fork");
   if (pid == 0) {
@@ -211,7 +215,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
     return result;
   }
 
-  bool out_open = true, err_open = true;
+  bool out_open = true;
+  bool err_open = true;
   while ((out_open || err_open) && Clock::now() < deadline) {
     pollfd p[2] = {{out_open ? out_read.get() : -1, POLLIN, 0},
                    {err_open ? err_read.get() : -1, POLLIN, 0}};

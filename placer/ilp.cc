@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
+#include "placer/algorithms_internal.h"
 #include "placer/ilp_internal.h"
 #include "placer/mip.h"
-#include "placer/reductions.h"
+#include "placer/reductions_internal.h"
 
 namespace tessera::placer {
 namespace {

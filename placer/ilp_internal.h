@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "placer/algorithms.h"
+#include "placer/algorithms_internal.h"
 #include "placer/cluster.h"
 #include "placer/problem.h"
-#include "placer/reductions.h"
+#include "placer/reductions_internal.h"
 
 namespace tessera::placer {
 

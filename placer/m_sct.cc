@@ -19,10 +19,10 @@
 
 #include "common/isolated.h"
 #include "common/strings.h"
-#include "placer/algorithms.h"
+#include "placer/algorithms_internal.h"
 #include "placer/glpk.h"
-#include "placer/list_scheduler.h"
-#include "placer/reductions.h"
+#include "placer/list_scheduler_internal.h"
+#include "placer/reductions_internal.h"
 
 namespace tessera::placer {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/list_scheduler.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
+#include "placer/list_scheduler_internal.h"
 
 namespace tessera::placer {
 namespace {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
 #include "placer/pipeline_internal.h"
 
 namespace tessera::placer {

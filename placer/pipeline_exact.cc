@@ -25,7 +25,7 @@
 
 #include "common/strings.h"
 #include "placer/ilp_internal.h"
-#include "placer/ledger.h"
+#include "placer/ledger_internal.h"
 #include "placer/pipeline_internal.h"
 
 namespace tessera::placer {

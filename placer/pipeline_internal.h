@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/algorithms.h"
+#include "placer/algorithms_internal.h"
 #include "placer/max_load.h"
 
 namespace tessera::placer {

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common/strings.h"
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/reductions.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
+#include "placer/reductions_internal.h"
 
 namespace tessera::placer {
 namespace {

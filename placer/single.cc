@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
 
 namespace tessera::placer {
 

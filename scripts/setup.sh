@@ -22,6 +22,8 @@ PACKAGES=(
   libcpp-httplib-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format graphviz
+  # The function-size check (tests/sizes/check_sizes.py).
+  python3
   # A real Slurm (controller, node daemons, client commands) and munge for
   # the Slurm launcher's integration tests (tests/slurm/, on loopback).
   slurm-wlm munge

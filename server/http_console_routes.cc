@@ -7,7 +7,7 @@
 #include <string>
 
 #include "console/assets.h"
-#include "server/http_reply.h"
+#include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 
 namespace tessera::scheduler {

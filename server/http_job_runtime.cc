@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <tuple>
 
-#include "server/http_reply.h"
+#include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 
 namespace tessera::scheduler {
@@ -87,7 +87,8 @@ void HttpServer::Impl::Allocation(const Request& req, Response& res) {
   if (!CheckParams(req, res, {"after", "wait_s"})) return;
   const std::optional<Job> job = PathJob(req, res);
   if (!job) return;
-  int64_t after = -1, wait_s = 0;
+  int64_t after = -1;
+  int64_t wait_s = 0;
   for (const auto& [key, out, max] :
        {std::tuple<const char*, int64_t*, int64_t>{"after", &after, INT64_MAX},
         {"wait_s", &wait_s, kMaxAllocationWaitS}}) {

@@ -1,6 +1,6 @@
-// How the API's routes answer (http_reply.h).
+// How the API's routes answer (http_reply_internal.h).
 
-#include "server/http_reply.h"
+#include "server/http_reply_internal.h"
 
 #include <algorithm>
 #include <charconv>

@@ -3,7 +3,7 @@
 // table. Handlers never throw: each runs inside Guarded(), and the router
 // turns anything that escapes into a 500 as a second net. The routes a
 // running job calls are in http_job_runtime.cc, the console's in
-// http_console_routes.cc; how they all answer in http_reply.h.
+// http_console_routes.cc; how they all answer in http_reply_internal.h.
 
 #include "server/http_server.h"
 
@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "common/strings.h"
-#include "server/http_reply.h"
+#include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 #include "service/job_json.h"
 

@@ -98,7 +98,8 @@ Status ConfigParser::ParseQueues(const Field& f, ServeConfig* config) const {
   }
   Result<QueueTree> tree = QueueTree::Make(top);
   if (!tree) return BadInput(source() + ": " + tree.error().message);
-  QueueAmount cluster, guaranteed;
+  QueueAmount cluster;
+  QueueAmount guaranteed;
   for (const GpuInfo& g : config->service.topology.gpus) {
     cluster.gpu_milli += kFullGpuMilli;
     cluster.gpu_memory_mib += g.memory_mib;

@@ -57,7 +57,7 @@ Status ConfigParser::ParseQuotas(const Field& f, ServeConfig* config) const {
                               : "no user of 'users:' is in this team"));
       }
       auto& target = user ? quotas.users : quotas.teams;
-      if (target.count(entry.key)) {
+      if (target.contains(entry.key)) {
         return BadInput(At(kv.first) + label + "." + entry.key +
                         ": given twice");
       }

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "split/split.h"
-#include "split/tensor_walk.h"
+#include "split/tensor_walk_internal.h"
 
 namespace tessera::split {
 

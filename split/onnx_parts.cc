@@ -7,7 +7,7 @@
 #include <onnx/checker.h>
 
 #include "split/split.h"
-#include "split/tensor_walk.h"
+#include "split/tensor_walk_internal.h"
 
 namespace tessera::split {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "bench/common/synthetic_problem.h"
 #include "common/isolated.h"
-#include "placer/algorithms.h"
+#include "placer/algorithms_internal.h"
 #include "placer/place.h"
 #include "tests/testlib/repo_paths.h"
 

@@ -269,7 +269,7 @@ class SlurmLauncher : public Launcher {
         continue;
       }
       const auto found = LeadingId(line);
-      if (found && !ended_.count(*found) &&
+      if (found && !ended_.contains(*found) &&
           Owns(line.substr(bar1 + 1, bar2 - bar1 - 1), line.substr(bar2 + 1),
                id)) {
         return std::optional<int64_t>(*found);

@@ -241,10 +241,10 @@ Result<SbatchJob> BuildSbatchJob(
     }
     Result<std::string> gres = PartGres(part, node->second, options, spec.id);
     TESSERA_RETURN_IF_ERROR(gres);
-    if (k > 0) out.options.push_back(":");
+    if (k > 0) out.options.emplace_back(":");
     out.options.push_back("--nodelist=" + part.node);
-    out.options.push_back("--nodes=1");
-    out.options.push_back("--ntasks=1");
+    out.options.emplace_back("--nodes=1");
+    out.options.emplace_back("--ntasks=1");
     out.options.push_back(
         "--cpus-per-task=" +
         std::to_string(std::max<int64_t>(1, (part.cpu_milli + 999) / 1000)));

@@ -140,7 +140,8 @@ SlurmNode ParseNode(const Fields& fields) {
   if (const std::string* s = Get(fields, "State")) node.state = *s;
   const std::string* gres = Get(fields, "Gres");
   if (gres == nullptr || *gres == "(null)") return node;
-  std::vector<GresEntry> gpu_entries, shard_entries;
+  std::vector<GresEntry> gpu_entries;
+  std::vector<GresEntry> shard_entries;
   for (std::string_view part : SplitOutsideParens(*gres)) {
     GresEntry g = ParseGresEntry(part);
     if (g.name == "gpu") {

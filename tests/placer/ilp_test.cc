@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/reductions.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
+#include "placer/reductions_internal.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

@@ -1,6 +1,6 @@
 // MemoryLedger: the conservative per-device count algorithms plan with.
 
-#include "placer/ledger.h"
+#include "placer/ledger_internal.h"
 
 #include <gtest/gtest.h>
 

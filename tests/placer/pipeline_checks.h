@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "placer/ledger.h"
+#include "placer/ledger_internal.h"
 #include "placer/pipeline_internal.h"
 
 namespace tessera::placer::testing {

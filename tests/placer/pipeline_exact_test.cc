@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "placer/ledger.h"
+#include "placer/ledger_internal.h"
 #include "placer/pipeline_internal.h"
 #include "tests/placer/pipeline_checks.h"
 #include "tests/placer/test_problems.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
+#include "placer/algorithms_internal.h"
+#include "placer/ledger_internal.h"
 #include "tests/placer/pipeline_checks.h"
 #include "tests/placer/test_problems.h"
 

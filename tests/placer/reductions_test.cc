@@ -1,4 +1,4 @@
-#include "placer/reductions.h"
+#include "placer/reductions_internal.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-#ifndef TESSERA_SERVER_HTTP_REPLY_H_
-#define TESSERA_SERVER_HTTP_REPLY_H_
+#ifndef TESSERA_SERVER_HTTP_REPLY_INTERNAL_H_
+#define TESSERA_SERVER_HTTP_REPLY_INTERNAL_H_
 
 // How the API's routes answer (server/http_server.cc and the route files
 // beside it): JSON bodies and errors, the service's errors mapped to HTTP
@@ -75,4 +75,4 @@ http::Handler Guarded(Handler handler) {
 
 }  // namespace tessera::scheduler::http_reply
 
-#endif  // TESSERA_SERVER_HTTP_REPLY_H_
+#endif  // TESSERA_SERVER_HTTP_REPLY_INTERNAL_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_SPLIT_TENSOR_WALK_H_
-#define TESSERA_SPLIT_TENSOR_WALK_H_
+#ifndef TESSERA_SPLIT_TENSOR_WALK_INTERNAL_H_
+#define TESSERA_SPLIT_TENSOR_WALK_INTERNAL_H_
 
 // Visiting every tensor a graph stores (inside split/ only).
 
@@ -37,4 +37,4 @@ void ForEachTensor(const onnx::GraphProto& g, F&& f) {
 
 }  // namespace tessera::split::internal
 
-#endif  // TESSERA_SPLIT_TENSOR_WALK_H_
+#endif  // TESSERA_SPLIT_TENSOR_WALK_INTERNAL_H_
