@@ -40,7 +40,7 @@ struct PlanArgs {
 // capacity and prints the plan. Returns the process exit code.
 int RunPlan(const PlanArgs& args);
 // `tessera plan --cost-graph FILE.json`: the max-load inputs of Tarnawski
-// et al. (placer/max_load.h), placed by the exact contiguous DP.
+// et al. (placer/maxload/max_load.h), placed by the exact contiguous DP.
 int RunPlanCostGraph(const PlanArgs& args);
 
 }  // namespace tessera::cli

@@ -1,7 +1,7 @@
 // `tessera plan --cost-graph FILE.json`: a graph given by its costs, in
-// tessera's own format (placer/cost_graph.h, docs/cost_graph.md) or as the
-// max-load inputs of Tarnawski et al. (placer/max_load.h), each detected by
-// its keys; placed by the exact contiguous DP, then the ILP
+// tessera's own format (placer/maxload/cost_graph.h, docs/cost_graph.md) or as
+// the max-load inputs of Tarnawski et al. (placer/maxload/max_load.h), each
+// detected by its keys; placed by the exact contiguous DP, then the ILP
 // (docs/placer_max_load.md).
 #include <filesystem>
 #include <fstream>
@@ -16,8 +16,8 @@
 #include "cli/plan.h"
 #include "common/json_depth.h"
 #include "common/yaml_reader.h"
-#include "placer/cost_graph.h"
-#include "placer/max_load.h"
+#include "placer/maxload/cost_graph.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include "common/strings.h"
 #include "estimator/calibration.h"
 #include "estimator/estimator.h"
-#include "placer/cluster.h"
-#include "placer/cost_graph.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
+#include "placer/maxload/cost_graph.h"
 
 namespace tessera::cli {
 namespace {

@@ -27,8 +27,9 @@ struct ProfileArgs {
   std::string amp;               // "", bf16, fp16
   bool tf32 = false;
   std::string attention = "auto";
-  // --cost-graph: also write the model's cost graph (placer/cost_graph.h)
-  // on --cluster (default: the built-in one) to this file.
+  // --cost-graph: also write the model's cost graph
+  // (placer/maxload/cost_graph.h) on --cluster (default: the built-in one) to
+  // this file.
   std::string cost_graph;
   std::string cluster;
 };

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/placer/published_inputs.h"
-#include "placer/latency_input.h"
+#include "placer/latency/latency_input.h"
 
 namespace {
 

@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/placer/published_inputs.h"
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/common/synthetic_problem.h"
-#include "placer/algorithms.h"
+#include "placer/core/algorithms.h"
 
 namespace tessera::placer {
 namespace {

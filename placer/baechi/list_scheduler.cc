@@ -10,15 +10,15 @@
 // device's heaps for good (what a device holds only grows); ops placed
 // elsewhere are dropped lazily.
 
-#include "placer/list_scheduler.h"
+#include "placer/baechi/list_scheduler.h"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
 
-#include "placer/ledger.h"
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/ledger.h"
 
 namespace tessera::placer {
 namespace {

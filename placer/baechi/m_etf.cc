@@ -2,8 +2,8 @@
 // list-scheduling engine without favourites (list_scheduler.h), on the
 // problem reduced as PlaceOptions asks.
 
-#include "placer/algorithms.h"
-#include "placer/list_scheduler.h"
+#include "placer/baechi/list_scheduler.h"
+#include "placer/core/algorithms.h"
 
 namespace tessera::placer {
 

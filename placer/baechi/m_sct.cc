@@ -19,10 +19,10 @@
 
 #include "common/isolated.h"
 #include "common/strings.h"
-#include "placer/algorithms.h"
-#include "placer/glpk.h"
-#include "placer/list_scheduler.h"
-#include "placer/reductions.h"
+#include "placer/baechi/list_scheduler.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/algorithms.h"
+#include "placer/solver/glpk.h"
 
 namespace tessera::placer {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/list_scheduler.h"
+#include "placer/baechi/list_scheduler.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
 
 namespace tessera::placer {
 namespace {

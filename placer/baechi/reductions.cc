@@ -3,7 +3,7 @@
 // works on the graph of groups (distinct edges between groups) and keeps it
 // acyclic; the arguments are in docs/placer_baechi.md.
 
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
 
 #include <algorithm>
 #include <cmath>

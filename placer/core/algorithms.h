@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_ALGORITHMS_H_
-#define TESSERA_PLACER_ALGORITHMS_H_
+#ifndef TESSERA_PLACER_CORE_ALGORITHMS_H_
+#define TESSERA_PLACER_CORE_ALGORITHMS_H_
 
 // Internal: the algorithms behind place.h, each planning against per-device
 // memory budgets. The driver (place.cc) simulates and verifies what they
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/problem.h"
-#include "placer/simulator.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
+#include "placer/core/simulator.h"
 
 namespace tessera::placer {
 
@@ -56,4 +56,4 @@ Result<AlgoOutput> PlaceIlp(const Problem& p, const Cluster& c,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_ALGORITHMS_H_
+#endif  // TESSERA_PLACER_CORE_ALGORITHMS_H_

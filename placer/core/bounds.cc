@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "placer/simulator.h"
+#include "placer/core/simulator.h"
 
 namespace tessera::placer {
 namespace {

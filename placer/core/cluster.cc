@@ -2,7 +2,7 @@
 // a spec leaves out. The format, its defaults and its errors are documented
 // in docs/cluster.md; models/clusters/example.yaml is a commented example.
 
-#include "placer/cluster.h"
+#include "placer/core/cluster.h"
 
 #include <yaml-cpp/yaml.h>
 

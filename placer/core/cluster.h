@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_CLUSTER_H_
-#define TESSERA_PLACER_CLUSTER_H_
+#ifndef TESSERA_PLACER_CORE_CLUSTER_H_
+#define TESSERA_PLACER_CORE_CLUSTER_H_
 
 // The capacity a placement may use: GPUs (a catalog kind, the memory and the
 // compute share left on each) and the links between them. Read from a
@@ -97,4 +97,4 @@ Cluster DefaultCluster(const estimator::DeviceCatalog& catalog,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_CLUSTER_H_
+#endif  // TESSERA_PLACER_CORE_CLUSTER_H_

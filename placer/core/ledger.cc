@@ -1,7 +1,7 @@
 // MemoryLedger: the conservative per-device memory count every algorithm
 // plans with (rules in ledger.h).
 
-#include "placer/ledger.h"
+#include "placer/core/ledger.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // its plan in the simulator and tightens the budgets of devices that went
 // over; `auto` runs several algorithms and keeps the fastest plan.
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common/strings.h"
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
 
 namespace tessera::placer {
 namespace {

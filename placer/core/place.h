@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_PLACE_H_
-#define TESSERA_PLACER_PLACE_H_
+#ifndef TESSERA_PLACER_CORE_PLACE_H_
+#define TESSERA_PLACER_CORE_PLACE_H_
 
 // Placement algorithms and the driver that runs them. Every algorithm plans
 // against per-device memory budgets (memory_usable, conservatively
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/cluster.h"
-#include "placer/problem.h"
-#include "placer/simulator.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
+#include "placer/core/simulator.h"
 
 namespace tessera::placer {
 
@@ -102,4 +102,4 @@ Error InfeasibleError(const Problem& problem, const Cluster& cluster);
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_PLACE_H_
+#endif  // TESSERA_PLACER_CORE_PLACE_H_

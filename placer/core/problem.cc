@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "estimator/estimator.h"
-#include "placer/problem.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_PROBLEM_H_
-#define TESSERA_PLACER_PROBLEM_H_
+#ifndef TESSERA_PLACER_CORE_PROBLEM_H_
+#define TESSERA_PLACER_CORE_PROBLEM_H_
 
 // What placement works on: operators with their time on each kind of device
 // in the cluster, and the tensors between them with their sizes. Built from
@@ -29,7 +29,7 @@
 #include "estimator/profile.h"
 #include "estimator/runtime.h"
 #include "graph/graph.h"
-#include "placer/cluster.h"
+#include "placer/core/cluster.h"
 
 namespace tessera::placer {
 
@@ -180,4 +180,4 @@ Result<Problem> BuildProblem(const graph::Model& model, const Cluster& cluster,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_PROBLEM_H_
+#endif  // TESSERA_PLACER_CORE_PROBLEM_H_

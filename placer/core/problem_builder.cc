@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "placer/problem.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer {
 namespace {

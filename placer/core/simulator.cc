@@ -3,7 +3,7 @@
 // transfer arrivals, processed in time order, all events of one instant
 // before any device picks its next task.
 
-#include "placer/simulator.h"
+#include "placer/core/simulator.h"
 
 #include <algorithm>
 #include <cmath>

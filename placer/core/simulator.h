@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_SIMULATOR_H_
-#define TESSERA_PLACER_SIMULATOR_H_
+#ifndef TESSERA_PLACER_CORE_SIMULATOR_H_
+#define TESSERA_PLACER_CORE_SIMULATOR_H_
 
 // The single source of truth for a plan: an event-driven simulation of one
 // step (forward, plus backward when training) of a Problem placed on a
@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/cluster.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer {
 
@@ -113,4 +113,4 @@ double RelaxedStepTime(const Problem& problem, const Cluster& cluster,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_SIMULATOR_H_
+#endif  // TESSERA_PLACER_CORE_SIMULATOR_H_

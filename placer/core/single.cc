@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
 
 namespace tessera::placer {
 

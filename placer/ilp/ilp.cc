@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ilp_internal.h"
-#include "placer/mip.h"
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/algorithms.h"
+#include "placer/ilp/ilp_internal.h"
+#include "placer/solver/mip.h"
 
 namespace tessera::placer {
 namespace {

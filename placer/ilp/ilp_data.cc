@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "placer/ilp_internal.h"
+#include "placer/ilp/ilp_internal.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_ILP_INTERNAL_H_
-#define TESSERA_PLACER_ILP_INTERNAL_H_
+#ifndef TESSERA_PLACER_ILP_ILP_INTERNAL_H_
+#define TESSERA_PLACER_ILP_ILP_INTERNAL_H_
 
 // Internal to ilp.cc and ilp_data.cc: the data of the ILP's formulation
 // (docs/placer_pipeline_ilp.md "ilp"), read off the problem it places, and
@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/cluster.h"
-#include "placer/problem.h"
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer {
 
@@ -77,4 +77,4 @@ std::vector<int> IlpWarmStart(const IlpData& data, const Problem& q,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_ILP_INTERNAL_H_
+#endif  // TESSERA_PLACER_ILP_ILP_INTERNAL_H_

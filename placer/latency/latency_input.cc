@@ -10,7 +10,7 @@
 // cut further for a cycle). Cost O(k (n + m) + (n + m) log n) for a contiguous
 // split; each extra cut for a cycle between calls adds O(n + m).
 
-#include "placer/latency_input.h"
+#include "placer/latency/latency_input.h"
 
 #include <algorithm>
 #include <functional>
@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "placer/latency_internal.h"
+#include "placer/latency/latency_internal.h"
 
 namespace tessera::placer {
 namespace latency_internal {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_LATENCY_INPUT_H_
-#define TESSERA_PLACER_LATENCY_INPUT_H_
+#ifndef TESSERA_PLACER_LATENCY_LATENCY_INPUT_H_
+#define TESSERA_PLACER_LATENCY_LATENCY_INPUT_H_
 
 // Single-sample latency of the latency inputs of Tarnawski et al.,
 // "Efficient Algorithms for Device Placement of DNN Graph Operators"
@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/max_load.h"
-#include "placer/place.h"
+#include "placer/core/place.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer {
 
@@ -171,4 +171,4 @@ Result<LatencyRun> PlaceForLatency(const LatencyProblem& p, Algorithm a,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_LATENCY_INPUT_H_
+#endif  // TESSERA_PLACER_LATENCY_LATENCY_INPUT_H_

@@ -1,12 +1,12 @@
-#ifndef TESSERA_PLACER_LATENCY_INTERNAL_H_
-#define TESSERA_PLACER_LATENCY_INTERNAL_H_
+#ifndef TESSERA_PLACER_LATENCY_LATENCY_INTERNAL_H_
+#define TESSERA_PLACER_LATENCY_LATENCY_INTERNAL_H_
 
 // Internal to latency_input.cc and latency_place.cc: the graph helpers
 // both use.
 
 #include <vector>
 
-#include "placer/latency_input.h"
+#include "placer/latency/latency_input.h"
 
 namespace tessera::placer::latency_internal {
 
@@ -28,4 +28,4 @@ std::vector<int> StrongComponents(const std::vector<std::vector<int>>& adj,
 
 }  // namespace tessera::placer::latency_internal
 
-#endif  // TESSERA_PLACER_LATENCY_INTERNAL_H_
+#endif  // TESSERA_PLACER_LATENCY_LATENCY_INTERNAL_H_

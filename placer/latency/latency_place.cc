@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "placer/latency_input.h"
-#include "placer/latency_internal.h"
+#include "placer/latency/latency_input.h"
+#include "placer/latency/latency_internal.h"
 
 namespace tessera::placer {
 namespace {

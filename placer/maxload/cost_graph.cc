@@ -1,13 +1,13 @@
-// tessera's cost-graph format (placer/cost_graph.h, docs/cost_graph.md):
-// reading it into a MaxLoadProblem, with errors that name the field and
-// its index, and writing a MaxLoadProblem back out.
+// tessera's cost-graph format (placer/maxload/cost_graph.h,
+// docs/cost_graph.md): reading it into a MaxLoadProblem, with errors that name
+// the field and its index, and writing a MaxLoadProblem back out.
 //
 // Reading is one pass per array (devices, link, operators, edges), then
 // backward_of is resolved (it may name a later operator), co-location
 // turned into color classes (union-find over colocate keys and backward_of
 // pairs) and the edges checked for a cycle. O(operators + edges).
 
-#include "placer/cost_graph.h"
+#include "placer/maxload/cost_graph.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "placer/max_load_internal.h"
+#include "placer/maxload/max_load_internal.h"
 
 namespace tessera::placer {
 namespace {

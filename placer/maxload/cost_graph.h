@@ -1,11 +1,11 @@
-#ifndef TESSERA_PLACER_COST_GRAPH_H_
-#define TESSERA_PLACER_COST_GRAPH_H_
+#ifndef TESSERA_PLACER_MAXLOAD_COST_GRAPH_H_
+#define TESSERA_PLACER_MAXLOAD_COST_GRAPH_H_
 
 // tessera's own format for a graph given by its costs ("tessera-cost-graph",
 // version 1; docs/cost_graph.md): device kinds with a count and memory,
 // operators with a time per kind, memory, co-location groups and
 // forward/backward pairs, edges with bytes over one link or a transfer
-// time. It reads into the max-load model of placer/max_load.h, which
+// time. It reads into the max-load model of placer/maxload/max_load.h, which
 // `tessera plan --cost-graph` places; `tessera profile --cost-graph` writes
 // it from the estimator (CostGraphFromProblem) so that measured times can
 // be patched in and the graph placed again.
@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
-#include "placer/cluster.h"
-#include "placer/max_load.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer {
 
@@ -89,4 +89,4 @@ Result<CostGraph> CostGraphFromProblem(const Problem& problem,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_COST_GRAPH_H_
+#endif  // TESSERA_PLACER_MAXLOAD_COST_GRAPH_H_

@@ -1,4 +1,4 @@
-// CostGraphFromProblem (placer/cost_graph.h): the estimator's placement
+// CostGraphFromProblem (placer/maxload/cost_graph.h): the estimator's placement
 // Problem on a cluster as a cost graph, what `tessera profile --cost-graph`
 // writes. The rules (docs/cost_graph.md, "Written by tessera profile"):
 // - kinds: the cluster's devices grouped by (catalog kind, usable memory,
@@ -22,7 +22,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "placer/cost_graph.h"
+#include "placer/maxload/cost_graph.h"
 
 namespace tessera::placer {
 namespace {

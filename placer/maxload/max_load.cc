@@ -1,14 +1,14 @@
-// The max-load model of Tarnawski et al. (placer/max_load.h): reading the
-// published JSON inputs and expert splits, and evaluating a placement.
+// The max-load model of Tarnawski et al. (placer/maxload/max_load.h): reading
+// the published JSON inputs and expert splits, and evaluating a placement.
 
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <unordered_map>
 #include <utility>
 
-#include "placer/max_load_internal.h"
+#include "placer/maxload/max_load_internal.h"
 
 namespace tessera::placer {
 

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_MAX_LOAD_H_
-#define TESSERA_PLACER_MAX_LOAD_H_
+#ifndef TESSERA_PLACER_MAXLOAD_MAX_LOAD_H_
+#define TESSERA_PLACER_MAXLOAD_MAX_LOAD_H_
 
 // Graphs given by their costs in the pipeline-throughput (max-load) model
 // of Tarnawski et al., "Efficient Algorithms for Device Placement of DNN
@@ -199,4 +199,4 @@ MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_MAX_LOAD_H_
+#endif  // TESSERA_PLACER_MAXLOAD_MAX_LOAD_H_

@@ -1,9 +1,9 @@
 // SolveContiguousMaxLoad: the exact optimum of the max-load model over
 // contiguous splits, by dynamic programming over the ideals of the units'
 // order DAG (Tarnawski et al., NeurIPS 2020, section 4; units in
-// placer/max_load_units.h): f(I, counts) is the least largest load placing
-// the ideal I on devices, `counts` of each kind used, each device taking
-// J \ I for a chain of ideals I ⊂ J.
+// placer/maxload/max_load_units.h): f(I, counts) is the least largest load
+// placing the ideal I on devices, `counts` of each kind used, each device
+// taking J \ I for a chain of ideals I ⊂ J.
 //
 // Made fast by branch and bound (docs/placer_max_load.md, "The DP"):
 // - an upper bound first, from the best split of one topological order
@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "placer/max_load.h"
-#include "placer/max_load_units.h"
+#include "placer/maxload/max_load.h"
+#include "placer/maxload/max_load_units.h"
 
 namespace tessera::placer {
 namespace {

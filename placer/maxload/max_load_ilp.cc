@@ -1,6 +1,7 @@
 // SolveMaxLoadIlp: the max-load model over all placements, contiguous or
-// not, as a MIP for CBC (placer/max_load.h; docs/placer_max_load.md, "The
-// ILP"). Variables, over units u (placer/max_load_units.h) and devices d:
+// not, as a MIP for CBC (placer/maxload/max_load.h; docs/placer_max_load.md,
+// "The ILP"). Variables, over units u (placer/maxload/max_load_units.h) and
+// devices d:
 //   x[u][d] ∈ {0, 1}: u on d (absent where u cannot run on d's kind);
 //   s[a][d], r[a][d] ∈ [0, 1] for each node a that may send (out-cost > 0,
 //     a successor in another unit) and each charged device d: d sends a,
@@ -27,9 +28,9 @@
 #include <mutex>
 #include <vector>
 
-#include "placer/max_load.h"
-#include "placer/max_load_units.h"
-#include "placer/mip.h"
+#include "placer/maxload/max_load.h"
+#include "placer/maxload/max_load_units.h"
+#include "placer/solver/mip.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,10 +1,10 @@
 // The JSON field readers and the cycle check shared by the readers of graphs
-// given by their costs (placer/max_load_internal.h).
+// given by their costs (placer/maxload/max_load_internal.h).
 
 #include <cmath>
 #include <vector>
 
-#include "placer/max_load_internal.h"
+#include "placer/maxload/max_load_internal.h"
 
 namespace tessera::placer::max_load_internal {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_MAX_LOAD_INTERNAL_H_
-#define TESSERA_PLACER_MAX_LOAD_INTERNAL_H_
+#ifndef TESSERA_PLACER_MAXLOAD_MAX_LOAD_INTERNAL_H_
+#define TESSERA_PLACER_MAXLOAD_MAX_LOAD_INTERNAL_H_
 
 // Internal to placer/: what the max-load code shares. The two readers of
 // graphs given by their costs (the published format of Tarnawski et al. in
@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer::max_load_internal {
 
@@ -119,4 +119,4 @@ class UnionFind {
 
 }  // namespace tessera::placer::max_load_internal
 
-#endif  // TESSERA_PLACER_MAX_LOAD_INTERNAL_H_
+#endif  // TESSERA_PLACER_MAXLOAD_MAX_LOAD_INTERNAL_H_

@@ -1,5 +1,5 @@
-// ImproveMaxLoadLocally (placer/max_load.h): single-unit moves that lower
-// (largest load, sum of squared loads) lexicographically. Each candidate
+// ImproveMaxLoadLocally (placer/maxload/max_load.h): single-unit moves that
+// lower (largest load, sum of squared loads) lexicographically. Each candidate
 // is evaluated in full (EvaluateMaxLoad); a pass tries every unit on a
 // most-loaded device against every other device and takes the best move.
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "placer/max_load.h"
-#include "placer/max_load_units.h"
+#include "placer/maxload/max_load.h"
+#include "placer/maxload/max_load_units.h"
 
 namespace tessera::placer {
 namespace {

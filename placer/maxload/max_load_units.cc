@@ -1,13 +1,13 @@
-// BuildMaxLoadUnits (placer/max_load_units.h): color classes, free nodes
-// joined to their neighbour, the order DAG of a contiguous split.
-#include "placer/max_load_units.h"
+// BuildMaxLoadUnits (placer/maxload/max_load_units.h): color classes, free
+// nodes joined to their neighbour, the order DAG of a contiguous split.
+#include "placer/maxload/max_load_units.h"
 
 #include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <utility>
 
-#include "placer/max_load_internal.h"
+#include "placer/maxload/max_load_internal.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_MAX_LOAD_UNITS_H_
-#define TESSERA_PLACER_MAX_LOAD_UNITS_H_
+#ifndef TESSERA_PLACER_MAXLOAD_MAX_LOAD_UNITS_H_
+#define TESSERA_PLACER_MAXLOAD_MAX_LOAD_UNITS_H_
 
 // The groups of nodes that the max-load DP and ILP move as one, and the
 // order a contiguous split follows (docs/placer_max_load.md, "Units").
@@ -26,7 +26,7 @@
 
 #include <vector>
 
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer {
 
@@ -47,4 +47,4 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order);
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_MAX_LOAD_UNITS_H_
+#endif  // TESSERA_PLACER_MAXLOAD_MAX_LOAD_UNITS_H_

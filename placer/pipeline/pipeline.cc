@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/pipeline_internal.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
+#include "placer/pipeline/pipeline_internal.h"
 
 namespace tessera::placer {
 namespace {

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/ilp_internal.h"
-#include "placer/ledger.h"
-#include "placer/pipeline_internal.h"
+#include "placer/core/ledger.h"
+#include "placer/ilp/ilp_internal.h"
+#include "placer/pipeline/pipeline_internal.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_PIPELINE_INTERNAL_H_
-#define TESSERA_PLACER_PIPELINE_INTERNAL_H_
+#ifndef TESSERA_PLACER_PIPELINE_PIPELINE_INTERNAL_H_
+#define TESSERA_PLACER_PIPELINE_PIPELINE_INTERNAL_H_
 
 // Internal to the `pipeline` algorithm (docs/placer_pipeline_ilp.md
 // "pipeline"): its two sources of splits and the estimate that picks
@@ -7,7 +7,7 @@
 // - The block DP (pipeline.cc): stages are runs of one topological order,
 //   balanced by a DP that knows only the previous stage's device.
 // - The exact split (pipeline_exact.cc): the problem restated in the
-//   max-load model (placer/max_load.h) and solved by the exact DP over
+//   max-load model (placer/maxload/max_load.h) and solved by the exact DP over
 //   chains of ideals, SolveContiguousMaxLoad; each stage is an ideal minus
 //   an ideal, which the block DP cannot produce on branching graphs.
 // PipelineStageTimes gives both the GPipe estimate's terms; PlacePipeline
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/algorithms.h"
-#include "placer/max_load.h"
+#include "placer/core/algorithms.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer {
 
@@ -111,4 +111,4 @@ std::vector<int> PipelineStageOrder(const Problem& p,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_PIPELINE_INTERNAL_H_
+#endif  // TESSERA_PLACER_PIPELINE_PIPELINE_INTERNAL_H_

@@ -2,7 +2,7 @@
 // The keys of plan.json are a stable contract (docs/formats.md, "plan.json"):
 // add keys, never rename them.
 
-#include "placer/plan_io.h"
+#include "placer/report/plan_io.h"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_PLAN_IO_H_
-#define TESSERA_PLACER_PLAN_IO_H_
+#ifndef TESSERA_PLACER_REPORT_PLAN_IO_H_
+#define TESSERA_PLACER_REPORT_PLAN_IO_H_
 
 // What a plan looks like outside: plan.json (a stable contract, keys never
 // renamed), the simulated step as a Chrome Trace Event timeline (Perfetto,
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer {
 
@@ -47,4 +47,4 @@ void WritePlanDot(const Problem& problem, const Cluster& cluster,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_PLAN_IO_H_
+#endif  // TESSERA_PLACER_REPORT_PLAN_IO_H_

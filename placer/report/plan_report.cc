@@ -4,7 +4,7 @@
 // --timeline. The pictures are in plan_report_svg.cc; docs/plan_report.md
 // says what the page holds.
 
-#include "placer/plan_report.h"
+#include "placer/report/plan_report.h"
 
 #include <cstdio>
 #include <sstream>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/plan_report_internal.h"
+#include "placer/report/plan_report_internal.h"
 
 namespace tessera::placer {
 namespace report {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_PLAN_REPORT_H_
-#define TESSERA_PLACER_PLAN_REPORT_H_
+#ifndef TESSERA_PLACER_REPORT_PLAN_REPORT_H_
+#define TESSERA_PLACER_REPORT_PLAN_REPORT_H_
 
 // One plan as a single self-contained HTML page (docs/plan_report.md): the
 // summary and device table that `tessera plan` prints, the simulated step as
@@ -10,10 +10,10 @@
 #include <ostream>
 #include <string>
 
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/plan_io.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
+#include "placer/report/plan_io.h"
 
 namespace tessera::placer {
 
@@ -53,4 +53,4 @@ PlanPictures RenderPlanPictures(const Problem& problem, const Cluster& cluster,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_PLAN_REPORT_H_
+#endif  // TESSERA_PLACER_REPORT_PLAN_REPORT_H_

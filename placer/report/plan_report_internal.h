@@ -1,8 +1,8 @@
-#ifndef TESSERA_PLACER_PLAN_REPORT_INTERNAL_H_
-#define TESSERA_PLACER_PLAN_REPORT_INTERNAL_H_
+#ifndef TESSERA_PLACER_REPORT_PLAN_REPORT_INTERNAL_H_
+#define TESSERA_PLACER_REPORT_PLAN_REPORT_INTERNAL_H_
 
-// The pieces of the HTML plan report (placer/plan_report.h): the page and
-// its tables in plan_report.cc, the two SVG pictures in plan_report_svg.cc.
+// The pieces of the HTML plan report (placer/report/plan_report.h): the page
+// and its tables in plan_report.cc, the two SVG pictures in plan_report_svg.cc.
 
 #include <ostream>
 #include <string>
@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "placer/place.h"
-#include "placer/problem.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
 
 namespace tessera::placer::report {
 
@@ -35,4 +35,4 @@ void WriteGraphSvg(const Problem& problem, const Plan& plan,
 
 }  // namespace tessera::placer::report
 
-#endif  // TESSERA_PLACER_PLAN_REPORT_INTERNAL_H_
+#endif  // TESSERA_PLACER_REPORT_PLAN_REPORT_INTERNAL_H_

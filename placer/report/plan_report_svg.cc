@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/plan_io.h"
-#include "placer/plan_report.h"
-#include "placer/plan_report_internal.h"
+#include "placer/report/plan_io.h"
+#include "placer/report/plan_report.h"
+#include "placer/report/plan_report_internal.h"
 
 namespace tessera::placer::report {
 namespace {

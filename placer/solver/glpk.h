@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_GLPK_H_
-#define TESSERA_PLACER_GLPK_H_
+#ifndef TESSERA_PLACER_SOLVER_GLPK_H_
+#define TESSERA_PLACER_SOLVER_GLPK_H_
 
 // GLPK, the LP solver of m-SCT (placer/) and of the trace replay's physical
 // limit (sim/), under one rule: Debian's GLPK keeps its environment per
@@ -28,4 +28,4 @@ class GlpkProblem {
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_GLPK_H_
+#endif  // TESSERA_PLACER_SOLVER_GLPK_H_

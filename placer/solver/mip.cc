@@ -1,7 +1,7 @@
 // Mip::Solve: CBC in a child process, its answer read back column by
 // column. Why the child and which CBC settings avoid its known crash:
 // docs/placer_pipeline_ilp.md, "CBC in a child process".
-#include "placer/mip.h"
+#include "placer/solver/mip.h"
 
 #include <algorithm>
 #include <atomic>
@@ -35,7 +35,7 @@ Mip::Mip() : m_(Cbc_newModel()) {
   // postProcess when the time limit falls inside it or the root LP after
   // it ("The LP relaxation is infeasible or too expensive"): resnet50 on
   // models/clusters/crumbs.yaml at 0.0001-0.01 s, vgg16 at 0.0001 s.
-  // Without it no limit crashes (tests/placer/ilp_time_limit_test.cc) and
+  // Without it no limit crashes (tests/placer/ilp/ilp_time_limit_test.cc) and
   // the zoo and the published max-load inputs solve as well and as fast
   // (docs/placer_pipeline_ilp.md, "CBC in a child process").
   Cbc_setParameter(m_, "preprocess", "off");

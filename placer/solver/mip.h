@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_MIP_H_
-#define TESSERA_PLACER_MIP_H_
+#ifndef TESSERA_PLACER_SOLVER_MIP_H_
+#define TESSERA_PLACER_SOLVER_MIP_H_
 
 // A mixed-integer program for CBC through its C interface: columns and
 // rows added one by one, then solved in a child process (Solve), so that
@@ -81,4 +81,4 @@ class Mip {
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_MIP_H_
+#endif  // TESSERA_PLACER_SOLVER_MIP_H_

@@ -1,4 +1,4 @@
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "placer/cluster.h"
+#include "placer/core/cluster.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // MemoryLedger: the conservative per-device count algorithms plan with.
 
-#include "placer/ledger.h"
+#include "placer/core/ledger.h"
 
 #include <gtest/gtest.h>
 
-#include "placer/simulator.h"
+#include "placer/core/simulator.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

@@ -1,14 +1,14 @@
 // The placement driver: algorithm names, the verify-and-tighten loop,
 // `single`, `auto`, and the infeasible error's numbers.
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <string>
 
-#include "placer/mip.h"
+#include "placer/solver/mip.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

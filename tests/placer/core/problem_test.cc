@@ -1,7 +1,7 @@
 // BuildProblem: an ONNX model as a placement problem (names, roles, times
 // per device kind, training) and ProblemBuilder's checks.
 
-#include "placer/problem.h"
+#include "placer/core/problem.h"
 
 #include <gtest/gtest.h>
 

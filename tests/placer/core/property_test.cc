@@ -7,8 +7,8 @@
 
 #include <random>
 
-#include "placer/place.h"
-#include "placer/simulator.h"
+#include "placer/core/place.h"
+#include "placer/core/simulator.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

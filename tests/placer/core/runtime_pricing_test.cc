@@ -10,8 +10,8 @@
 
 #include "estimator/estimator.h"
 #include "estimator/runtime.h"
-#include "placer/problem.h"
-#include "placer/simulator.h"
+#include "placer/core/problem.h"
+#include "placer/core/simulator.h"
 #include "tests/placer/test_problems.h"
 #include "tests/testlib/repo_paths.h"
 

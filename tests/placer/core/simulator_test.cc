@@ -1,7 +1,7 @@
 // The simulator on graphs small enough to compute by hand: step times,
 // transfers, channel serialization, peak memory, training and microbatches.
 
-#include "placer/simulator.h"
+#include "placer/core/simulator.h"
 
 #include <gtest/gtest.h>
 

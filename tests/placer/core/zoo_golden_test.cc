@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 #include "tests/placer/test_problems.h"
 #include "tests/placer/zoo_problems.h"
 #include "tests/testlib/repo_paths.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "placer/reductions.h"
+#include "placer/baechi/reductions.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

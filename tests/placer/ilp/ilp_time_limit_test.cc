@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 #include "tests/placer/zoo_problems.h"
 
 namespace tessera::placer {

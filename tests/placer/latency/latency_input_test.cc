@@ -1,9 +1,9 @@
-// The single-sample latency model of placer/latency_input.h: latencies
+// The single-sample latency model of placer/latency/latency_input.h: latencies
 // worked out by hand on small graphs, each constraint violated, the cuts of
 // non-contiguous splits, a reference written from the paper's IP on random
 // contiguous splits, the greedy baseline on the published inputs, and
 // tessera's algorithms placing a converted problem.
-#include "placer/latency_input.h"
+#include "placer/latency/latency_input.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

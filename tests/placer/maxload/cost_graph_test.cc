@@ -1,9 +1,9 @@
-// tessera's cost-graph format (placer/cost_graph.h): reading a small graph
-// with every field, round trips through the writer (a hand-made problem,
+// tessera's cost-graph format (placer/maxload/cost_graph.h): reading a small
+// graph with every field, round trips through the writer (a hand-made problem,
 // published inputs, the estimator's export) that keep the problem and its
 // loads, every error naming its field, and the export's rules worked out
 // by hand.
-#include "placer/cost_graph.h"
+#include "placer/maxload/cost_graph.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

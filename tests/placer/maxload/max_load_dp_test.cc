@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "placer/max_load.h"
-#include "placer/mip.h"
+#include "placer/maxload/max_load.h"
+#include "placer/solver/mip.h"
 #include "tests/placer/test_problems.h"
 #include "tests/testlib/repo_paths.h"
 

@@ -1,8 +1,8 @@
-// The max-load model of placer/max_load.h: a problem whose loads are
+// The max-load model of placer/maxload/max_load.h: a problem whose loads are
 // worked out by hand, each constraint violated, the parser's errors, every
 // published input (data/dnn-partitioning) and the published inference
 // expert splits.
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // BuildMaxLoadUnits: color classes, free nodes joined to their neighbour,
 // the order of a contiguous split for forward and backward nodes; and the
 // DP over that order against brute force on training graphs.
-#include "placer/max_load_units.h"
+#include "placer/maxload/max_load_units.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
 
 namespace tessera::placer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_TESTS_PLACER_PIPELINE_CHECKS_H_
-#define TESSERA_TESTS_PLACER_PIPELINE_CHECKS_H_
+#ifndef TESSERA_TESTS_PLACER_PIPELINE_PIPELINE_CHECKS_H_
+#define TESSERA_TESTS_PLACER_PIPELINE_PIPELINE_CHECKS_H_
 
 // What the pipeline tests check of a split: the budgets it must fit, the
 // ledger's count of it, and whether its stages are contiguous.
@@ -7,8 +7,8 @@
 #include <set>
 #include <vector>
 
-#include "placer/ledger.h"
-#include "placer/pipeline_internal.h"
+#include "placer/core/ledger.h"
+#include "placer/pipeline/pipeline_internal.h"
 
 namespace tessera::placer::testing {
 
@@ -40,4 +40,4 @@ inline bool IsContiguousSplit(const Problem& p, const Placement& x) {
 
 }  // namespace tessera::placer::testing
 
-#endif  // TESSERA_TESTS_PLACER_PIPELINE_CHECKS_H_
+#endif  // TESSERA_TESTS_PLACER_PIPELINE_PIPELINE_CHECKS_H_

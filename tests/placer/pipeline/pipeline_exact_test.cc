@@ -1,5 +1,5 @@
-// The `pipeline` algorithm's exact split (placer/pipeline_exact.cc): the
-// restatement in the max-load model, the split never worse than the block
+// The `pipeline` algorithm's exact split (placer/pipeline/pipeline_exact.cc):
+// the restatement in the max-load model, the split never worse than the block
 // DP's bottleneck, strictly better on branches, and dropped when it does
 // not fit the ledger's count.
 
@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "placer/ledger.h"
-#include "placer/pipeline_internal.h"
-#include "tests/placer/pipeline_checks.h"
+#include "placer/core/ledger.h"
+#include "placer/pipeline/pipeline_internal.h"
+#include "tests/placer/pipeline/pipeline_checks.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

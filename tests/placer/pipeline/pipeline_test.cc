@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/algorithms.h"
-#include "placer/ledger.h"
-#include "tests/placer/pipeline_checks.h"
+#include "placer/core/algorithms.h"
+#include "placer/core/ledger.h"
+#include "tests/placer/pipeline/pipeline_checks.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

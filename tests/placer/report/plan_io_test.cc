@@ -1,7 +1,7 @@
 // plan.json, the Chrome trace timeline, the DOT picture and the HTML report
 // of a plan, on a small problem placed by hand over two devices.
-#include "placer/plan_io.h"
-#include "placer/plan_report.h"
+#include "placer/report/plan_io.h"
+#include "placer/report/plan_report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "placer/simulator.h"
+#include "placer/core/simulator.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {
