@@ -26,7 +26,7 @@ struct TruthRun {
   int batch = 1;
   bool train = false;
   std::string precision;  // fp32, tf32, bf16
-  double ms = 0;  // the median step
+  double ms = 0;          // the median step
   // The fastest of the measured steps (0: not recorded). 1 - min_ms / ms is
   // the measurement's own spread: how far the median sits above what the
   // same step can take on a quiet host.
