@@ -15,7 +15,7 @@
 
 #include "bench/common/synthetic_problem.h"
 #include "common/isolated.h"
-#include "placer/core/algorithms.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/core/place.h"
 #include "tests/testlib/repo_paths.h"
 

@@ -1,4 +1,4 @@
-// The list-scheduling engine of m-ETF and m-SCT (list_scheduler.h).
+// The list-scheduling engine of m-ETF and m-SCT (list_scheduler_internal.h).
 //
 // Each device keeps two heaps of the ready ops that may still go there:
 // `pending` keyed by the time the op's inputs would arrive there, and
@@ -10,15 +10,15 @@
 // device's heaps for good (what a device holds only grows); ops placed
 // elsewhere are dropped lazily.
 
-#include "placer/baechi/list_scheduler.h"
+#include "placer/baechi/list_scheduler_internal.h"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
 
-#include "placer/baechi/reductions.h"
-#include "placer/core/ledger.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/ledger_internal.h"
 
 namespace tessera::placer {
 namespace {

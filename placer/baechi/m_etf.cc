@@ -1,9 +1,9 @@
 // m-ETF: Baechi's memory-constrained earliest-task-first placement, the
-// list-scheduling engine without favourites (list_scheduler.h), on the
+// list-scheduling engine without favourites (list_scheduler_internal.h), on the
 // problem reduced as PlaceOptions asks.
 
-#include "placer/baechi/list_scheduler.h"
-#include "placer/core/algorithms.h"
+#include "placer/baechi/list_scheduler_internal.h"
+#include "placer/core/algorithms_internal.h"
 
 namespace tessera::placer {
 

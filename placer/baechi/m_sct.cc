@@ -19,9 +19,9 @@
 
 #include "common/isolated.h"
 #include "common/strings.h"
-#include "placer/baechi/list_scheduler.h"
-#include "placer/baechi/reductions.h"
-#include "placer/core/algorithms.h"
+#include "placer/baechi/list_scheduler_internal.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/solver/glpk.h"
 
 namespace tessera::placer {

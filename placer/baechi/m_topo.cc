@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/baechi/list_scheduler.h"
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/baechi/list_scheduler_internal.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 
 namespace tessera::placer {
 namespace {

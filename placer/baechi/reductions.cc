@@ -1,9 +1,9 @@
-// Graph reductions (reductions.h): co-placement, fusion of groups that
+// Graph reductions (reductions_internal.h): co-placement, fusion of groups that
 // share a weight, coarsening, and the contracted problem. Every function
 // works on the graph of groups (distinct edges between groups) and keeps it
 // acyclic; the arguments are in docs/placer_baechi.md.
 
-#include "placer/baechi/reductions.h"
+#include "placer/baechi/reductions_internal.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // MemoryLedger: the conservative per-device memory count every algorithm
-// plans with (rules in ledger.h).
+// plans with (rules in ledger_internal.h).
 
-#include "placer/core/ledger.h"
+#include "placer/core/ledger_internal.h"
 
 #include <algorithm>
 

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common/strings.h"
-#include "placer/baechi/reductions.h"
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 
 namespace tessera::placer {
 namespace {

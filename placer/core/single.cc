@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 
 namespace tessera::placer {
 

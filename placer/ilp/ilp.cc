@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/baechi/reductions.h"
-#include "placer/core/algorithms.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/ilp/ilp_internal.h"
 #include "placer/solver/mip.h"
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "placer/baechi/reductions.h"
-#include "placer/core/algorithms.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/core/cluster.h"
 #include "placer/core/problem.h"
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 #include "placer/pipeline/pipeline_internal.h"
 
 namespace tessera::placer {

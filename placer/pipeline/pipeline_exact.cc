@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "placer/core/ledger.h"
+#include "placer/core/ledger_internal.h"
 #include "placer/ilp/ilp_internal.h"
 #include "placer/pipeline/pipeline_internal.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/core/algorithms.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/maxload/max_load.h"
 
 namespace tessera::placer {

@@ -2,7 +2,7 @@
 // on small hand-made problems with known answers, and their invariants on
 // random DAGs.
 
-#include "placer/baechi/list_scheduler.h"
+#include "placer/baechi/list_scheduler_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

@@ -1,4 +1,4 @@
-#include "placer/baechi/reductions.h"
+#include "placer/baechi/reductions_internal.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // MemoryLedger: the conservative per-device count algorithms plan with.
 
-#include "placer/core/ledger.h"
+#include "placer/core/ledger_internal.h"
 
 #include <gtest/gtest.h>
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "placer/baechi/reductions.h"
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 #include "tests/placer/test_problems.h"
 
 namespace tessera::placer {

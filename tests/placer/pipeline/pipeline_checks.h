@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "placer/core/ledger.h"
+#include "placer/core/ledger_internal.h"
 #include "placer/pipeline/pipeline_internal.h"
 
 namespace tessera::placer::testing {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "placer/core/ledger.h"
+#include "placer/core/ledger_internal.h"
 #include "placer/pipeline/pipeline_internal.h"
 #include "tests/placer/pipeline/pipeline_checks.h"
 #include "tests/placer/test_problems.h"

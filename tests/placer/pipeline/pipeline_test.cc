@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/core/algorithms.h"
-#include "placer/core/ledger.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/ledger_internal.h"
 #include "tests/placer/pipeline/pipeline_checks.h"
 #include "tests/placer/test_problems.h"
 

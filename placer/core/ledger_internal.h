@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_CORE_LEDGER_H_
-#define TESSERA_PLACER_CORE_LEDGER_H_
+#ifndef TESSERA_PLACER_CORE_LEDGER_INTERNAL_H_
+#define TESSERA_PLACER_CORE_LEDGER_INTERNAL_H_
 
 // Internal: the memory accounting every algorithm plans with. Conservative
 // for inference: every activation an op produces or receives stays counted
@@ -89,4 +89,4 @@ int64_t StandaloneBytes(const Problem& problem, OpId op);
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_CORE_LEDGER_H_
+#endif  // TESSERA_PLACER_CORE_LEDGER_INTERNAL_H_

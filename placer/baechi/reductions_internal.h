@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_BAECHI_REDUCTIONS_H_
-#define TESSERA_PLACER_BAECHI_REDUCTIONS_H_
+#ifndef TESSERA_PLACER_BAECHI_REDUCTIONS_INTERNAL_H_
+#define TESSERA_PLACER_BAECHI_REDUCTIONS_INTERNAL_H_
 
 // Internal: graph reductions. A Grouping maps each op to a group; the
 // groups of every Grouping these functions return form a DAG (contracting
@@ -45,4 +45,4 @@ Placement Expand(const Problem& p, const Grouping& g,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_BAECHI_REDUCTIONS_H_
+#endif  // TESSERA_PLACER_BAECHI_REDUCTIONS_INTERNAL_H_

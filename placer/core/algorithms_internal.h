@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_CORE_ALGORITHMS_H_
-#define TESSERA_PLACER_CORE_ALGORITHMS_H_
+#ifndef TESSERA_PLACER_CORE_ALGORITHMS_INTERNAL_H_
+#define TESSERA_PLACER_CORE_ALGORITHMS_INTERNAL_H_
 
 // Internal: the algorithms behind place.h, each planning against per-device
 // memory budgets. The driver (place.cc) simulates and verifies what they
@@ -56,4 +56,4 @@ Result<AlgoOutput> PlaceIlp(const Problem& p, const Cluster& c,
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_CORE_ALGORITHMS_H_
+#endif  // TESSERA_PLACER_CORE_ALGORITHMS_INTERNAL_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PLACER_BAECHI_LIST_SCHEDULER_H_
-#define TESSERA_PLACER_BAECHI_LIST_SCHEDULER_H_
+#ifndef TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_
+#define TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_
 
 // Internal: what Baechi's algorithms (m_topo.cc, m_etf.cc, m_sct.cc)
 // share: the memory-constrained list-scheduling engine of m-ETF and m-SCT,
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "placer/core/algorithms.h"
+#include "placer/core/algorithms_internal.h"
 #include "placer/core/cluster.h"
 #include "placer/core/problem.h"
 
@@ -71,4 +71,4 @@ Result<AlgoOutput> PlaceReduced(
 
 }  // namespace tessera::placer
 
-#endif  // TESSERA_PLACER_BAECHI_LIST_SCHEDULER_H_
+#endif  // TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_
