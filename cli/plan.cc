@@ -361,7 +361,7 @@ void PrintSummary(const Setup& s, const Plan& plan) {
       ilp += (ilp.empty() ? "" : ", ") + std::string("gap ") +
              Percent(*plan.ilp_gap, 1.0);
     }
-    if (plan.ilp_optimal) ilp += ", optimal";
+    if (plan.ilp_status == placer::SolveStatus::kOptimal) ilp += ", optimal";
     t.AddRow({"ilp", ilp});
   }
   for (size_t i = 0; i < plan.notes.size(); ++i) {

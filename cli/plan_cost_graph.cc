@@ -18,6 +18,7 @@
 #include "common/yaml_reader.h"
 #include "placer/maxload/cost_graph.h"
 #include "placer/maxload/max_load.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::cli {
 namespace {
@@ -85,6 +86,9 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
   }
   Result<placer::MaxLoadDpResult> dp = placer::SolveContiguousMaxLoad(problem);
   if (!dp) return ReportError(dp.error());
+  // No contiguous split, or none before a cap stopped the search: exit 3
+  // either way, as always.
+  if (!placer::HasSolution(dp->status)) return ReportError(Infeasible(dp->why));
   placer::MaxLoadPlacement chosen = dp->placement;
   std::optional<placer::MaxLoadIlpResult> ilp;
   if (algo != "contiguous") {
@@ -93,11 +97,14 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
     o.warm = &dp->placement;
     Result<placer::MaxLoadIlpResult> r = placer::SolveMaxLoadIlp(problem, o);
     if (!r) return ReportError(r.error());
+    if (!placer::HasSolution(r->status)) {
+      return ReportError(placer::NoSolutionError(r->status, r->why));
+    }
     ilp = *r;
     chosen = ilp->placement;
   }
   std::optional<placer::MaxLoadLocalResult> local;
-  if (ilp && !ilp->optimal) {
+  if (ilp && ilp->status != placer::SolveStatus::kOptimal) {
     local = placer::ImproveMaxLoadLocally(problem, chosen, kLocalSeconds);
     chosen = local->placement;
   }
@@ -118,22 +125,25 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
                            {"nodes", count[d]},
                            {"load", eval.loads[d]}});
   }
+  // The JSON's "optimal" (a contract) is SolveStatus::kOptimal.
+  const bool dp_optimal = dp->status == placer::SolveStatus::kOptimal;
+  const bool ilp_optimal = ilp && ilp->status == placer::SolveStatus::kOptimal;
   nlohmann::ordered_json contiguous = {
-      {"max_load", dp->max_load}, {"optimal", dp->optimal},
+      {"max_load", dp->max_load}, {"optimal", dp_optimal},
       {"units", dp->units},       {"ideals", dp->ideals},
       {"blocks", dp->blocks},     {"seconds", dp->seconds}};
-  if (!dp->optimal) contiguous["stopped"] = dp->stopped;
+  if (!dp_optimal) contiguous["stopped"] = dp->why;
   nlohmann::ordered_json out = {{"cost_graph", args.cost_graph},
                                 {"format", format},
                                 {"algorithm", ilp ? "ilp" : "contiguous-dp"},
-                                {"optimal", ilp ? ilp->optimal : dp->optimal},
+                                {"optimal", ilp ? ilp_optimal : dp_optimal},
                                 {"contiguous", std::move(contiguous)}};
   double seconds = dp->seconds;
   if (ilp) {
     out["ilp"] = {{"max_load", ilp->max_load},
                   {"lower_bound", ilp->lower_bound},
                   {"gap", ilp->Gap()},
-                  {"optimal", ilp->optimal},
+                  {"optimal", ilp_optimal},
                   {"improved_on_contiguous", ilp->improved_warm},
                   {"units", ilp->units},
                   {"seconds", ilp->seconds}};
@@ -172,16 +182,15 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
   }
   std::cout << "\n"
             << "contiguous: max load " << Fixed(dp->max_load, 4) << " ("
-            << (dp->optimal ? "the optimum over contiguous splits"
-                            : "the best found: " + dp->stopped)
+            << (dp_optimal ? "the optimum over contiguous splits"
+                           : "the best found: " + dp->why)
             << "; " << dp->units << " units, " << dp->ideals << " ideals, "
             << Fixed(dp->seconds * 1e3, 1) << " ms)\n";
   if (ilp) {
     std::cout << "any split:  max load " << Fixed(ilp->max_load, 4) << " ("
-              << (ilp->optimal
-                      ? "proven optimal"
-                      : "lower bound " + Fixed(ilp->lower_bound, 4) + ", gap " +
-                            Fixed(ilp->Gap() * 100, 1) + "%")
+              << (ilp_optimal ? "proven optimal"
+                              : "lower bound " + Fixed(ilp->lower_bound, 4) +
+                                    ", gap " + Fixed(ilp->Gap() * 100, 1) + "%")
               << (ilp->improved_warm ? ", better than contiguous"
                                      : ", the contiguous split kept")
               << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";

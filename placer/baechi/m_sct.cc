@@ -180,7 +180,11 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
       !reader.GetDoubles(ne, &x) || !reader.at_end()) {
     return Internal("m-sct: GLPK's answer does not decode (a tessera bug)");
   }
-  if (rc != 0 || status != GLP_OPT) {
+  // The LP has no time limit and always a solution: anything but the
+  // optimum is GLPK failing.
+  Result<SolveStatus> lp_status = GlpkSimplexStatus(rc, status);
+  if (!lp_status) return lp_status.error();
+  if (*lp_status != SolveStatus::kOptimal) {
     return Internal("GLPK's simplex returned " + std::to_string(rc) +
                     " with status " + std::to_string(status));
   }

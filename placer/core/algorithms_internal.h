@@ -16,6 +16,7 @@
 #include "placer/core/place.h"
 #include "placer/core/problem.h"
 #include "placer/core/simulator.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 
@@ -25,7 +26,7 @@ struct AlgoOutput {
   int microbatches = 1;
   std::optional<double> ilp_objective_s;
   std::optional<double> ilp_gap;
-  bool ilp_optimal = false;
+  std::optional<SolveStatus> ilp_status;
 };
 
 // Per-device byte budgets, indexed like Cluster::devices.

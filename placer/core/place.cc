@@ -81,7 +81,7 @@ Result<Plan> PlaceOne(const Problem& p, const Cluster& c, Algorithm a,
       plan.notes = std::move(out->notes);
       plan.ilp_objective_s = out->ilp_objective_s;
       plan.ilp_gap = out->ilp_gap;
-      plan.ilp_optimal = out->ilp_optimal;
+      plan.ilp_status = out->ilp_status;
       if (attempt > 0) {
         plan.notes.push_back("memory budgets tightened " +
                              std::to_string(attempt) +

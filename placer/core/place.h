@@ -19,6 +19,7 @@
 #include "placer/core/cluster.h"
 #include "placer/core/problem.h"
 #include "placer/core/simulator.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 
@@ -85,10 +86,11 @@ struct Plan {
   // Free-form facts about the run: "ilp: optimal" / "ilp: gap 3.2% after
   // 10 s", "reduced 327 ops to 94 groups", "budget retries: 1".
   std::vector<std::string> notes;
-  // ilp only: the objective (the relaxed step time) and its proven gap.
+  // ilp only: the objective (the relaxed step time), its proven gap and
+  // what CBC found (kOptimal or kFeasible: a placement either way).
   std::optional<double> ilp_objective_s;
   std::optional<double> ilp_gap;
-  bool ilp_optimal = false;
+  std::optional<SolveStatus> ilp_status;
 };
 
 // Runs `algorithm` (kAuto included). kInfeasible when the model cannot fit

@@ -26,6 +26,7 @@
 #include "placer/core/algorithms_internal.h"
 #include "placer/ilp/ilp_internal.h"
 #include "placer/solver/mip.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 namespace {
@@ -269,7 +270,7 @@ void CanonicalLabels(const std::vector<int>& pred, std::vector<int>& assign) {
 struct Solution {
   std::vector<int> assign;
   double objective_s = 0.0, bound_s = 0.0;
-  bool optimal = false;
+  SolveStatus status = SolveStatus::kFeasible;  // kOptimal or kFeasible
 };
 
 std::string Format(const char* fmt, double v) {
@@ -308,8 +309,8 @@ Result<Solution> SolveMip(const IlpData& data, const Problem& q,
   if (!solved) return solved.error().WithContext("ilp");
   const MipOutcome& mo = *solved;
   const std::vector<double>& sol = mo.solution;
-  if (sol.empty()) {
-    if (mo.proven_infeasible) {
+  if (!HasSolution(mo.status)) {
+    if (mo.status == SolveStatus::kInfeasible) {
       return Infeasible("ilp: no placement of the " + std::to_string(ng) +
                         " groups fits the devices' memory");
     }
@@ -329,10 +330,11 @@ Result<Solution> SolveMip(const IlpData& data, const Problem& q,
     }
   }
   out.objective_s = mo.objective * cols.time_unit;
-  out.optimal = mo.proven_optimal;
-  out.bound_s = out.optimal ? out.objective_s
-                            : std::min(out.objective_s,
-                                       mo.best_possible * cols.time_unit);
+  out.status = mo.status;
+  out.bound_s =
+      out.status == SolveStatus::kOptimal
+          ? out.objective_s
+          : std::min(out.objective_s, mo.best_possible * cols.time_unit);
   return out;
 }
 
@@ -373,7 +375,7 @@ Result<AlgoOutput> PlaceIlp(const Problem& p, const Cluster& c,
   if (n == 0) {
     out.ilp_objective_s = 0.0;
     out.ilp_gap = 0.0;
-    out.ilp_optimal = true;
+    out.ilp_status = SolveStatus::kOptimal;
     return out;
   }
   if (c.size() == 0) return Infeasible("ilp: the cluster has no devices");
@@ -414,8 +416,8 @@ Result<AlgoOutput> PlaceIlp(const Problem& p, const Cluster& c,
   out.ilp_gap = s.objective_s > 0
                     ? std::max(0.0, (s.objective_s - s.bound_s) / s.objective_s)
                     : 0.0;
-  out.ilp_optimal = s.optimal;
-  out.notes.push_back(s.optimal
+  out.ilp_status = s.status;
+  out.notes.push_back(s.status == SolveStatus::kOptimal
                           ? "ilp: optimal in " + Format("%.3g", elapsed) + " s"
                           : "ilp: gap " + Format("%.1f", *out.ilp_gap * 100) +
                                 "% after " + Format("%.3g", elapsed) + " s");

@@ -160,10 +160,11 @@ struct LatencyRun {
   double seconds = 0;              // placement wall time
   double simulated_step = 0;       // tessera's simulator on its own model
   std::vector<std::string> notes;  // the plan's notes
-  // ilp only: its objective and proven gap in its own relaxed model.
+  // ilp only: its objective, proven gap and status (Plan::ilp_status) in
+  // its own relaxed model.
   std::optional<double> ilp_objective;
   std::optional<double> ilp_gap;
-  bool ilp_optimal = false;
+  std::optional<SolveStatus> ilp_status;
 };
 Result<LatencyRun> PlaceForLatency(const LatencyProblem& p, Algorithm a,
                                    const PlaceOptions& options,

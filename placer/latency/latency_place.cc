@@ -284,7 +284,7 @@ Result<LatencyRun> PlaceForLatency(const LatencyProblem& p, Algorithm a,
   run.notes = std::move(plan->notes);
   run.ilp_objective = plan->ilp_objective_s;
   run.ilp_gap = plan->ilp_gap;
-  run.ilp_optimal = plan->ilp_optimal;
+  run.ilp_status = plan->ilp_status;
   return run;
 }
 

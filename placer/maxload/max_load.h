@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 
@@ -127,9 +128,11 @@ Result<MaxLoadPlacement> ParseExpertSplit(const nlohmann::json& j,
 // (max_load_units.h: color classes and free nodes joined; forward order,
 // backward nodes with their forward twins), memory and kinds respected.
 // Branch and bound: a first split from one topological order bounds the
-// search. When a cap or the time limit stops it, the best split found is
-// returned with `optimal` false and `stopped` saying why; kInfeasible when
-// no contiguous split fits.
+// search. Its status (solver/solve_status.h): kOptimal; kFeasible, the
+// best split found, when a cap or the time limit stopped it; kInfeasible
+// when no contiguous split fits; kNoSolution when a cap or the time limit
+// stopped it before its first split. `why` says why when not kOptimal.
+// An Error only for a problem without devices.
 struct MaxLoadDpOptions {
   int64_t max_states = 1'000'000;  // ideals enumerated at most
   // Blocks (pairs of ideals I ⊂ J) tried at most.
@@ -139,9 +142,10 @@ struct MaxLoadDpOptions {
 struct MaxLoadDpResult {
   MaxLoadPlacement placement;
   double max_load = 0;
-  bool optimal = false;  // proven optimal among contiguous splits
-  std::string stopped;   // why not, when not
-  int64_t units = 0;     // what the DP moves as one
+  SolveStatus status = SolveStatus::kNoSolution;  // among contiguous splits
+  // "" when kOptimal; else what stopped the search, or why nothing fits.
+  std::string why;
+  int64_t units = 0;  // what the DP moves as one
   int64_t free_nodes_joined = 0;
   int64_t ideals = 0;        // states explored
   int64_t blocks = 0;        // pairs of ideals tried
@@ -155,8 +159,10 @@ Result<MaxLoadDpResult> SolveContiguousMaxLoad(const MaxLoadProblem& p,
 // over the units a placement must keep together (color classes, free
 // nodes), solved by CBC within `time_limit_s`, started from `warm` (the
 // DP's split) when given. Reports the best placement found and CBC's proven
-// lower bound; `optimal` when they meet. kInfeasible when nothing fits;
-// kInternal when CBC found no placement in time and none was given.
+// lower bound: status kOptimal when they meet, else kFeasible (so too when
+// CBC crashed or was killed and `warm` stands); kInfeasible when nothing
+// fits; kNoSolution when CBC found no placement in time and none was given
+// (`why` says which). An Error when CBC failed and no `warm` was given.
 struct MaxLoadIlpOptions {
   double time_limit_s = 60;
   const MaxLoadPlacement* warm = nullptr;
@@ -165,7 +171,8 @@ struct MaxLoadIlpResult {
   MaxLoadPlacement placement;
   double max_load = 0;
   double lower_bound = 0;  // no placement has a smaller max load
-  bool optimal = false;
+  SolveStatus status = SolveStatus::kNoSolution;
+  std::string why;             // kInfeasible, kNoSolution: why no placement
   bool improved_warm = false;  // better than `warm`
   int64_t units = 0, columns = 0, rows = 0;
   double seconds = 0;
@@ -189,6 +196,10 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
 struct MaxLoadLocalResult {
   MaxLoadPlacement placement;
   double max_load = 0;
+  // kFeasible (local search proves nothing), or kNoSolution when neither
+  // `start` nor any restart was feasible (`placement` is then `start`'s
+  // descent).
+  SolveStatus status = SolveStatus::kFeasible;
   int64_t moves = 0;
   int restarts_won = 0;
   double seconds = 0;

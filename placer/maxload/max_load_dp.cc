@@ -202,23 +202,27 @@ class Dp {
                 "split";
     }
     out.seed_max_load = bound_;
-    if (stopped.empty()) {
-      if (Status s = Enumerate(); !s.ok()) stopped = s.error().message;
-    }
+    if (stopped.empty()) stopped = Enumerate();
     if (stopped.empty()) stopped = Search();
     out.ideals = static_cast<int64_t>(ideals_.size());
     out.blocks = blocks_;
     if (bound_ == kInf) {
-      if (!stopped.empty()) return Infeasible(stopped);
-      return Infeasible(p_.source +
-                        ": no contiguous split fits (memory, color classes "
-                        "or nodes that run only on some kinds, on " +
-                        DeviceCounts() + ")");
+      out.status =
+          stopped.empty() ? SolveStatus::kInfeasible : SolveStatus::kNoSolution;
+      out.why = !stopped.empty()
+                    ? stopped
+                    : p_.source +
+                          ": no contiguous split fits (memory, color "
+                          "classes or nodes that run only on some kinds, on " +
+                          DeviceCounts() + ")";
+      out.seconds = Elapsed();
+      return out;
     }
     out.placement.device = best_placement_;
     out.max_load = EvaluateMaxLoad(p_, out.placement).max_load;
-    out.optimal = stopped.empty();
-    out.stopped = stopped;
+    out.status =
+        stopped.empty() ? SolveStatus::kOptimal : SolveStatus::kFeasible;
+    out.why = stopped;
     out.seconds = Elapsed();
     return out;
   }
@@ -331,8 +335,8 @@ class Dp {
   }
 
   // Every ideal of the units' order, in order of size, with the lattice's
-  // edges (ideal + one unit).
-  Status Enumerate() {
+  // edges (ideal + one unit); "" when it got them all, else why it stopped.
+  std::string Enumerate() {
     Bits empty(words_, 0);
     index_.emplace(empty, 0);
     ideals_.push_back(empty);
@@ -342,10 +346,10 @@ class Dp {
     std::vector<int> missing(m_);
     for (size_t i = 0; i < ideals_.size(); ++i) {
       if (o_.time_limit_s > 0 && i % 1024 == 0 && Elapsed() > o_.time_limit_s) {
-        return Infeasible(p_.source +
-                          ": the exact search passed its time limit while "
-                          "enumerating ideals (" +
-                          std::to_string(ideals_.size()) + " so far)");
+        return p_.source +
+               ": the exact search passed its time limit while enumerating "
+               "ideals (" +
+               std::to_string(ideals_.size()) + " so far)";
       }
       for (int u = 0; u < m_; ++u) {
         if (Has(ideals_[i], u)) continue;
@@ -362,10 +366,9 @@ class Dp {
         auto it = index_.find(next);
         if (it == index_.end()) {
           if (static_cast<int64_t>(ideals_.size()) >= o_.max_states) {
-            return Infeasible(p_.source + ": more than " +
-                              std::to_string(o_.max_states) +
-                              " ideals (contiguous sets) to explore; the "
-                              "exact search stops there");
+            return p_.source + ": more than " + std::to_string(o_.max_states) +
+                   " ideals (contiguous sets) to explore; the exact search "
+                   "stops there";
           }
           it = index_.emplace(next, static_cast<int>(ideals_.size())).first;
           ideals_.push_back(std::move(next));
@@ -375,7 +378,7 @@ class Dp {
         children_[i].push_back({it->second, u});
       }
     }
-    return {};
+    return "";
   }
 
   // The DP proper; "" when it ran to the end, else why it stopped.

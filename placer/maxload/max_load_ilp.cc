@@ -26,6 +26,8 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "placer/maxload/max_load.h"
@@ -67,6 +69,13 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   const auto started = Clock::now();
   const int devices = p.Devices();
   if (devices <= 0) return BadInput(p.source + ": no device to place on");
+  const auto infeasible = [&](std::string why) {
+    MaxLoadIlpResult out;
+    out.status = SolveStatus::kInfeasible;
+    out.why = std::move(why);
+    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return out;
+  };
   const MaxLoadUnits units = BuildMaxLoadUnits(p, /*order=*/false);
   const int m = static_cast<int>(units.members.size());
   const int n = static_cast<int>(p.nodes.size());
@@ -92,7 +101,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
       if (p.kinds[k].count > 0) least = std::min(least, time[u * kinds + k]);
     }
     if (least == kInf) {
-      return Infeasible(p.source + ": node " +
+      return infeasible(p.source + ": node " +
                         std::to_string(p.nodes[units.members[u][0]].id) +
                         " (with the nodes it must share a device with) "
                         "runs on no device kind present");
@@ -124,7 +133,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
       if (x[u * devices + d] >= 0) cols.push_back(x[u * devices + d]);
     }
     if (cols.empty()) {
-      return Infeasible(p.source + ": node " +
+      return infeasible(p.source + ": node " +
                         std::to_string(p.nodes[units.members[u][0]].id) +
                         " has no device it can run on");
     }
@@ -273,22 +282,27 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     if (warm_load == kInf) return solved.error().WithContext(p.source);
     out.placement = *o.warm;
     out.max_load = warm_load;
+    out.status = SolveStatus::kFeasible;
     out.solver_failure = solved.error().message;
     out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return out;
   }
   const MipOutcome& mo = *solved;
   const std::vector<double>& sol = mo.solution;
-  if (sol.empty()) {
-    if (mo.proven_infeasible) {
-      return Infeasible(p.source +
-                        ": no placement fits (memory, color "
-                        "classes, or where nodes can run)");
-    }
-    if (warm_load == kInf) {
-      return Internal(p.source + ": CBC found no placement within " +
-                      std::to_string(o.time_limit_s) + " s");
-    }
+  if (mo.status == SolveStatus::kInfeasible) {
+    out.status = SolveStatus::kInfeasible;
+    out.why = p.source +
+              ": no placement fits (memory, color classes, or where nodes "
+              "can run)";
+    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return out;
+  }
+  if (mo.status == SolveStatus::kNoSolution && warm_load == kInf) {
+    out.status = SolveStatus::kNoSolution;
+    out.why = p.source + ": CBC found no placement within " +
+              std::to_string(o.time_limit_s) + " s";
+    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return out;
   }
   MaxLoadPlacement found;
   if (!sol.empty()) {
@@ -316,12 +330,13 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     out.placement = *o.warm;
     out.max_load = warm_load;
   }
-  const bool proven = mo.proven_optimal;
+  const bool proven = mo.status == SolveStatus::kOptimal;
   const double bound = mo.best_possible * unit;
   out.lower_bound = proven ? out.max_load : std::min(out.max_load, bound);
   // CBC's tolerances: a bound within 1e-6 relative counts as met.
-  out.optimal = proven || out.max_load - out.lower_bound <=
-                              1e-6 * std::max(1.0, out.max_load);
+  const bool met = proven || out.max_load - out.lower_bound <=
+                                 1e-6 * std::max(1.0, out.max_load);
+  out.status = met ? SolveStatus::kOptimal : SolveStatus::kFeasible;
   if (proven) out.lower_bound = out.max_load;
   out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return out;

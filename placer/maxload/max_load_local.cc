@@ -133,6 +133,8 @@ MaxLoadLocalResult ImproveMaxLoadLocally(const MaxLoadProblem& p,
     }
   }
   out.max_load = EvaluateMaxLoad(p, out.placement).max_load;
+  out.status =
+      best.feasible ? SolveStatus::kFeasible : SolveStatus::kNoSolution;
   out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return out;
 }

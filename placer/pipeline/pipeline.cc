@@ -458,13 +458,16 @@ std::string ExactNote(const ExactPipeline& e, bool won, int microbatches,
          FormatMs(b.max_stage) + " ms)";
   }
   s += ": max load " + FormatMs(e.max_load) + " ms, " +
-       (e.optimal ? "proven optimal" : "best found, not proven optimal") +
+       (e.status == SolveStatus::kOptimal ? "proven optimal"
+                                          : "best found, not proven optimal") +
        (e.dearest_links ? " with every crossing at the dearest link's cost"
                         : "") +
        " (" + std::to_string(e.ideals) + " ideals, " + std::to_string(e.runs) +
        " DP run" + (e.runs == 1 ? "" : "s") + ", " + FormatMs(e.seconds) +
        " ms)";
-  if (!e.optimal && !e.stopped.empty()) s += "; " + e.stopped;
+  if (e.status != SolveStatus::kOptimal && !e.stopped.empty()) {
+    s += "; " + e.stopped;
+  }
   return s;
 }
 

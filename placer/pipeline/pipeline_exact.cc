@@ -252,9 +252,13 @@ ExactPipeline SolveExact(const Problem& p, const Cluster& c,
       out.why_not = WithoutSource(r.error().message, m.problem);
       break;
     }
+    out.status = r->status;
+    if (!HasSolution(r->status)) {
+      out.why_not = WithoutSource(r->why, m.problem);
+      break;
+    }
     out.max_load = r->max_load;
-    out.optimal = r->optimal;
-    out.stopped = WithoutSource(r->stopped, m.problem);
+    out.stopped = WithoutSource(r->why, m.problem);
     out.ideals = r->ideals;
     PipelineSplit split;
     split.placement.device.resize(p.num_ops());

@@ -21,6 +21,7 @@
 #include "common/result.h"
 #include "placer/core/algorithms_internal.h"
 #include "placer/maxload/max_load.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 
@@ -90,9 +91,11 @@ struct ExactPipeline {
   std::optional<PipelineSplit> split;  // absent: none found, or none fit
   std::string why_not;                 // when split is absent
   double max_load = 0.0;               // the DP's objective for `split`
-  bool optimal = false;                // proven optimal over contiguous splits
-  std::string stopped;                 // why not proven, when not
-  int64_t ideals = 0;                  // of the last DP run
+  // The last DP run's (kOptimal: proven over contiguous splits); a split
+  // it found may still be dropped for not fitting the budgets.
+  SolveStatus status = SolveStatus::kNoSolution;
+  std::string stopped;         // why not proven, when a split was found
+  int64_t ideals = 0;          // of the last DP run
   int runs = 0;                // DP runs (memory retries and link models too)
   bool dearest_links = false;  // `split` is the dearest link's
   double seconds = 0.0;

@@ -138,7 +138,7 @@ Json PlanJson(const Problem& problem, const Cluster& cluster, const Plan& plan,
       {"notes", plan.notes},
   };
   if (plan.ilp_objective_s || plan.ilp_gap) {
-    Json ilp = {{"optimal", plan.ilp_optimal}};
+    Json ilp = {{"optimal", plan.ilp_status == SolveStatus::kOptimal}};
     ilp["objective_ms"] =
         plan.ilp_objective_s ? Json(Ms(*plan.ilp_objective_s)) : Json(nullptr);
     ilp["gap"] = plan.ilp_gap ? Json(*plan.ilp_gap) : Json(nullptr);

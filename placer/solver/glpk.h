@@ -10,6 +10,9 @@
 
 #include <glpk.h>
 
+#include "common/result.h"
+#include "placer/solver/solve_status.h"
+
 namespace tessera::placer {
 
 // One GLPK problem, deleted with its owner.
@@ -25,6 +28,15 @@ class GlpkProblem {
  private:
   glp_prob* lp_;
 };
+
+// What glp_simplex found, from its return code `rc` and glp_get_status's
+// `status`: after a return of 0 or a limit (iterations, time, objective),
+// GLP_OPT is kOptimal, GLP_FEAS (and GLP_UNBND: feasible, no optimum) is
+// kFeasible, GLP_NOFEAS kInfeasible, anything else kNoSolution;
+// GLP_ENOPFS (the presolver's "no primal feasible solution") is
+// kInfeasible. Any other return code is a failed call: kInternal, "GLPK's
+// simplex returned <rc> with status <status>".
+Result<SolveStatus> GlpkSimplexStatus(int rc, int status);
 
 }  // namespace tessera::placer
 

@@ -26,6 +26,15 @@ std::atomic<int> child_fault{0};
 
 void SetMipChildFaultForTesting(int signal) { child_fault = signal; }
 
+SolveStatus CbcStatus(bool has_solution, bool proven_optimal,
+                      bool proven_infeasible) {
+  if (has_solution) {
+    return proven_optimal ? SolveStatus::kOptimal : SolveStatus::kFeasible;
+  }
+  return proven_infeasible ? SolveStatus::kInfeasible
+                           : SolveStatus::kNoSolution;
+}
+
 Mip::Mip() : m_(Cbc_newModel()) {
   Cbc_setLogLevel(m_, 0);
   Cbc_setParameter(m_, "log", std::getenv("TESSERA_CBC_LOG") ? "3" : "0");
@@ -76,8 +85,7 @@ Result<MipOutcome> Mip::Solve(double time_limit_s) {
                     std::to_string(answer->size()) +
                     " bytes that do not decode (a tessera bug)");
   }
-  out.proven_infeasible = infeasible != 0;
-  out.proven_optimal = optimal != 0;
+  out.status = CbcStatus(has != 0, optimal != 0, infeasible != 0);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "placer/solver/solve_status.h"
 
 namespace tessera::placer {
 
@@ -30,12 +31,16 @@ inline constexpr int64_t kMipMemoryBytes = int64_t{4} << 30;
 // What CBC found within its time limit. Keeps "the solve failed" (an Error
 // from Solve) apart from "what the solver found" (this).
 struct MipOutcome {
+  SolveStatus status = SolveStatus::kNoSolution;
   std::vector<double> solution;  // one value per column; empty: none found
-  bool proven_infeasible = false;
-  bool proven_optimal = false;
-  double objective = 0.0;      // of `solution`
-  double best_possible = 0.0;  // CBC's lower bound (minimising)
+  double objective = 0.0;        // of `solution`
+  double best_possible = 0.0;    // CBC's lower bound (minimising)
 };
+
+// The status of CBC's answer: kOptimal or kFeasible with a solution (as
+// proven or not), kInfeasible when proven so, kNoSolution otherwise.
+SolveStatus CbcStatus(bool has_solution, bool proven_optimal,
+                      bool proven_infeasible);
 
 // Tests only: while `signal` is not 0, every solve's child raises it before
 // CBC runs (a crash of the solver, on demand). Process-wide.

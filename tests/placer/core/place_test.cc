@@ -168,7 +168,7 @@ TEST(PlaceTest, ASolverCrashIsAnErrorAndAutoKeepsTheOthers) {
   // And the next solve, without the fault, works.
   auto again = Place(p, c, Algorithm::kIlp, {});
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_TRUE(again->ilp_optimal);
+  EXPECT_EQ(again->ilp_status, SolveStatus::kOptimal);
 }
 
 }  // namespace

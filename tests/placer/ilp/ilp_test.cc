@@ -72,7 +72,7 @@ TEST(IlpTest, IndependentOpsRunInParallel) {
   const Cluster c = testing::UniformCluster(2, 1 << 20, 1e9, 1e-6);
   const auto r = PlaceIlp(p, c, Budgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_TRUE(r->ilp_optimal);
+  EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   EXPECT_NEAR(*r->ilp_objective_s, 1.0, 1e-9);
   EXPECT_NE(r->placement.device[0], r->placement.device[1]);
   EXPECT_NEAR(*r->ilp_gap, 0.0, 1e-9);
@@ -87,7 +87,7 @@ TEST(IlpTest, ExpensiveLinkKeepsAChainOnOneDevice) {
   const Cluster c = testing::UniformCluster(2, 1 << 20, 500.0, 0.0);
   const auto r = PlaceIlp(p, c, Budgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_TRUE(r->ilp_optimal);
+  EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   EXPECT_EQ(r->placement.device[0], r->placement.device[1]);
   EXPECT_EQ(r->placement.device[0], r->placement.device[2]);
   EXPECT_NEAR(*r->ilp_objective_s, 2.5, 1e-9);
@@ -101,7 +101,7 @@ TEST(IlpTest, CheapLinkSplitsAFork) {
   const Cluster c = testing::UniformCluster(2, 1 << 20, 1e6, 0.0);
   const auto r = PlaceIlp(p, c, Budgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_TRUE(r->ilp_optimal);
+  EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   // Not all on one device (3 s): 1 + 0.001 transfer + 1 (the relaxed
   // model does not care which side b or c lands on).
   EXPECT_FALSE(r->placement.device[0] == r->placement.device[1] &&
@@ -118,7 +118,7 @@ TEST(IlpTest, MemoryForcesASplit) {
   const Budget budget = Budgets(c);
   const auto r = PlaceIlp(p, c, budget, Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_TRUE(r->ilp_optimal);
+  EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   EXPECT_NE(r->placement.device[0], r->placement.device[1]);
   EXPECT_NEAR(*r->ilp_objective_s, 1.0 + 0.5 + 1.0 + 1.0, 1e-9);
   ExpectMatchesRelaxedModel(p, c, *r);
@@ -225,7 +225,7 @@ TEST(IlpTest, OptimalIsNotBeatenByAnyHeuristicUnderItsTimeModel) {
       ++infeasible;
     } else {
       ExpectMatchesRelaxedModel(p, c, *ilp);
-      optimal += ilp->ilp_optimal;
+      optimal += ilp->ilp_status == SolveStatus::kOptimal;
     }
     for (const auto& [name, algo] : heuristics) {
       PlaceOptions ho;
@@ -247,7 +247,7 @@ TEST(IlpTest, OptimalIsNotBeatenByAnyHeuristicUnderItsTimeModel) {
                           << " fits where the ILP proved nothing does";
         continue;
       }
-      if (!ilp->ilp_optimal || over) continue;
+      if (ilp->ilp_status != SolveStatus::kOptimal || over) continue;
       EXPECT_LE(*ilp->ilp_objective_s,
                 RelaxedStepTime(p, c, h->placement) * (1 + 1e-6) + 1e-12)
           << "seed " << seed << ": " << name << " beats the optimum";

@@ -543,7 +543,9 @@ TEST(CostGraph, FromRandomProblemsRoundTrips) {
         Parse(Json::parse(CostGraphJson(g->problem, g->extras).dump()));
     ExpectSameProblem(g->problem, q);
     ExpectSameLoads(g->problem, q, 10);
-    EXPECT_TRUE(SolveContiguousMaxLoad(q)) << seed;
+    auto dp = SolveContiguousMaxLoad(q);
+    ASSERT_TRUE(dp) << seed << ": " << dp.error().message;
+    EXPECT_TRUE(HasSolution(dp->status)) << seed << ": " << dp->why;
   }
 }
 

@@ -136,16 +136,13 @@ TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
     const MaxLoadProblem p = RandomProblem(rng, n, accelerators, cpus);
     const Brute brute = BruteForce(p);
     auto dp = SolveContiguousMaxLoad(p);
+    ASSERT_TRUE(dp) << "trial " << trial << ": " << dp.error().message;
     if (std::isinf(brute.contiguous)) {
-      EXPECT_FALSE(dp) << "trial " << trial;
-      if (!dp) {
-        EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
-      }
+      EXPECT_EQ(dp->status, SolveStatus::kInfeasible) << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(dp) << "trial " << trial << ": " << dp.error().message;
     ++compared;
-    EXPECT_TRUE(dp->optimal);
+    EXPECT_EQ(dp->status, SolveStatus::kOptimal);
     EXPECT_NEAR(dp->max_load, brute.contiguous, 1e-9) << "trial " << trial;
     EXPECT_GE(dp->max_load, brute.any - 1e-9) << "trial " << trial;
     if (brute.any < brute.contiguous - 1e-9) ++strictly_better_non_contiguous;
@@ -182,25 +179,27 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     const MaxLoadProblem p = RandomProblem(rng, n, 1 + trial % 3, trial % 2);
     const Brute brute = BruteForce(p);
     auto dp = SolveContiguousMaxLoad(p);
+    ASSERT_TRUE(dp) << "trial " << trial << ": " << dp.error().message;
+    const bool contiguous = HasSolution(dp->status);
     MaxLoadIlpOptions o;
     o.time_limit_s = testing::kProofLimitS;
-    if (dp) o.warm = &dp->placement;
+    if (contiguous) o.warm = &dp->placement;
     auto ilp = SolveMaxLoadIlp(p, o);
+    ASSERT_TRUE(ilp) << "trial " << trial << ": " << ilp.error().message;
     if (std::isinf(brute.any)) {
-      ASSERT_FALSE(ilp) << "trial " << trial;
-      EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+      EXPECT_EQ(ilp->status, SolveStatus::kInfeasible) << "trial " << trial;
+      EXPECT_NE(ilp->why, "") << "trial " << trial;
       continue;
     }
-    ASSERT_TRUE(ilp) << "trial " << trial << ": " << ilp.error().message;
     ++compared;
-    EXPECT_TRUE(ilp->optimal)
+    EXPECT_EQ(ilp->status, SolveStatus::kOptimal)
         << "trial " << trial << " " << ilp->solver_failure;
     EXPECT_NEAR(ilp->max_load, brute.any, 1e-6) << "trial " << trial;
     EXPECT_NEAR(ilp->lower_bound, brute.any, 1e-6) << "trial " << trial;
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, ilp->placement);
     EXPECT_EQ(e.violation, "");
     EXPECT_NEAR(e.max_load, ilp->max_load, 1e-9);
-    if (dp && ilp->max_load < dp->max_load - 1e-9) ++beat_the_dp;
+    if (contiguous && ilp->max_load < dp->max_load - 1e-9) ++beat_the_dp;
   }
   EXPECT_GT(compared, 40);
   EXPECT_GT(beat_the_dp, 0);  // non-contiguous splits help somewhere
@@ -223,11 +222,17 @@ TEST(MaxLoadIlp, WithoutAWarmStartAndWhenNothingFits) {
   ASSERT_TRUE(ilp) << ilp.error().message;
   // Together they pass the 5 bytes: apart, each pays the transfer once.
   EXPECT_NEAR(ilp->max_load, 1.5, 1e-9);
-  EXPECT_TRUE(ilp->optimal);
+  EXPECT_EQ(ilp->status, SolveStatus::kOptimal);
+  // Nothing fits: the call worked, the model is infeasible.
   p.kinds[0].count = 1;
   ilp = SolveMaxLoadIlp(p);
-  ASSERT_FALSE(ilp);
-  EXPECT_EQ(ilp.error().code, ErrorCode::kInfeasible);
+  ASSERT_TRUE(ilp) << ilp.error().message;
+  EXPECT_EQ(ilp->status, SolveStatus::kInfeasible);
+  EXPECT_EQ(ilp->why,
+            "tiny.json: no placement fits (memory, color classes, or where "
+            "nodes can run)");
+  const Error e = NoSolutionError(ilp->status, ilp->why);
+  EXPECT_EQ(e.code, ErrorCode::kInfeasible);
 }
 
 // CBC crashing in its child (Mip::Solve): the warm start stands, with the
@@ -245,7 +250,7 @@ TEST(MaxLoadIlp, ASolverCrashKeepsTheWarmStart) {
   ASSERT_TRUE(kept) << kept.error().message;
   EXPECT_EQ(kept->placement.device, dp->placement.device);
   EXPECT_NEAR(kept->max_load, dp->max_load, 1e-12);
-  EXPECT_FALSE(kept->optimal);
+  EXPECT_EQ(kept->status, SolveStatus::kFeasible);
   EXPECT_EQ(kept->lower_bound, 0);
   EXPECT_THAT(kept->solver_failure,
               HasSubstr("CBC's MIP solve crashed (Segmentation fault)"));
@@ -277,9 +282,10 @@ TEST(MaxLoadDp, RefusesWhatCannotBePlaced) {
   p.kinds = TarnawskiKinds(5, 1, 0);
   p.nodes = {Node(1, 1, 1, 10)};
   auto dp = SolveContiguousMaxLoad(p);
-  ASSERT_FALSE(dp);
-  EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
-  EXPECT_THAT(dp.error().message, HasSubstr("tiny.json: no contiguous split"));
+  ASSERT_TRUE(dp) << dp.error().message;
+  EXPECT_EQ(dp->status, SolveStatus::kInfeasible);
+  EXPECT_THAT(dp->why, HasSubstr("tiny.json: no contiguous split"));
+  EXPECT_TRUE(dp->placement.device.empty());
   p.kinds[1].count = 1;  // the CPU holds it (no memory limit there)
   dp = SolveContiguousMaxLoad(p);
   ASSERT_TRUE(dp) << dp.error().message;
@@ -298,8 +304,8 @@ TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
   small.max_states = 1000;
   auto dp = SolveContiguousMaxLoad(wide, small);
   ASSERT_TRUE(dp) << dp.error().message;
-  EXPECT_FALSE(dp->optimal);
-  EXPECT_THAT(dp->stopped, HasSubstr("more than 1000 ideals"));
+  EXPECT_EQ(dp->status, SolveStatus::kFeasible);
+  EXPECT_THAT(dp->why, HasSubstr("more than 1000 ideals"));
   EXPECT_DOUBLE_EQ(dp->max_load, 15);  // 30 unit nodes on 2 devices
   EXPECT_EQ(EvaluateMaxLoad(wide, dp->placement).violation, "");
 
@@ -310,8 +316,8 @@ TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
   auto start = std::chrono::steady_clock::now();
   dp = SolveContiguousMaxLoad(wide, brief);
   ASSERT_TRUE(dp) << dp.error().message;
-  EXPECT_FALSE(dp->optimal);
-  EXPECT_THAT(dp->stopped, HasSubstr("time limit while enumerating"));
+  EXPECT_EQ(dp->status, SolveStatus::kFeasible);
+  EXPECT_THAT(dp->why, HasSubstr("time limit while enumerating"));
   EXPECT_LT(Seconds(start), 5.0);
   MaxLoadProblem chain;
   chain.source = "chain.json";
@@ -323,9 +329,9 @@ TEST(MaxLoadDp, StopsAtItsCapsWithTheBestSplitFound) {
   brief.time_limit_s = 1e-3;
   start = std::chrono::steady_clock::now();
   dp = SolveContiguousMaxLoad(chain, brief);
-  ASSERT_FALSE(dp);
-  EXPECT_EQ(dp.error().code, ErrorCode::kInfeasible);
-  EXPECT_THAT(dp.error().message, HasSubstr("before its first split"));
+  ASSERT_TRUE(dp) << dp.error().message;
+  EXPECT_EQ(dp->status, SolveStatus::kNoSolution);
+  EXPECT_THAT(dp->why, HasSubstr("before its first split"));
   EXPECT_LT(Seconds(start), 5.0);
 }
 
@@ -336,10 +342,11 @@ TEST(MaxLoadLocal, NeverWorseAlwaysFeasibleAndReachesTheOptimumOften) {
     const int n = 3 + trial % 5;
     const MaxLoadProblem p = RandomProblem(rng, n, 2 + trial % 2, trial % 2);
     auto dp = SolveContiguousMaxLoad(p);
-    if (!dp) continue;
+    if (!dp || !HasSolution(dp->status)) continue;
     const Brute brute = BruteForce(p);
     const MaxLoadLocalResult l = ImproveMaxLoadLocally(p, dp->placement, 5);
     ++compared;
+    EXPECT_EQ(l.status, SolveStatus::kFeasible) << "trial " << trial;
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, l.placement);
     EXPECT_EQ(e.violation, "") << "trial " << trial;
     EXPECT_NEAR(e.max_load, l.max_load, 1e-12);
@@ -369,6 +376,12 @@ TEST(MaxLoadLocal, ItsMoveOnAHandMadeCase) {
   tight.kinds[0].memory = 2;
   const MaxLoadLocalResult same = ImproveMaxLoadLocally(tight, {{0, 0, 0}});
   EXPECT_EQ(same.moves, 0);
+  // Nothing fits anywhere: no feasible placement to report.
+  MaxLoadProblem none = p;
+  none.kinds[0].memory = 0;
+  const MaxLoadLocalResult nothing = ImproveMaxLoadLocally(none, {{0, 0, 0}});
+  EXPECT_EQ(nothing.status, SolveStatus::kNoSolution);
+  EXPECT_EQ(l.status, SolveStatus::kFeasible);
 }
 
 // The contiguous optimum on the published inputs that solve in well under
@@ -399,7 +412,7 @@ TEST(MaxLoadDp, EqualsThePublishersDpOnThePublishedInputs) {
     ASSERT_TRUE(p) << p.error().message;
     auto dp = SolveContiguousMaxLoad(*p);
     ASSERT_TRUE(dp) << file << ": " << dp.error().message;
-    EXPECT_TRUE(dp->optimal) << file;
+    EXPECT_EQ(dp->status, SolveStatus::kOptimal) << file;
     // The publishers print 6 significant digits.
     EXPECT_NEAR(dp->max_load, load, 5e-6 * load) << file;
     EXPECT_EQ(EvaluateMaxLoad(*p, dp->placement).violation, "") << file;

@@ -191,7 +191,7 @@ TEST(MaxLoadUnits, DpIsExactOnTrainingGraphs) {
     const double brute = BruteOverUnitChains(p);
     auto dp = SolveContiguousMaxLoad(p);
     ASSERT_TRUE(dp) << dp.error().message;
-    EXPECT_TRUE(dp->optimal);
+    EXPECT_EQ(dp->status, SolveStatus::kOptimal);
     EXPECT_NEAR(dp->max_load, brute, 1e-9) << "trial " << trial;
     // Every backward node is with its forward twin.
     for (size_t v = 0; v < p.nodes.size() / 2; ++v) {

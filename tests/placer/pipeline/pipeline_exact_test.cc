@@ -117,7 +117,8 @@ TEST(PipelineExactTest, MaxLoadIsTheBottleneckStageTime) {
     const Cluster c = AmpleCluster(p, ro.devices);
     const ExactPipeline e = ExactPipelineSplit(p, c, Budgets(c), NoTimeLimit());
     ASSERT_TRUE(e.split) << "seed " << seed << ": " << e.why_not;
-    EXPECT_TRUE(e.optimal) << "seed " << seed << ": " << e.stopped;
+    EXPECT_EQ(e.status, SolveStatus::kOptimal)
+        << "seed " << seed << ": " << e.stopped;
     EXPECT_NEAR(e.split->times.max_stage, e.max_load, 1e-9 * e.max_load)
         << "seed " << seed;
     EXPECT_TRUE(IsContiguousSplit(p, e.split->placement)) << "seed " << seed;
@@ -147,7 +148,8 @@ TEST(PipelineExactTest, NeverWorseThanTheBlockDpsBottleneck) {
     ASSERT_EQ(blocks, p.num_ops()) << "one op per block";
     const ExactPipeline e = ExactPipelineSplit(p, c, budget, NoTimeLimit());
     ASSERT_TRUE(e.split) << "seed " << seed << ": " << e.why_not;
-    ASSERT_TRUE(e.optimal) << "seed " << seed << ": " << e.stopped;
+    ASSERT_EQ(e.status, SolveStatus::kOptimal)
+        << "seed " << seed << ": " << e.stopped;
     const double exact = e.split->times.max_stage;
     const double old = block->times.max_stage;
     EXPECT_LE(exact, old * (1 + 1e-9)) << "seed " << seed;
@@ -262,7 +264,7 @@ TEST(PipelineExactTest, BeatsTheTopologicalOrderOnBranches) {
   EXPECT_NEAR(block->times.max_stage, 5.5, 1e-3);
   const ExactPipeline e = ExactPipelineSplit(p, c, budget, NoTimeLimit());
   ASSERT_TRUE(e.split) << e.why_not;
-  EXPECT_TRUE(e.optimal);
+  EXPECT_EQ(e.status, SolveStatus::kOptimal);
   EXPECT_NEAR(e.max_load, 4.5, 1e-3);
   // a1 on one device, the b chain on the other (s and t go with either).
   const auto& d = e.split->placement.device;

@@ -143,12 +143,28 @@ TEST_F(PlanIo, JsonCarriesIlpFactsWhenPresent) {
   plan_.algorithm = Algorithm::kIlp;
   plan_.ilp_objective_s = 0.004;
   plan_.ilp_gap = 0.0;
-  plan_.ilp_optimal = true;
+  plan_.ilp_status = SolveStatus::kOptimal;
   const Json j = PlanJson(problem_, cluster_, plan_, {"m.onnx", 1});
   EXPECT_EQ(j["algorithm"], "ilp");
   ASSERT_TRUE(j.contains("ilp"));
   EXPECT_DOUBLE_EQ(j["ilp"]["objective_ms"].get<double>(), 4.0);
   EXPECT_EQ(j["ilp"]["gap"], 0.0);
+  EXPECT_EQ(j["ilp"]["optimal"], true);
+}
+
+// plan.json's "optimal" (a contract, never renamed) is the status's
+// kOptimal; a time limit's incumbent is kFeasible, "optimal": false.
+TEST_F(PlanIo, IlpOptimalIsTheSolveStatus) {
+  Prepare(false);
+  plan_.algorithm = Algorithm::kIlp;
+  plan_.ilp_objective_s = 0.004;
+  plan_.ilp_gap = 0.25;
+  plan_.ilp_status = SolveStatus::kFeasible;
+  Json j = PlanJson(problem_, cluster_, plan_, {"m.onnx", 1});
+  EXPECT_EQ(j["ilp"]["optimal"], false);
+  EXPECT_EQ(j["ilp"]["gap"], 0.25);
+  plan_.ilp_status = SolveStatus::kOptimal;
+  j = PlanJson(problem_, cluster_, plan_, {"m.onnx", 1});
   EXPECT_EQ(j["ilp"]["optimal"], true);
 }
 
