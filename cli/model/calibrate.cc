@@ -1,6 +1,6 @@
 // `tessera calibrate`: micro-benchmarks of one GPU, written as a device YAML
 // that `--devices` (estimator::DeviceCatalog::MergeYaml) reads.
-#include "cli/calibrate.h"
+#include "cli/model/calibrate.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_CALIBRATE_H_
-#define TESSERA_CLI_CALIBRATE_H_
+#ifndef TESSERA_CLI_MODEL_CALIBRATE_H_
+#define TESSERA_CLI_MODEL_CALIBRATE_H_
 
 // `tessera calibrate`, built only when the CUDA toolkit is found
 // (TESSERA_HAVE_CUDA).
@@ -25,4 +25,4 @@ int RunCalibrate(const CalibrateArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_CALIBRATE_H_
+#endif  // TESSERA_CLI_MODEL_CALIBRATE_H_

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "cli/model/profile.h"
 #include "cli/output.h"
-#include "cli/profile.h"
 #include "common/strings.h"
 #include "estimator/estimator.h"
 

@@ -1,4 +1,4 @@
-#include "cli/inspect.h"
+#include "cli/model/inspect.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_INSPECT_H_
-#define TESSERA_CLI_INSPECT_H_
+#ifndef TESSERA_CLI_MODEL_INSPECT_H_
+#define TESSERA_CLI_MODEL_INSPECT_H_
 
 #include <optional>
 #include <string>
@@ -21,4 +21,4 @@ int RunInspect(const InspectArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_INSPECT_H_
+#endif  // TESSERA_CLI_MODEL_INSPECT_H_

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/model/profile.h"
 #include "cli/model_loading.h"
 #include "cli/output.h"
-#include "cli/profile.h"
 #include "common/strings.h"
 #include "estimator/calibration.h"
 #include "estimator/estimator.h"

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_PROFILE_H_
-#define TESSERA_CLI_PROFILE_H_
+#ifndef TESSERA_CLI_MODEL_PROFILE_H_
+#define TESSERA_CLI_MODEL_PROFILE_H_
 
 #include <optional>
 #include <string>
@@ -47,4 +47,4 @@ int RunDevices(const DevicesArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_PROFILE_H_
+#endif  // TESSERA_CLI_MODEL_PROFILE_H_

@@ -2,7 +2,7 @@
 // capacity, the simulated step, and the files that describe it (plan.json,
 // a Chrome trace timeline, a DOT picture). The placer does the work; this
 // file parses nothing but the flags' values and prints.
-#include "cli/plan.h"
+#include "cli/plan/plan.h"
 
 #include <algorithm>
 #include <cerrno>

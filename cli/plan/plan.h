@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_PLAN_H_
-#define TESSERA_CLI_PLAN_H_
+#ifndef TESSERA_CLI_PLAN_PLAN_H_
+#define TESSERA_CLI_PLAN_PLAN_H_
 
 #include <optional>
 #include <string>
@@ -45,4 +45,4 @@ int RunPlanCostGraph(const PlanArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_PLAN_H_
+#endif  // TESSERA_CLI_PLAN_PLAN_H_

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
-#include "cli/plan.h"
+#include "cli/plan/plan.h"
 #include "common/json_depth.h"
 #include "common/yaml_reader.h"
 #include "placer/maxload/cost_graph.h"

@@ -1,5 +1,5 @@
 // `tessera split`: a plan's parts as ONNX models, manifest and device map.
-#include "cli/split.h"
+#include "cli/plan/split.h"
 
 #include <fstream>
 #include <iostream>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_SPLIT_H_
-#define TESSERA_CLI_SPLIT_H_
+#ifndef TESSERA_CLI_PLAN_SPLIT_H_
+#define TESSERA_CLI_PLAN_SPLIT_H_
 
 #include <optional>
 #include <string>
@@ -25,4 +25,4 @@ int RunSplit(const SplitArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_SPLIT_H_
+#endif  // TESSERA_CLI_PLAN_SPLIT_H_

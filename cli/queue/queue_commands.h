@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_QUEUE_COMMANDS_H_
-#define TESSERA_CLI_QUEUE_COMMANDS_H_
+#ifndef TESSERA_CLI_QUEUE_QUEUE_COMMANDS_H_
+#define TESSERA_CLI_QUEUE_QUEUE_COMMANDS_H_
 
 // The queue service's client commands: submit, jobs, job, logs, cancel,
 // cluster, drain. Each talks to `tessera serve` through client/, prints a table
@@ -96,4 +96,4 @@ int RunDrain(const DrainArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_QUEUE_COMMANDS_H_
+#endif  // TESSERA_CLI_QUEUE_QUEUE_COMMANDS_H_

@@ -1,4 +1,4 @@
-#include "cli/serve.h"
+#include "cli/queue/serve.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_SERVE_H_
-#define TESSERA_CLI_SERVE_H_
+#ifndef TESSERA_CLI_QUEUE_SERVE_H_
+#define TESSERA_CLI_QUEUE_SERVE_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ int RunServe(const ServeArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_SERVE_H_
+#endif  // TESSERA_CLI_QUEUE_SERVE_H_

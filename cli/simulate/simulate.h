@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_SIMULATE_H_
-#define TESSERA_CLI_SIMULATE_H_
+#ifndef TESSERA_CLI_SIMULATE_SIMULATE_H_
+#define TESSERA_CLI_SIMULATE_SIMULATE_H_
 
 // `tessera simulate`: replays a cluster trace (or a stream of model jobs) on
 // the queue's own admission and policy code and reports what each
@@ -102,7 +102,7 @@ Result<TraceInput> LoadTraceInput(const SimulateArgs& args);
 // published policies and tessera). kBadInput naming the unknown one.
 Result<std::vector<std::string>> PolicyList(const std::string& policy);
 
-// The timed modes' input (plain and --elastic; cli/simulate_timed.cc):
+// The timed modes' input (plain and --elastic; cli/simulate/simulate.cc):
 // --load and --cluster-fraction checked, the trace read, the cluster
 // sampled to --cluster-fraction (all_nodes: its nodes before), and the pods'
 // times checked (MakeTimedPods). kBadInput naming the flag or the file.
@@ -115,12 +115,13 @@ Result<TimedInput> LoadTimedInput(const SimulateArgs& args);
 // unknown one.
 Result<std::vector<std::string>> QueuePolicyList(const std::string& text);
 
-// The timed and models modes (cli/simulate_timed.cc, simulate_models.cc).
+// The timed and models modes (cli/simulate/simulate_timed.cc,
+// simulate_models.cc).
 int RunSimulateTimed(const SimulateArgs& args);
 int RunSimulateModels(const SimulateArgs& args);
-// timed with --elastic (cli/simulate_elastic.cc).
+// timed with --elastic (cli/simulate/simulate_elastic.cc).
 int RunSimulateTimedElastic(const SimulateArgs& args);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_SIMULATE_H_
+#endif  // TESSERA_CLI_SIMULATE_SIMULATE_H_

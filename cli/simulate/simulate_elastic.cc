@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "cli/simulate.h"
-#include "cli/simulate_elastic.h"
+#include "cli/simulate/simulate.h"
+#include "cli/simulate/simulate_elastic.h"
 #include "common/strings.h"
 #include "scheduler/policy.h"
 #include "sim/timed_elastic.h"

@@ -1,15 +1,15 @@
-#ifndef TESSERA_CLI_SIMULATE_ELASTIC_H_
-#define TESSERA_CLI_SIMULATE_ELASTIC_H_
+#ifndef TESSERA_CLI_SIMULATE_SIMULATE_ELASTIC_H_
+#define TESSERA_CLI_SIMULATE_SIMULATE_ELASTIC_H_
 
 // The gang-vs-elastic output shared by `simulate --mode timed --elastic`
-// and `--mode models --elastic` (cli/simulate_elastic.cc).
+// and `--mode models --elastic` (cli/simulate/simulate_elastic.cc).
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/output.h"
-#include "cli/simulate.h"
+#include "cli/simulate/simulate.h"
 #include "common/result.h"
 #include "scheduler/topology.h"
 #include "sim/model_workload.h"
@@ -31,7 +31,7 @@ TextTable ElasticTable(const std::vector<std::string>& label_headers,
 void AddElasticRows(TextTable& table, const std::vector<std::string>& labels,
                     const scheduler::ElasticComparison& c);
 
-// `--mode models --elastic PCT` (cli/simulate_models_elastic.cc): the
+// `--mode models --elastic PCT` (cli/simulate/simulate_models_elastic.cc): the
 // flags checked before the models are sized, then per seed the same jobs
 // gang-only and with PCT% of the one-GPU jobs data-parallel sweeps.
 Status CheckModelsElasticArgs(const SimulateArgs& args);
@@ -43,4 +43,4 @@ int RunSimulateModelsElastic(const SimulateArgs& args,
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_SIMULATE_ELASTIC_H_
+#endif  // TESSERA_CLI_SIMULATE_SIMULATE_ELASTIC_H_

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
-#include "cli/simulate.h"
-#include "cli/simulate_elastic.h"
-#include "cli/svg_chart.h"
+#include "cli/simulate/simulate.h"
+#include "cli/simulate/simulate_elastic.h"
+#include "cli/simulate/svg_chart.h"
 #include "common/strings.h"
 #include "estimator/interference.h"
 #include "scheduler/admission.h"

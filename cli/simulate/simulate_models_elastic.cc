@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "cli/simulate.h"
-#include "cli/simulate_elastic.h"
+#include "cli/simulate/simulate.h"
+#include "cli/simulate/simulate_elastic.h"
 #include "common/strings.h"
 #include "sim/model_elastic.h"
 #include "sim/model_workload.h"

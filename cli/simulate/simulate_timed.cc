@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cli/output.h"
-#include "cli/simulate.h"
-#include "cli/svg_chart.h"
+#include "cli/simulate/simulate.h"
+#include "cli/simulate/svg_chart.h"
 #include "common/strings.h"
 #include "estimator/interference.h"
 #include "scheduler/policy.h"
@@ -575,44 +575,6 @@ Status PlotTimed(const SimulateArgs& args, const TraceInput& in,
 }
 
 }  // namespace
-
-Result<std::vector<std::string>> QueuePolicyList(const std::string& text) {
-  const std::vector<std::string> known = scheduler::PolicyNames();
-  if (text == "all") return known;
-  std::vector<std::string> out;
-  for (const std::string_view name : Split(text, ',')) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return BadInput("--queue-policy: unknown queue policy '" +
-                      std::string(name) + "' (known: " + list + ", or all)");
-    }
-    out.emplace_back(name);
-  }
-  return out;
-}
-
-Result<TimedInput> LoadTimedInput(const SimulateArgs& args) {
-  if (!(args.load > 0) || !std::isfinite(args.load)) {
-    return BadInput("--load: a positive factor, got " + Fixed(args.load, 2));
-  }
-  if (!(args.cluster_fraction > 0 && args.cluster_fraction <= 1)) {
-    return BadInput("--cluster-fraction: a fraction in (0, 1], got " +
-                    std::to_string(args.cluster_fraction));
-  }
-  Result<TraceInput> in = LoadTraceInput(args);
-  if (!in) return in.error();
-  TimedInput out{std::move(*in), 0};
-  out.all_nodes = out.trace.topology.nodes.size();
-  if (args.cluster_fraction < 1) {
-    out.trace.topology = scheduler::SampleCluster(
-        out.trace.topology, args.cluster_fraction, args.first_seed);
-  }
-  if (auto timed = scheduler::MakeTimedPods(out.trace.pods); !timed) {
-    return timed.error().WithContext(args.pods);
-  }
-  return out;
-}
 
 int RunSimulateTimed(const SimulateArgs& args) {
   if (args.elastic != 0) return RunSimulateTimedElastic(args);

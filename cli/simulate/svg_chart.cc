@@ -1,6 +1,6 @@
 // RenderSvg: a plain line chart. Layout: title and subtitle on top, the plot
 // area with a grid at "nice" ticks, the legend to the right of the plot.
-#include "cli/svg_chart.h"
+#include "cli/simulate/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_CLI_SVG_CHART_H_
-#define TESSERA_CLI_SVG_CHART_H_
+#ifndef TESSERA_CLI_SIMULATE_SVG_CHART_H_
+#define TESSERA_CLI_SIMULATE_SVG_CHART_H_
 
 // Line charts as standalone SVG files (no dependencies): one line per
 // series with an optional min/max band, axes with round ticks, a legend.
@@ -42,4 +42,4 @@ Status WriteSvg(const std::string& path, const LineChart& chart);
 
 }  // namespace tessera::cli
 
-#endif  // TESSERA_CLI_SVG_CHART_H_
+#endif  // TESSERA_CLI_SIMULATE_SVG_CHART_H_
