@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "estimator/device_catalog.h"
-#include "placer/cluster.h"
+#include "placer/core/cluster.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto* const catalog = new tessera::estimator::DeviceCatalog(

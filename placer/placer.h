@@ -8,11 +8,11 @@
 // cli), which tests/layering checks.
 
 #include "estimator/estimator.h"
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/plan_io.h"
-#include "placer/plan_report.h"
-#include "placer/problem.h"
-#include "placer/simulator.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
+#include "placer/core/simulator.h"
+#include "placer/report/plan_io.h"
+#include "placer/report/plan_report.h"
 
 #endif  // TESSERA_PLACER_PLACER_H_

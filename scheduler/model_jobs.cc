@@ -14,11 +14,11 @@
 
 #include "common/units.h"
 #include "estimator/estimator.h"
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/plan_io.h"
-#include "placer/problem.h"
-#include "placer/simulator.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
+#include "placer/core/simulator.h"
+#include "placer/report/plan_io.h"
 
 namespace tessera::scheduler {
 namespace {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "estimator/runtime.h"
-#include "placer/plan_report.h"
+#include "placer/report/plan_report.h"
 #include "scheduler/job.h"
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 
 namespace tessera::scheduler {
 

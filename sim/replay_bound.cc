@@ -12,7 +12,7 @@
 #include <map>
 
 #include "common/isolated.h"
-#include "placer/glpk.h"
+#include "placer/solver/glpk.h"
 
 namespace tessera::scheduler {
 namespace {

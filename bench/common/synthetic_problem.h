@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/cluster.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
 
 namespace tessera::bench {
 

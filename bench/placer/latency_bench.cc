@@ -23,7 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/placer/published_inputs.h"
-#include "placer/latency_input.h"
+#include "placer/latency/latency_input.h"
+#include "placer/solver/solve_status.h"
 
 namespace {
 
@@ -143,13 +144,17 @@ std::vector<Row> RunAll(const std::string& root, const std::string& file,
     auto dp = SolveContiguousMaxLoad(parsed, o);
     if (!dp) {
       r.evaluation.violation = dp.error().message;
+    } else if (!HasSolution(dp->status)) {
+      r.evaluation.violation = dp->why;
     } else {
       r.split = SplitFromDeviceIndices(p, dp->placement.device);
       r.evaluation = EvaluateLatency(p, r.split);
       r.computed = true;
       r.seconds = dp->seconds;
-      r.detail = std::string("max load ") + std::to_string(dp->max_load) +
-                 (dp->optimal ? ", the contiguous optimum" : "");
+      r.detail =
+          std::string("max load ") + std::to_string(dp->max_load) +
+          (dp->status == SolveStatus::kOptimal ? ", the contiguous optimum"
+                                               : "");
     }
     rows.push_back(r);
   }

@@ -25,7 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/placer/published_inputs.h"
-#include "placer/max_load.h"
+#include "placer/maxload/max_load.h"
+#include "placer/solver/solve_status.h"
 
 namespace {
 
@@ -85,6 +86,11 @@ void RunOne(const std::string& root, const std::string& f, double budget,
     std::printf("%-32s %s\n", name.c_str(), dp.error().message.c_str());
     return;
   }
+  if (!HasSolution(dp->status)) {
+    std::printf("%-32s %s\n", name.c_str(), dp->why.c_str());
+    return;
+  }
+  const bool dp_optimal = dp->status == SolveStatus::kOptimal;
   double ilp_load = -1, bound = -1, ilp_s = 0, local_load = -1, local_s = 0;
   bool proven = false;
   if (ilp) {
@@ -97,6 +103,8 @@ void RunOne(const std::string& root, const std::string& f, double budget,
     auto r = SolveMaxLoadIlp(*problem, io);
     if (!r) {
       std::printf("    ilp: %s\n", r.error().message.c_str());
+    } else if (!HasSolution(r->status)) {
+      std::printf("    ilp: %s\n", r->why.c_str());
     } else {
       if (!r->solver_failure.empty()) {
         std::printf("    ilp: %s\n", r->solver_failure.c_str());
@@ -104,7 +112,7 @@ void RunOne(const std::string& root, const std::string& f, double budget,
       ilp_load = r->max_load;
       bound = r->lower_bound;
       ilp_s = r->seconds;
-      proven = r->optimal;
+      proven = r->status == SolveStatus::kOptimal;
       local_load = ilp_load;
       if (!proven) {
         // The rest of the budget, at most 10 s, for local search.
@@ -123,11 +131,11 @@ void RunOne(const std::string& root, const std::string& f, double budget,
       name.c_str(), problem->nodes.size(), problem->kinds[0].count,
       static_cast<long long>(dp->units), static_cast<long long>(dp->ideals),
       static_cast<long long>(dp->blocks), dp->max_load,
-      dp->optimal ? "yes" : "no", dp->seconds, ilp_load, bound,
+      dp_optimal ? "yes" : "no", dp->seconds, ilp_load, bound,
       proven ? "yes" : "no", ilp_s, local_load, local_s,
       expert < 0 ? "-" : std::to_string(expert).substr(0, 8).c_str(),
       PeakMiB());
-  if (!dp->optimal) std::printf("    dp stopped: %s\n", dp->stopped.c_str());
+  if (!dp_optimal) std::printf("    dp stopped: %s\n", dp->why.c_str());
 }
 
 }  // namespace

@@ -15,8 +15,8 @@
 
 #include "bench/common/synthetic_problem.h"
 #include "common/isolated.h"
-#include "placer/algorithms_internal.h"
-#include "placer/place.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/place.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer {

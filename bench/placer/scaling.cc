@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/common/synthetic_problem.h"
-#include "placer/algorithms_internal.h"
+#include "placer/core/algorithms_internal.h"
 
 namespace tessera::placer {
 namespace {

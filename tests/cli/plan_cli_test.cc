@@ -31,7 +31,7 @@ const char* const kDevices[] = {"node0/gpu0", "node0/gpu1", "node0/gpu2",
                                 "node0/gpu3"};
 
 // The names of the top-level nodes of the ONNX file at `path` (unquoted),
-// with unnamed nodes named as placer/problem.h's BuildProblem documents.
+// with unnamed nodes named as placer/core/problem.h's BuildProblem documents.
 std::vector<std::string> NodeNames(const std::string& path) {
   onnx::ModelProto model;
   std::ifstream in(path, std::ios::binary);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "placer/place.h"
+#include "placer/core/place.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::placer::testing {

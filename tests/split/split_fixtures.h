@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "estimator/estimator.h"
-#include "placer/cluster.h"
-#include "placer/place.h"
-#include "placer/plan_io.h"
-#include "placer/problem.h"
+#include "placer/core/cluster.h"
+#include "placer/core/place.h"
+#include "placer/core/problem.h"
+#include "placer/report/plan_io.h"
 #include "split/split.h"
 #include "tests/testlib/repo_paths.h"
 

@@ -1,0 +1,138 @@
+#include "cli/queue/serve.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <utility>
+
+#include "cli/output.h"
+#include "launch/launcher.h"
+#include "launch/launcher_config.h"
+#include "server/http_server.h"
+#include "server/serve_config.h"
+#include "service/service.h"
+
+namespace tessera::cli {
+namespace {
+
+using scheduler::ServeConfig;
+
+// SIGINT/SIGTERM write a byte here; the main thread waits on it. (Blocking
+// the signals and sigwait()ing instead would hand the blocked mask down to
+// every job the launcher forks, and the jobs would ignore `cancel`.)
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int /*signal*/) {
+  const char byte = 1;
+  const int saved = errno;
+  [[maybe_unused]] const ssize_t n = write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+Status InstallSignalHandlers() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
+    return Internal("cannot create the signal pipe");
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) {
+    if (sigaction(sig, &action, nullptr) != 0) {
+      return Internal("cannot install the signal handlers");
+    }
+  }
+  return {};
+}
+
+void WaitForSignal() {
+  char byte = 0;
+  while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+std::string Url(const std::string& host, int port, bool tls) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+std::string Describe(const ServeConfig& config) {
+  const scheduler::Topology& t = config.service.topology;
+  std::string pools;
+  for (const std::string& pool : t.pools) {
+    const auto it = config.service.policies.find(pool);
+    pools += (pools.empty() ? "" : ", ") + pool + " (" +
+             (it == config.service.policies.end() ? "fifo" : it->second.name) +
+             ")";
+  }
+  return std::to_string(t.gpus.size()) + " GPUs on " +
+         std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; db " +
+         config.service.db_path + ", logs in " + config.service.log_dir +
+         (config.launcher.kind == "slurm"
+              ? "; jobs run as Slurm jobs" +
+                    (config.launcher.slurm.partition.empty()
+                         ? std::string()
+                         : " in partition " + config.launcher.slurm.partition)
+              : std::string());
+}
+
+}  // namespace
+
+int RunServe(const ServeArgs& args) {
+  Result<ServeConfig> config = scheduler::LoadServeConfig(args.config);
+  if (!config) return ReportError(config.error());
+  if (!args.db.empty()) config->service.db_path = args.db;
+  if (!args.listen.empty()) {
+    Result<scheduler::ListenAddress> address =
+        scheduler::ParseListenAddress(args.listen);
+    if (!address) return ReportError(address.error().WithContext("--listen"));
+    config->listen_host = address->host;
+    config->listen_port = address->port;
+  }
+  if (args.k8s_extender) config->k8s_extender = true;
+  const Status signals = InstallSignalHandlers();
+  if (!signals) return ReportError(signals.error());
+
+  Result<std::unique_ptr<scheduler::Launcher>> launcher =
+      scheduler::MakeLauncher(config->launcher, config->service.log_dir,
+                              config->service.db_path);
+  if (!launcher) return ReportError(launcher.error().WithContext(args.config));
+  Result<std::unique_ptr<scheduler::Service>> service =
+      scheduler::Service::Start(config->service, std::move(*launcher));
+  if (!service) return ReportError(service.error());
+  Result<std::unique_ptr<scheduler::HttpServer>> server =
+      scheduler::HttpServer::Start(**service, *config);
+  if (!server) return ReportError(server.error());
+
+  std::cerr << "tessera: serving on "
+            << Url((*server)->host(), (*server)->port(), config->tls.enabled())
+            << " (" << Describe(*config) << "); Ctrl-C stops" << std::endl;
+  if (config->k8s_extender) {
+    const std::string& api = config->k8s.api_server;
+    std::cerr << "tessera: kube-scheduler extender at "
+              << Url((*server)->host(), (*server)->port(),
+                     config->tls.enabled())
+              << "/k8s (filter, prioritize, bind); bind "
+              << (api.empty() ? "records only (no k8s.api_server)"
+                              : "binds through " + api)
+              << std::endl;
+    const std::string warning = scheduler::K8sAuthWarning(*config);
+    if (!warning.empty()) {
+      std::cerr << "tessera: warning: " << warning << std::endl;
+    }
+  }
+  WaitForSignal();
+  std::cerr << "tessera: stopping; running jobs keep running and are "
+               "re-adopted when the service restarts"
+            << std::endl;
+  (*server)->Stop();
+  server->reset();
+  service->reset();
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,74 @@
+#ifndef TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_
+#define TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_
+
+// Internal: what Baechi's algorithms (m_topo.cc, m_etf.cc, m_sct.cc)
+// share: the memory-constrained list-scheduling engine of m-ETF and m-SCT,
+// the mean costs they plan with, and the wrapper that runs an algorithm on
+// the problem reduced by PlaceOptions::coplace / fuse. Design and rules:
+// docs/placer_baechi.md.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/result.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/core/cluster.h"
+#include "placer/core/problem.h"
+
+namespace tessera::placer {
+
+// An op's time on a device as the list schedulers plan with it: forward,
+// plus backward when training (the backward runs on the same device).
+inline double PlanSeconds(const Problem& p, const Cluster& c, OpId op, int d) {
+  const double share = c.devices[d].compute_share;
+  return p.Forward(op, d, share) + p.Backward(op, d, share);
+}
+
+// Device-independent costs: each op's mean PlanSeconds over the devices,
+// and a transfer's mean cost over the ordered pairs of distinct devices.
+struct MeanCosts {
+  std::vector<double> seconds;  // per op
+  double latency = 0.0;         // mean over pairs
+  double inverse_bandwidth = 0.0;
+  double Transfer(int64_t bytes) const {
+    return bytes > 0 ? latency + static_cast<double>(bytes) * inverse_bandwidth
+                     : 0.0;
+  }
+};
+MeanCosts ComputeMeanCosts(const Problem& p, const Cluster& c);
+
+// Per op: its mean time plus the longest path (mean times and mean
+// transfers of activation tensors) from it to a sink: HEFT's upward rank,
+// the list schedulers' priority.
+std::vector<double> BottomLevels(const Problem& p, const MeanCosts& costs);
+
+// Bytes of activation tensors `from` sends to `to`.
+int64_t EdgeBytes(const Problem& p, OpId from, OpId to);
+
+struct ListScheduleOptions {
+  // m-SCT: per op, its favourite child and favourite parent (kNoOp for
+  // none; a favourite relation is mutual). Empty for plain m-ETF.
+  std::vector<OpId> favourite_child, favourite_parent;
+};
+
+// Memory-constrained list scheduling (m-ETF; with favourites, m-SCT):
+// repeatedly takes the ready op that can start earliest on some device
+// where it fits its budget (ties: larger bottom level), and puts it on the
+// device where it finishes earliest. Output: placement.device and
+// placement.priority (the order ops were scheduled). kInfeasible when a
+// ready op fits no device.
+Result<AlgoOutput> ListSchedule(const Problem& p, const Cluster& c,
+                                const Budget& budget,
+                                const ListScheduleOptions& options);
+
+// Runs `algorithm` on `p` reduced as `o` asks (co-placement, then fusion;
+// Contract), and expands its placement back to p's ops, noting the
+// reduction. When the groups fit no budget, runs it on `p` itself.
+Result<AlgoOutput> PlaceReduced(
+    const Problem& p, const PlaceOptions& o,
+    const std::function<Result<AlgoOutput>(const Problem&)>& algorithm);
+
+}  // namespace tessera::placer
+
+#endif  // TESSERA_PLACER_BAECHI_LIST_SCHEDULER_INTERNAL_H_

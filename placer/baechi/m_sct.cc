@@ -1,0 +1,298 @@
+// m-SCT: Baechi's memory-constrained small-communication-time placement.
+// Hanen & Munier's relaxation picks favourite children: an LP over start
+// times s_i, the makespan w and, per edge (i, j), x_ij in [0, 1] (1: i and
+// j on different devices, paying the edge's transfer c_ij):
+//   minimise w  subject to
+//   s_j >= s_i + p_i + c_ij x_ij            for every edge
+//   sum_j x_ij >= outdeg(i) - 1             (at most one favourite child)
+//   sum_i x_ij >= indeg(j) - 1              (at most one favourite parent)
+//   w >= s_i + p_i                           for every sink
+// solved with GLPK's dual simplex on the graph co-placed (and coarsened to
+// at most PlaceOptions::sct_max_groups groups and kMaxLpEdges edges); an
+// edge with x < 0.5 is favourite, and so is every edge inside a group. The
+// list scheduler then keeps favourite children with their parents (rules
+// in list_scheduler.cc and docs/placer_baechi.md).
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/isolated.h"
+#include "common/strings.h"
+#include "placer/baechi/list_scheduler_internal.h"
+#include "placer/baechi/reductions_internal.h"
+#include "placer/core/algorithms_internal.h"
+#include "placer/solver/glpk.h"
+
+namespace tessera::placer {
+
+void ReleaseThreadSolverMemory() { glp_free_env(); }
+namespace {
+
+// The LP's times are in microseconds: seconds would put coefficients near
+// GLPK's tolerances.
+constexpr double kLpTimeScale = 1e6;
+// x below this marks a favourite edge (Baechi's rounding threshold).
+constexpr double kFavouriteThreshold = 0.5;
+// The LP's graph is coarsened until it has at most this many edges: GLPK's
+// simplex time grows about quadratically with the rows (one per edge, plus
+// one per branching op): 500 rows take about 8 ms, 1,650 rows 57 ms,
+// 4,800 rows 460 ms on a 2-core machine.
+constexpr size_t kMaxLpEdges = 512;
+// The LP's child: its largest LP (kMaxLpEdges rows) solves in well under a
+// second; one still running after 60 s, or growing past 1 GiB, is stuck.
+const IsolationLimits kLpLimits{60.0, int64_t{1} << 30};
+
+struct LpResult {
+  std::vector<OpId> child;  // per op of the LP's problem
+  double makespan_s = 0.0;
+};
+
+// Bytes of activation tensors from `u` to each consumer, added into
+// `bytes_to` (indexed by op); returns the consumers touched.
+void BytesToConsumers(const Problem& p, OpId u, std::vector<int64_t>& bytes_to,
+                      std::vector<OpId>& touched) {
+  touched.clear();
+  for (uint32_t t : p.outputs(u)) {
+    const ProblemTensor& tensor = p.tensors[t];
+    if (tensor.role != TensorRole::kActivation) continue;
+    for (uint32_t v : p.consumers(t)) {
+      if (bytes_to[v] < 0) {
+        bytes_to[v] = 0;
+        touched.push_back(v);
+      }
+      bytes_to[v] += tensor.bytes;
+    }
+  }
+}
+
+Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
+  const MeanCosts mean = ComputeMeanCosts(q, c);
+  const auto k = static_cast<uint32_t>(q.num_ops());
+  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
+  // Columns (1-based): x_e = 1 + e, s_i = 1 + ne + i, w = 1 + ne + k.
+  std::vector<double> edge_cost(ne, 0.0);
+  {
+    std::vector<int64_t> bytes_to(k, -1);
+    std::vector<OpId> touched;
+    for (OpId u = 0; u < k; ++u) {
+      BytesToConsumers(q, u, bytes_to, touched);
+      for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+        const int64_t b = std::max<int64_t>(bytes_to[q.succ_ops[e]], 0);
+        edge_cost[e] = mean.Transfer(b) * kLpTimeScale;
+      }
+      for (OpId v : touched) bytes_to[v] = -1;
+    }
+  }
+  std::vector<int> ia = {0}, ja = {0};
+  std::vector<double> ar = {0.0};
+  std::vector<double> row_lo;
+  auto entry = [&](int col, double v) {
+    ia.push_back(static_cast<int>(row_lo.size()) + 1);
+    ja.push_back(col);
+    ar.push_back(v);
+  };
+  const int s0 = 1 + static_cast<int>(ne), w = 1 + static_cast<int>(ne + k);
+  for (OpId u = 0; u < k; ++u) {
+    const double pu = mean.seconds[u] * kLpTimeScale;
+    for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+      entry(s0 + static_cast<int>(q.succ_ops[e]), 1.0);
+      entry(s0 + static_cast<int>(u), -1.0);
+      if (edge_cost[e] > 0.0) entry(1 + static_cast<int>(e), -edge_cost[e]);
+      row_lo.push_back(pu);
+    }
+    const uint32_t out = q.succ_begin[u + 1] - q.succ_begin[u];
+    if (out >= 2) {
+      for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+        entry(1 + static_cast<int>(e), 1.0);
+      }
+      row_lo.push_back(out - 1.0);
+    }
+    if (out == 0) {
+      entry(w, 1.0);
+      entry(s0 + static_cast<int>(u), -1.0);
+      row_lo.push_back(pu);
+    }
+  }
+  // In-edges: edge ids of each op's predecessors.
+  std::vector<std::vector<uint32_t>> in_edges(k);
+  for (OpId u = 0; u < k; ++u) {
+    for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+      in_edges[q.succ_ops[e]].push_back(e);
+    }
+  }
+  for (OpId v = 0; v < k; ++v) {
+    if (in_edges[v].size() < 2) continue;
+    for (uint32_t e : in_edges[v]) entry(1 + static_cast<int>(e), 1.0);
+    row_lo.push_back(static_cast<double>(in_edges[v].size()) - 1.0);
+  }
+
+  const GlpkProblem problem;
+  glp_prob* lp = problem.get();
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_cols(lp, static_cast<int>(ne + k + 1));
+  for (uint32_t e = 0; e < ne; ++e) {
+    glp_set_col_bnds(lp, 1 + static_cast<int>(e), GLP_DB, 0.0, 1.0);
+  }
+  for (uint32_t i = 0; i < k; ++i) {
+    glp_set_col_bnds(lp, s0 + static_cast<int>(i), GLP_LO, 0.0, 0.0);
+  }
+  glp_set_col_bnds(lp, w, GLP_LO, 0.0, 0.0);
+  glp_set_obj_coef(lp, w, 1.0);
+  if (!row_lo.empty()) {
+    glp_add_rows(lp, static_cast<int>(row_lo.size()));
+    for (size_t r = 0; r < row_lo.size(); ++r) {
+      glp_set_row_bnds(lp, static_cast<int>(r) + 1, GLP_LO, row_lo[r], 0.0);
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(),
+                    ar.data());
+  }
+  // GLPK aborts the process on an internal error: the simplex runs in a
+  // child (common/isolated.h), which answers the status, the objective
+  // and each edge's x.
+  auto solve = [lp, ne]() {
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    // GLPK's dual simplex solves these LPs 2-3x faster than its primal one
+    // (measured on layered DAGs of 200-800 ops).
+    parm.meth = GLP_DUALP;
+    const int rc = glp_simplex(lp, &parm);
+    ByteWriter out;
+    out.Put(rc);
+    out.Put(glp_get_status(lp));
+    out.Put(glp_get_obj_val(lp));
+    std::vector<double> x(ne);
+    for (uint32_t e = 0; e < ne; ++e) {
+      x[e] = glp_get_col_prim(lp, 1 + static_cast<int>(e));
+    }
+    out.PutDoubles(x.data(), x.size());
+    return out.Take();
+  };
+  Result<std::string> answer =
+      RunIsolated(solve, kLpLimits, "GLPK's simplex (m-sct)");
+  if (!answer) return answer.error();
+  int rc = 0, status = 0;
+  double objective = 0.0;
+  std::vector<double> x;
+  ByteReader reader(*answer);
+  if (!reader.Get(&rc) || !reader.Get(&status) || !reader.Get(&objective) ||
+      !reader.GetDoubles(ne, &x) || !reader.at_end()) {
+    return Internal("m-sct: GLPK's answer does not decode (a tessera bug)");
+  }
+  // The LP has no time limit and always a solution: anything but the
+  // optimum is GLPK failing.
+  Result<SolveStatus> lp_status = GlpkSimplexStatus(rc, status);
+  if (!lp_status) return lp_status.error();
+  if (*lp_status != SolveStatus::kOptimal) {
+    return Internal("GLPK's simplex returned " + std::to_string(rc) +
+                    " with status " + std::to_string(status));
+  }
+  LpResult r;
+  r.makespan_s = objective / kLpTimeScale;
+  r.child.assign(k, kNoOp);
+  std::vector<uint8_t> has_parent(k, 0);
+  for (OpId u = 0; u < k; ++u) {
+    for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+      const OpId v = q.succ_ops[e];
+      if (r.child[u] != kNoOp || has_parent[v]) continue;
+      if (x[e] < kFavouriteThreshold) {
+        r.child[u] = v;
+        has_parent[v] = 1;
+      }
+    }
+  }
+  return r;
+}
+
+// Favourite relations between the ops of `x`: an edge inside a group of
+// `g`, or one between groups whose group edge is favourite. Each op gets at
+// most one favourite child and one favourite parent; among candidates, the
+// edge carrying the most bytes.
+ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
+                                  const std::vector<OpId>& group_child) {
+  ListScheduleOptions o;
+  o.favourite_child.assign(x.num_ops(), kNoOp);
+  o.favourite_parent.assign(x.num_ops(), kNoOp);
+  std::vector<int64_t> bytes_to(x.num_ops(), -1);
+  std::vector<OpId> touched;
+  for (OpId u : x.topo) {
+    BytesToConsumers(x, u, bytes_to, touched);
+    const uint32_t a = g.group_of[u];
+    OpId best = kNoOp;
+    int64_t best_bytes = -1;
+    for (uint32_t v : x.successors(u)) {
+      if (o.favourite_parent[v] != kNoOp) continue;
+      const uint32_t b = g.group_of[v];
+      if (a != b && group_child[a] != b) continue;
+      const int64_t bytes = std::max<int64_t>(bytes_to[v], 0);
+      if (bytes > best_bytes) {
+        best = v;
+        best_bytes = bytes;
+      }
+    }
+    for (OpId v : touched) bytes_to[v] = -1;
+    if (best != kNoOp) {
+      o.favourite_child[u] = best;
+      o.favourite_parent[best] = u;
+    }
+  }
+  return o;
+}
+
+Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
+                        const Budget& budget, uint32_t max_groups) {
+  // The LP's graph: x co-placed, coarsened until it has at most
+  // `max_groups` groups and kMaxLpEdges edges between them.
+  const Grouping coplaced = CoPlace(x, IdentityGrouping(x));
+  uint32_t k = std::min(coplaced.num_groups, max_groups);
+  Grouping g;
+  Problem contracted;
+  const Problem* lp_problem = nullptr;
+  for (;;) {
+    g = k < coplaced.num_groups ? Coarsen(x, coplaced, k) : coplaced;
+    lp_problem = &x;
+    if (g.num_groups < x.num_ops()) {
+      auto r = Contract(x, g);
+      if (!r) return r.error();
+      contracted = std::move(r).value();
+      lp_problem = &contracted;
+    }
+    const size_t edges = lp_problem->succ_ops.size();
+    if (edges <= kMaxLpEdges || g.num_groups <= 2) break;
+    k = std::min<uint32_t>(
+        g.num_groups - 1,
+        std::max<uint32_t>(2, static_cast<uint32_t>(
+                                  static_cast<double>(g.num_groups) *
+                                  kMaxLpEdges / static_cast<double>(edges))));
+  }
+  Result<LpResult> lp = SolveFavouriteLp(*lp_problem, c);
+  std::string note;
+  ListScheduleOptions so;
+  if (lp) {
+    so = MapFavourites(x, g, lp->child);
+    size_t favourites = 0;
+    for (OpId v : so.favourite_child) favourites += v != kNoOp;
+    note = "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
+           std::to_string(lp_problem->succ_ops.size()) +
+           " edges (relaxed makespan " + FormatMs(lp->makespan_s) + " ms), " +
+           std::to_string(favourites) + " favourite children";
+  } else {
+    note = "m-sct: the favourite-child LP failed (" + lp.error().message +
+           "); scheduled without favourites";
+  }
+  auto out = ListSchedule(x, c, budget, so);
+  if (out) out->notes.push_back(note);
+  return out;
+}
+
+}  // namespace
+
+Result<AlgoOutput> PlaceMSct(const Problem& p, const Cluster& c,
+                             const Budget& budget, const PlaceOptions& o) {
+  const auto max_groups = static_cast<uint32_t>(std::max(o.sct_max_groups, 1));
+  return PlaceReduced(
+      p, o, [&](const Problem& q) { return MSct(q, c, budget, max_groups); });
+}
+
+}  // namespace tessera::placer
