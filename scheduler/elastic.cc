@@ -5,16 +5,6 @@
 
 namespace tessera::scheduler {
 
-std::string_view ElasticModeName(ElasticMode m) {
-  return m == ElasticMode::kPerWorker ? "per-worker" : "one-process";
-}
-
-std::optional<ElasticMode> ParseElasticMode(std::string_view text) {
-  if (text == "one-process") return ElasticMode::kOneProcess;
-  if (text == "per-worker") return ElasticMode::kPerWorker;
-  return std::nullopt;
-}
-
 Resources ElasticGuaranteedDemand(const Resources& worker,
                                   const ElasticRequest& e) {
   Resources d = worker;

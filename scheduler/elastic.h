@@ -20,8 +20,6 @@
 
 namespace tessera::scheduler {
 
-std::optional<ElasticMode> ParseElasticMode(std::string_view text);
-
 // What the queue reserves for the guaranteed part: `min` whole GPUs on one
 // node, or (a fraction) one worker's share per GPU (like a split job's
 // per-GPU demand), with `min` workers' CPU and memory.

@@ -65,6 +65,7 @@ struct ElasticRequest {
   bool operator==(const ElasticRequest&) const = default;
 };
 std::string_view ElasticModeName(ElasticMode m);  // "one-process", ...
+std::optional<ElasticMode> ParseElasticMode(std::string_view text);
 
 // A job that asks by model: the estimator sizes it.
 struct ModelRequest {
@@ -78,6 +79,8 @@ struct ModelRequest {
   std::string amp;
   std::map<std::string, std::vector<int64_t>> inputs;
 };
+// "0123...": 64 lowercase hex digits, the form of an upload's id.
+bool IsUploadId(std::string_view id);
 
 // POST /v1/jobs. Exactly one of `resources` and `model`.
 struct JobRequest {

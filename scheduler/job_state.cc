@@ -1,7 +1,9 @@
-// JobState names: the words the API, the store and the CLI use.
+// The names of a job's state and of an elastic job's mode (the words the
+// API, the store and the CLI use), and the form of an upload's id.
 
 #include "scheduler/job.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -37,6 +39,22 @@ std::optional<JobState> ParseJobState(std::string_view text) {
 bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed ||
          s == JobState::kCancelled;
+}
+
+std::string_view ElasticModeName(ElasticMode m) {
+  return m == ElasticMode::kPerWorker ? "per-worker" : "one-process";
+}
+
+std::optional<ElasticMode> ParseElasticMode(std::string_view text) {
+  if (text == "one-process") return ElasticMode::kOneProcess;
+  if (text == "per-worker") return ElasticMode::kPerWorker;
+  return std::nullopt;
+}
+
+bool IsUploadId(std::string_view id) {
+  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 }  // namespace tessera::scheduler

@@ -120,12 +120,6 @@ std::string NotAModelFileMessage(const ModelFiles& files) {
          "the model: tessera submit --model FILE)";
 }
 
-bool IsUploadId(std::string_view id) {
-  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 Result<std::string> ReadModelBytes(const ModelRequest& request,
                                    const ModelFiles& files) {
   if (!request.upload.empty()) {

@@ -119,9 +119,6 @@ Result<std::string> ReadModelBytes(const ModelRequest& request,
 Result<SizedModel> SizeModel(const ModelRequest& request,
                              const std::string& kind, const ModelFiles& files);
 
-// "0123...": 64 lowercase hex digits, the form of an upload's id.
-bool IsUploadId(std::string_view id);
-
 // What a GPU reserves for a predicted reserved peak (bytes): the peak x
 // (1 + headroom), and at least the peak + kReserveSlackBytes, in MiB.
 // The headroom covers the spread of the prediction (the caching

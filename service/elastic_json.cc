@@ -2,7 +2,6 @@
 // what the store keeps to recover them (docs/elastic.md).
 #include <string>
 
-#include "scheduler/elastic.h"
 #include "service/job_json.h"
 
 namespace tessera::scheduler {

@@ -14,9 +14,6 @@
 #include <string_view>
 #include <utility>
 
-#include "scheduler/elastic.h"
-#include "scheduler/model_jobs.h"
-
 namespace tessera::scheduler {
 namespace {
 

@@ -17,6 +17,10 @@
 #     headers they include, the headers those include, and the files that
 #     implement them. Linking a whole component for one small header of it
 #     fails here.
+#  4. the lean targets (what a job is, its JSON, the launchers, the HTTP
+#     client: what other programs link) bring none of the heavy outside
+#     libraries (ONNX, protobuf, GLPK, CBC, SQLite, OpenSSL), directly or
+#     through any target they link.
 cmake_minimum_required(VERSION 3.25)  # IN_LIST, POP_FRONT
 include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/components.cmake")
 set(components ${TESSERA_COMPONENTS})
@@ -26,23 +30,19 @@ set(components ${TESSERA_COMPONENTS})
 # as the failure names it, with the follow-up that empties it; an entry
 # that no longer fails is an error too, so the list only shrinks.
 # (tests/layering's own example passes its list as KNOWN_LINK_VIOLATIONS.)
-set(known_link_violations
-  # launch/ needs only scheduler/job.h (JobId) and scheduler/mps.h, with
-  # their job_state.cc and mps.cc, yet linking tessera_scheduler brings the
-  # model stack (placer, estimator, graph: ONNX, protobuf, GLPK, CBC).
-  # Follow-up (issue 30): the job types and MPS limits in a small target of
-  # their own, which launch/ links instead of tessera_scheduler.
-  "tessera_launch -> graph" "tessera_launch -> estimator"
-  "tessera_launch -> placer"
-  # client/ includes only service/job_json.h (and scheduler/job.h), yet
-  # linking tessera_service brings the whole service: SQLite, OpenSSL, the
-  # launchers (launch/) and the model splitting (split/: ONNX, protobuf).
-  # Follow-up (issue 30): the job JSON in a target of its own, which
-  # client/ links instead of tessera_service.
-  "tessera_client -> launch" "tessera_client -> split"
-)
+set(known_link_violations)
 if(DEFINED KNOWN_LINK_VIOLATIONS)
   set(known_link_violations ${KNOWN_LINK_VIOLATIONS})
+endif()
+# Rule 4's targets and libraries (tests/layering's example passes its own).
+set(lean_targets tessera_jobs tessera_job_json tessera_launch tessera_client)
+set(heavy_libraries onnx onnx_proto protobuf::libprotobuf tessera_glpk
+                    PkgConfig::CBC SQLite::SQLite3 OpenSSL::Crypto)
+if(DEFINED LEAN_TARGETS)
+  set(lean_targets ${LEAN_TARGETS})
+endif()
+if(DEFINED HEAVY_LIBRARIES)
+  set(heavy_libraries ${HEAVY_LIBRARIES})
 endif()
 
 # The project-relative headers a file includes ("component/...h").
@@ -197,6 +197,32 @@ if(DEFINED LINKS)
     else()
       list(APPEND failures "${text}")
     endif()
+  endforeach()
+  # Rule 4: every library a lean target ends up linking, outside ones too.
+  foreach(target IN LISTS lean_targets)
+    if(NOT target IN_LIST component_targets)
+      list(APPEND failures "lean target ${target} is no component target: fix lean_targets in tests/layering/check_layering.cmake")
+      continue()
+    endif()
+    set(seen "${target}")
+    set(pending "${target}")
+    set(path_${target} "${target}")
+    while(pending)
+      list(POP_FRONT pending from)
+      foreach(entry IN LISTS links_of_${from})
+        string(REGEX REPLACE "\\|.*" "" linked "${entry}")
+        if(linked IN_LIST seen)
+          continue()
+        endif()
+        list(APPEND seen "${linked}")
+        set(path_${linked} "${path_${from}} -> ${linked}")
+        if(linked IN_LIST heavy_libraries)
+          list(APPEND failures "${target} is lean but links ${linked} (${path_${linked}})")
+        elseif(linked IN_LIST component_targets)
+          list(APPEND pending "${linked}")
+        endif()
+      endforeach()
+    endwhile()
   endforeach()
   foreach(key IN LISTS known_link_violations)
     if(NOT key IN_LIST known_seen)
