@@ -85,7 +85,64 @@ class FairShare final : public QueuePolicy {
     return decision;
   }
 
+  // Schedule's order as if every job started: the overdue jobs, oldest
+  // first, then turn by turn the account with the smallest weighted share
+  // (its running jobs' GPUs, plus those it would start before), each
+  // account's jobs in submission order.
+  std::vector<size_t> Order(const std::vector<QueuedJob>& queue,
+                            const std::vector<RunningJob>& running,
+                            const ClusterState& state,
+                            double now) const override {
+    std::map<std::string, int64_t> milli;
+    for (const RunningJob& r : running) {
+      if (const Allocation* a = state.AllocationOf(r.id)) {
+        milli[AccountOf(r)] += MilliOf(*a);
+      }
+    }
+    std::vector<size_t> order;
+    std::map<std::string, std::vector<size_t>> waiting;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const QueuedJob& job = queue[i];
+      if (now - job.submitted_at > kFairShareMaxWaitS) {
+        order.push_back(i);
+        milli[AccountOf(job)] += DemandMilli(job.demand);
+      }
+    }
+    for (size_t i = 0; i < queue.size(); ++i) {
+      if (now - queue[i].submitted_at <= kFairShareMaxWaitS) {
+        waiting[AccountOf(queue[i])].push_back(i);
+      }
+    }
+    std::map<std::string, size_t> next;
+    while (order.size() < queue.size()) {
+      const std::string* best = nullptr;
+      double best_share = 0;
+      for (const auto& [account, jobs] : waiting) {
+        if (next[account] >= jobs.size()) continue;
+        const double share =
+            static_cast<double>(milli[account]) / Weight(account);
+        const QueuedJob& job = queue[jobs[next[account]]];
+        if (!best || share < best_share ||
+            (share == best_share &&
+             job.submitted_at <
+                 queue[waiting[*best][next[*best]]].submitted_at)) {
+          best = &account;
+          best_share = share;
+        }
+      }
+      const size_t i = waiting[*best][next[*best]++];
+      order.push_back(i);
+      milli[*best] += DemandMilli(queue[i].demand);
+    }
+    return order;
+  }
+
  private:
+  // What a job asks of GPU compute, in milli-GPUs.
+  static int64_t DemandMilli(const Resources& d) {
+    return d.gpus > 0 ? int64_t{d.gpus} * kFullGpuMilli : d.gpu_milli;
+  }
+
   double Weight(const std::string& account) const {
     auto it = weights_.find(account);
     return it == weights_.end() ? 1.0 : it->second;

@@ -35,6 +35,15 @@ int64_t MilliOf(const Allocation& a) {
 
 }  // namespace policy_internal
 
+std::vector<size_t> QueuePolicy::Order(
+    const std::vector<QueuedJob>& queue,
+    const std::vector<RunningJob>& /*running*/, const ClusterState& /*state*/,
+    double /*now*/) const {
+  std::vector<size_t> order(queue.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  return order;
+}
+
 namespace {
 
 using policy_internal::Holds;
@@ -70,17 +79,11 @@ class Priority final : public QueuePolicy {
   Decision Schedule(const std::vector<QueuedJob>& queue,
                     const std::vector<RunningJob>& running,
                     const ClusterState& state, const Allocator& allocate,
-                    double /*now*/) override {
-    std::vector<const QueuedJob*> order;
-    order.reserve(queue.size());
-    for (const QueuedJob& job : queue) order.push_back(&job);
-    std::stable_sort(order.begin(), order.end(),
-                     [](const QueuedJob* a, const QueuedJob* b) {
-                       return a->priority > b->priority;
-                     });
+                    double now) override {
     ClusterState sim = state;
     Decision decision;
-    for (const QueuedJob* job : order) {
+    for (const size_t i : Order(queue, running, state, now)) {
+      const QueuedJob* job = &queue[i];
       if (Holds(sim, job->id)) continue;
       if (TryStart(sim, *job, allocate, decision)) continue;
       if (!preemption_ || !Preempt(sim, *job, running, allocate, decision)) {
@@ -88,6 +91,18 @@ class Priority final : public QueuePolicy {
       }
     }
     return decision;
+  }
+
+  // Higher priority first, then submission order.
+  std::vector<size_t> Order(const std::vector<QueuedJob>& queue,
+                            const std::vector<RunningJob>& running,
+                            const ClusterState& state,
+                            double now) const override {
+    std::vector<size_t> order = QueuePolicy::Order(queue, running, state, now);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return queue[a].priority > queue[b].priority;
+    });
+    return order;
   }
 
  private:

@@ -68,6 +68,14 @@ class QueuePolicy {
                             const std::vector<RunningJob>& running,
                             const ClusterState& state,
                             const Allocator& allocate, double now) = 0;
+  // The order the policy considers `queue` in (indices into it), as if
+  // every job fitted: what views show as a job's position (GET /v1/queue),
+  // so that none guesses it from the policy's name. Submission order
+  // unless the policy reorders.
+  virtual std::vector<size_t> Order(const std::vector<QueuedJob>& queue,
+                                    const std::vector<RunningJob>& running,
+                                    const ClusterState& state,
+                                    double now) const;
 };
 
 // kBadInput naming the known policies for an unknown name.

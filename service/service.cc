@@ -25,7 +25,7 @@ Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Service::~Service() {
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     impl_->stopping = true;
   }
   impl_->wake.notify_all();
@@ -57,7 +57,12 @@ Result<std::unique_ptr<Service>> Service::Start(
   auto store = Store::Open(impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
-  TESSERA_RETURN_IF_ERROR(impl->Recover());
+  {
+    // Nobody else can hold mu yet (no round thread, no API call); Recover
+    // holds it anyway, as what it calls requires.
+    MutexLock lock(impl->mu);
+    TESSERA_RETURN_IF_ERROR(impl->Recover());
+  }
   std::unique_ptr<Service> service(new Service(std::move(impl)));
   if (service->impl_->options.start_thread) {
     service->impl_->thread =
@@ -68,7 +73,10 @@ Result<std::unique_ptr<Service>> Service::Start(
 
 Result<Job> Service::Submit(const User& user, JobRequest request) {
   Impl& m = *impl_;
-  const Topology& t = m.state.topology();
+  // The configured topology, not the live one (read without the lock):
+  // pools and GPUs do not change, and a drain does not make a request
+  // wrong.
+  const Topology& t = m.options.topology;
   if (request.pool.empty()) request.pool = t.pools.front();
   if (!t.HasPool(request.pool)) {
     std::string known;
@@ -121,7 +129,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
                       "' could ever hold this request");
     }
   }
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   TESSERA_RETURN_IF_ERROR(m.AdmitSubmission(user));
   job.request = std::move(request);
   job.submitted_at = m.Now();
@@ -172,7 +180,7 @@ Result<std::optional<Job>> Service::Get(JobId id) {
 Result<Job> Service::Cancel(JobId id, const std::string& reason,
                             const User* by) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   auto q = std::find_if(m.queue.begin(), m.queue.end(),
                         [&](const Job& j) { return j.id == id; });
   if (q != m.queue.end()) {
@@ -223,7 +231,7 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
 
 Status Service::SetDrained(const std::string& node, bool drained,
                            const User* by) {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   const int n = impl_->state.topology().FindNode(node);
   if (n < 0) return BadInput("node '" + node + "': no such node");
   TESSERA_RETURN_IF_ERROR(impl_->Record(
@@ -236,7 +244,7 @@ Status Service::SetDrained(const std::string& node, bool drained,
 
 nlohmann::json Service::ClusterJson() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   nlohmann::json pools = nlohmann::json::array();
   for (const std::string& p : t.pools) {
@@ -289,7 +297,7 @@ nlohmann::json Service::ClusterJson() {
 
 std::string Service::MetricsText() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   std::map<std::pair<std::string, std::string>, int64_t> by_state;
   for (const Job& j : m.queue) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
@@ -303,7 +311,7 @@ std::string Service::MetricsText() {
   return m.metrics.Render(m.state, by_state);
 }
 
-const Topology& Service::topology() const { return impl_->state.topology(); }
+const Topology& Service::topology() const { return impl_->options.topology; }
 
 std::string Service::LogPath(JobId id, bool stderr_log) const {
   return impl_->launcher->LogPath(id, stderr_log);
@@ -313,7 +321,7 @@ void Service::Tick() { impl_->RunRound(); }
 
 std::string Service::CheckInvariants() {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   std::string broken = m.state.CheckInvariants();
   // The jobs in memory are the store's active jobs, in the same states.
   std::map<JobId, JobState> memory;

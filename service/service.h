@@ -219,6 +219,8 @@ class Service {
   nlohmann::json QueueJson(const std::string& pool);
   // GET /metrics: Prometheus text format.
   std::string MetricsText();
+  // The cluster as configured: nodes, pools and GPUs, which never change
+  // (drains do, and ClusterJson has them). Safe to read without the lock.
   const Topology& topology() const;
   std::string LogPath(JobId id, bool stderr_log) const;
   // Where a split job's plan pictures are (the timeline, or with `graph`

@@ -67,7 +67,7 @@ void Service::Impl::FillDecisionInputs(RoundSnapshot& snap, double now) const {
   for (const GpuInfo& g : options.topology.gpus) {
     if (!snap.laws.count(g.kind)) snap.laws[g.kind] = LawOf(g.kind);
   }
-  auto add = [&](const Job& j) {
+  auto add = [&](const Job& j) TESSERA_REQUIRES(mu) {
     double end = j.request.time_limit_s > 0
                      ? std::max(now, j.started_at) + j.request.time_limit_s
                      : kInf;
@@ -238,7 +238,7 @@ nlohmann::json Service::Impl::InterferenceJson() const {
 }
 
 nlohmann::json Service::DecisionOf(JobId id) {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   auto it = impl_->start_decisions.find(id);
   return it == impl_->start_decisions.end() ? nlohmann::json(nullptr)
                                             : it->second.json;
@@ -246,7 +246,7 @@ nlohmann::json Service::DecisionOf(JobId id) {
 
 Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   auto it = m.running.find(id);
   if (it == m.running.end()) {
     return Infeasible("job " + std::to_string(id) +

@@ -150,10 +150,11 @@ bool Service::Impl::AskBackFor(const Allocation& allocation,
                                const std::string& pool) {
   const std::vector<ElasticHolding> jobs = ElasticHoldings(&pool);
   // Extras asked back before and not gone yet: still waited for.
-  bool asked = std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
-    return !j.releasing->empty() &&
-           SharesNode(state.topology(), *j.allocation, allocation);
-  });
+  bool asked = std::any_of(
+      jobs.begin(), jobs.end(), [&](const auto& j) TESSERA_REQUIRES(mu) {
+        return !j.releasing->empty() &&
+               SharesNode(state.topology(), *j.allocation, allocation);
+      });
   for (ExtrasBack& back : ExtrasInTheWay(state, allocation, jobs)) {
     const Job& job = running.at(back.id);
     ElasticState st = job.elastic;
@@ -264,19 +265,8 @@ void Service::Impl::GrowElastic() {
     if (grew && !tree.empty()) held = HeldTree();  // for the jobs after it
     if (grew && PerWorker(running.at(id))) {
       // The new workers' processes, started by the round thread.
-      const Job& grown = running.at(id);
-      const Topology& t = state.topology();
-      LaunchSpec spec;
-      spec.id = id;
-      spec.name = grown.request.name;
-      spec.user = grown.user;
-      spec.command = grown.request.command;
-      spec.env = LaunchEnv(grown, t, nullptr);
-      spec.log_dir = options.log_dir;
-      spec.ignore_sigusr1 = true;
-      spec.workers = WorkerLaunches(grown, t, added);
-      spec.guaranteed_workers = grown.request.elastic->min;
-      worker_starts.push_back(std::move(spec));
+      worker_starts.push_back(
+          LaunchSpecFor(running.at(id), state.topology(), nullptr, &added));
     }
   }
 }
@@ -357,49 +347,48 @@ Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(std::max(0.0, wait_s)));
-  std::unique_lock lock(m.mu);
-  while (true) {
-    const Job* live = nullptr;
-    if (auto r = m.running.find(id); r != m.running.end()) live = &r->second;
-    if (auto s = m.starting.find(id); s != m.starting.end()) live = &s->second;
-    for (const Job& q : m.queue) {
-      if (q.id == id) live = &q;
-    }
-    if (!live) {
-      lock.unlock();
-      auto stored = m.store->Get(id);
-      if (!stored) return stored.error();
-      if (!stored->has_value()) {
-        return BadInput("no job " + std::to_string(id));
+  {
+    MutexLock lock(m.mu);
+    while (true) {
+      const Job* live = nullptr;
+      if (auto r = m.running.find(id); r != m.running.end()) live = &r->second;
+      if (auto s = m.starting.find(id); s != m.starting.end()) {
+        live = &s->second;
       }
-      if (!(*stored)->request.elastic) {
+      for (const Job& q : m.queue) {
+        if (q.id == id) live = &q;
+      }
+      if (!live) break;  // ended or unknown: the store says, below
+      if (!live->request.elastic) {
         return BadInput("job " + std::to_string(id) + " is not elastic");
       }
-      return ElasticAllocationJson(**stored, m.options.topology);
-    }
-    if (!live->request.elastic) {
-      return BadInput("job " + std::to_string(id) + " is not elastic");
-    }
-    // Only a running job's allocation changes.
-    if (live->elastic.version > after || live->state != JobState::kRunning ||
-        m.stopping) {
-      return ElasticAllocationJson(*live, m.state.topology());
-    }
-    if (m.allocation_changed.wait_until(lock, deadline) ==
-        std::cv_status::timeout) {
-      // Looked at once more below, then answered unchanged.
-      if (auto r = m.running.find(id); r != m.running.end()) {
-        return ElasticAllocationJson(r->second, m.state.topology());
+      // Only a running job's allocation changes.
+      if (live->elastic.version > after || live->state != JobState::kRunning ||
+          m.stopping) {
+        return ElasticAllocationJson(*live, m.state.topology());
+      }
+      if (!lock.WaitUntil(m.allocation_changed, deadline)) {
+        // Looked at once more below, then answered unchanged.
+        if (auto r = m.running.find(id); r != m.running.end()) {
+          return ElasticAllocationJson(r->second, m.state.topology());
+        }
       }
     }
   }
+  auto stored = m.store->Get(id);
+  if (!stored) return stored.error();
+  if (!stored->has_value()) return BadInput("no job " + std::to_string(id));
+  if (!(*stored)->request.elastic) {
+    return BadInput("job " + std::to_string(id) + " is not elastic");
+  }
+  return ElasticAllocationJson(**stored, m.options.topology);
 }
 
 Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
                                                const std::vector<int>& workers,
                                                const User* by) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   auto it = m.running.find(id);
   if (it == m.running.end()) {
     return Infeasible("job " + std::to_string(id) + " is not running");

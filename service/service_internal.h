@@ -2,8 +2,9 @@
 #define TESSERA_SERVICE_SERVICE_INTERNAL_H_
 
 // The service's state and its steps, shared by the files that implement the
-// Service: service.cc (the API), service_rounds.cc (scheduling rounds and
-// recovery), service_launch_env.cc (what a job starts with) and
+// Service: service.cc (the API), service_rounds.cc (scheduling rounds),
+// service_transitions.cc (a job's starts and exits), service_recovery.cc
+// (after a restart), service_launch_env.cc (what a job starts with) and
 // service_reservations.cc (reservations for outside systems); nobody else
 // includes it. One mutex (`mu`) guards the cluster state and the jobs; the
 // slow steps (launcher calls, model loading, the policies' planning) run
@@ -12,10 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "scheduler/admission.h"
 #include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
@@ -79,6 +79,14 @@ std::string WhyNot(const ClusterState& s, int node, const Resources& d,
 // Why holding `plus` more than `now` breaks `q` ("" if it does not).
 std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
                       const std::string& who);
+// What each user and team holds (running and starting jobs), as a round
+// counts it against the quotas (service_rounds.cc).
+struct Holdings {
+  std::map<std::string, QuotaUse> users, teams;
+  void Add(const Job& j, const QuotaUse& u);
+  // Why `plus` more for `j`'s user or team breaks a quota ("" if not).
+  std::string Over(const Quotas& q, const Job& j, const QuotaUse& plus);
+};
 // An elastic job's allocation and state without the workers `drop`: their
 // GPU shares and ids gone, and no longer asked back (the release deadline
 // cleared once nobody is). service_elastic.cc.
@@ -165,6 +173,35 @@ struct PendingStart {
   std::function<placer::PlanPictures()> pictures;  // a split's; or empty
 };
 
+// The steps of a round (service_rounds.cc) hand these to each other.
+// What the launcher said since the last round (step 1, no lock).
+struct LauncherNews {
+  std::vector<std::pair<JobId, Reconciled>> reconciled;
+  std::vector<Exited> exits;
+  // Per-worker elastic jobs' workers that ended while their job runs on.
+  std::map<JobId, std::vector<WorkerExited>> worker_exits;
+};
+// What a round plans on (step 2, taken under the lock).
+struct RoundView {
+  RoundSnapshot snap;
+  std::vector<JobId> to_load;  // model jobs whose graph is not loaded yet
+  bool reclaiming = false;     // reclaim victims still stopping (their grace)
+  std::set<JobId> owners;      // queued jobs that reclaimed room
+};
+// One pool's policy's decision and how long it took (step 3, no lock).
+struct PoolDecision {
+  std::string pool;
+  Decision decision;
+  double seconds = 0;
+};
+struct RoundDecisions {
+  std::vector<PoolDecision> pools;
+  // Jobs a quota or the queue tree held back from the policies, and why.
+  std::map<JobId, std::string> quota_blocked;
+  bool queue_tree = false;
+  TreePlan tree;  // the queue tree's plan: what to offer, reclaim, promote
+};
+
 struct Service::Impl {
   ServiceOptions options;
   std::unique_ptr<Store> store;
@@ -176,156 +213,177 @@ struct Service::Impl {
   // calls included; the round thread alone calls the launcher (but Adopt
   // and Reconcile, during Start, before the thread runs), so API calls
   // never wait on it. Taken before `mu`, never while holding it.
-  std::mutex round_mu;
-  // Guarded by round_mu (the round's own planning state).
-  AdmissionCache admission_cache;  // the scorer's scores, by node stamp
-  std::unordered_map<JobId, nlohmann::json> pending_plans;
+  Mutex round_mu TESSERA_ACQUIRED_BEFORE(mu);
+  // The round's own planning state.
+  AdmissionCache admission_cache TESSERA_GUARDED_BY(round_mu);  // by stamp
+  std::unordered_map<JobId, nlohmann::json> pending_plans
+      TESSERA_GUARDED_BY(round_mu);
   // The pictures of those plans, drawn only for the jobs that start.
   std::unordered_map<JobId, std::function<placer::PlanPictures()>>
-      pending_pictures;
+      pending_pictures TESSERA_GUARDED_BY(round_mu);
 
-  std::mutex mu;  // guards everything below; never held across a
-                  // launcher call, a model load or a policy's planning
-  std::condition_variable wake;
-  bool stopping = false;
-  bool dirty = true;  // something changed: run a round
+  // Guards the jobs and the cluster state below (each member says so);
+  // never held across a launcher call, a model load or a policy's
+  // planning. What is not marked is set before the round thread starts and
+  // only read after (options, the store, the launcher, the policies, the
+  // queue tree, the model files).
+  Mutex mu;
+  std::condition_variable_any wake;
+  bool stopping TESSERA_GUARDED_BY(mu) = false;
+  bool dirty TESSERA_GUARDED_BY(mu) = true;  // something changed: run a round
   std::thread thread;
 
-  ClusterState state;
-  std::vector<Job> queue;        // queued or preempted, by id
-  std::map<JobId, Job> running;  // running (incl. stopping)
+  ClusterState state TESSERA_GUARDED_BY(mu);
+  std::vector<Job> queue TESSERA_GUARDED_BY(mu);  // queued, preempted; by id
+  std::map<JobId, Job> running TESSERA_GUARDED_BY(mu);  // incl. stopping
   // State `starting`: reserved and stored, the launcher not yet done (or
   // its outcome not yet stored).
-  std::map<JobId, Job> starting;
+  std::map<JobId, Job> starting TESSERA_GUARDED_BY(mu);
   // Start outcomes the store has not taken yet (a failed write): the job
   // stays `starting`, in memory as in the store, and the write is tried
   // again every round.
-  std::map<JobId, Job> unrecorded_starts;
+  std::map<JobId, Job> unrecorded_starts TESSERA_GUARDED_BY(mu);
   // Exits the store has not taken yet: the job stays running (and
   // reserved) until it has.
-  std::map<JobId, Exited> unrecorded_exits;
+  std::map<JobId, Exited> unrecorded_exits TESSERA_GUARDED_BY(mu);
   // `starting` jobs whose launcher could not say at recovery whether they
   // run (Reconciled::kUnknown): asked again every round.
-  std::set<JobId> unreconciled;
-  std::set<JobId> cancel_requested, preempt_requested;
-  std::vector<JobId> stop_requests;  // launcher->Stop for the round thread
-  std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models;
+  std::set<JobId> unreconciled TESSERA_GUARDED_BY(mu);
+  std::set<JobId> cancel_requested TESSERA_GUARDED_BY(mu);
+  std::set<JobId> preempt_requested TESSERA_GUARDED_BY(mu);
+  // launcher->Stop, for the round thread
+  std::vector<JobId> stop_requests TESSERA_GUARDED_BY(mu);
+  std::unordered_map<JobId, std::shared_ptr<const SizedModel>> models
+      TESSERA_GUARDED_BY(mu);
   // After a transient launcher error nothing starts until then.
-  double launch_retry_at = 0;
-  Metrics metrics;
+  double launch_retry_at TESSERA_GUARDED_BY(mu) = 0;
+  Metrics metrics TESSERA_GUARDED_BY(mu);
   // Reservations for outside systems (Job::origin set): running, but
   // kept out of `running`, so the launcher never sees them.
-  std::map<JobId, Job> reserved;
+  std::map<JobId, Job> reserved TESSERA_GUARDED_BY(mu);
   // Submission rates per user and team (service_quotas.cc).
-  std::map<std::string, service_internal::TokenBucket> user_buckets,
-      team_buckets;
+  std::map<std::string, service_internal::TokenBucket> user_buckets
+      TESSERA_GUARDED_BY(mu);
+  std::map<std::string, service_internal::TokenBucket> team_buckets
+      TESSERA_GUARDED_BY(mu);
   // Queued jobs a quota holds back, with why (for ClusterJson).
-  std::map<JobId, std::string> quota_waits;
+  std::map<JobId, std::string> quota_waits TESSERA_GUARDED_BY(mu);
   // The last split-or-wait decision per model job (queued or running),
-  // this round's collected unlocked (guarded by round_mu) and published.
-  std::map<JobId, service_internal::DecisionRecord> start_decisions;
-  std::unordered_map<JobId, service_internal::DecisionRecord>
-      pending_decisions;  // guarded by round_mu
-  std::map<JobId, service_internal::JobProgress> progress;
-  std::map<std::string, service_internal::InterferenceFit> fits;  // by kind
+  // this round's collected unlocked (pending_decisions) and published.
+  std::map<JobId, service_internal::DecisionRecord> start_decisions
+      TESSERA_GUARDED_BY(mu);
+  std::unordered_map<JobId, service_internal::DecisionRecord> pending_decisions
+      TESSERA_GUARDED_BY(round_mu);
+  std::map<JobId, service_internal::JobProgress> progress
+      TESSERA_GUARDED_BY(mu);
+  std::map<std::string, service_internal::InterferenceFit> fits
+      TESSERA_GUARDED_BY(mu);  // by GPU kind
 
   // The queue tree (service_queues.cc, docs/quotas.md); empty without
   // `queues:`. Reclaim victims still stopping (their grace), and why a
   // preempted job was stopped when it was not for a higher priority.
   QueueTree tree;
-  std::set<JobId> reclaim_victims;
-  std::set<JobId> reclaimers;  // queued jobs room was reclaimed for
-  std::map<JobId, std::string> preempt_reasons;
+  std::set<JobId> reclaim_victims TESSERA_GUARDED_BY(mu);
+  // Queued jobs room was reclaimed for.
+  std::set<JobId> reclaimers TESSERA_GUARDED_BY(mu);
+  std::map<JobId, std::string> preempt_reasons TESSERA_GUARDED_BY(mu);
   Status SetUpQueues();
   // A submission's queue: kBadInput for a queue the tree lacks.
   Status CheckQueue(const JobRequest& request) const;
   // The round's plan under the tree (no lock: the round thread).
   TreePlan PlanQueues(const RoundSnapshot& snap, bool reclaiming,
-                      const std::set<JobId>& owners);
+                      const std::set<JobId>& owners) TESSERA_REQUIRES(round_mu)
+      TESSERA_EXCLUDES(mu);
   // Phase 4 (the caller holds mu): promotions stored, victims asked to
   // stop; `held` is the tree with what runs and starts now.
-  void ApplyQueuePlan(const TreePlan& plan);
+  void ApplyQueuePlan(const TreePlan& plan) TESSERA_REQUIRES(mu);
   // The tree with what runs and starts now: an elastic job's guaranteed
   // part with its mark, its extras as a second, borrowed entry.
-  QueueTree HeldTree() const;
+  QueueTree HeldTree() const TESSERA_REQUIRES(mu);
   // Whether growing `job` to `next` keeps every queue from the job's up
   // within its limit, on `held` (true without a tree).
   bool ExtrasWithinLimits(const QueueTree& held, const Job& job,
-                          const Allocation& next) const;
+                          const Allocation& next) const TESSERA_REQUIRES(mu);
   // Marks `job` (about to start with `a`) guaranteed or borrowed against
   // `held` and counts it there; false (with `why`) if it may not start.
   bool MarkStart(QueueTree& held, Job& job, const Allocation& a,
-                 std::string* why) const;
-  nlohmann::json QueuesJson() const;
+                 std::string* why) const TESSERA_REQUIRES(mu);
+  nlohmann::json QueuesJson() const TESSERA_REQUIRES(mu);
 
   // service_decisions.cc (the caller holds mu): the decision's inputs in
   // `snap`; the law of a GPU kind (calibrated, configured or measured);
   // the laws and fits for ClusterJson.
-  void FillDecisionInputs(RoundSnapshot& snap, double now) const;
-  InterferenceLaw LawOf(const std::string& kind) const;
-  nlohmann::json InterferenceJson() const;
+  void FillDecisionInputs(RoundSnapshot& snap, double now) const
+      TESSERA_REQUIRES(mu);
+  InterferenceLaw LawOf(const std::string& kind) const TESSERA_REQUIRES(mu);
+  nlohmann::json InterferenceJson() const TESSERA_REQUIRES(mu);
   // A model job's start (no lock: the round thread): the decision over
   // whole, fraction, split and wait (DecideStart), recorded in
   // pending_decisions; the allocation, or nullopt to wait.
   std::optional<Allocation> DecideModelStart(const RoundSnapshot& snap,
                                              const ClusterState& s,
                                              const Job& job,
-                                             const SizedModel& sized);
+                                             const SizedModel& sized)
+      TESSERA_REQUIRES(round_mu);
   // The work the decision assumes (seconds on one whole GPU) and whence.
   std::pair<double, std::string> WorkOf(const Job& job,
                                         const SizedModel* sized) const;
 
   // Whether `user` may submit now: rates, then queued-job limits.
-  Status AdmitSubmission(const User& user);
+  Status AdmitSubmission(const User& user) TESSERA_REQUIRES(mu);
   static std::string FormatRate(double rate);
   // Every user's and team's use and quota, for ClusterJson.
-  nlohmann::json QuotaJson() const;
+  nlohmann::json QuotaJson() const TESSERA_REQUIRES(mu);
 
   // Ends the reservation at `it` (the caller holds `mu`); wakes the queue,
   // which may start what it held back (service_reservations.cc).
   // `by`: who ended it (null: its origin).
   Result<Job> EndReserved(std::map<JobId, Job>::iterator it, JobState end,
-                          const std::string& reason, const User* by = nullptr);
+                          const std::string& reason, const User* by = nullptr)
+      TESSERA_REQUIRES(mu);
 
   // Elastic jobs (service_elastic.cc; the caller holds mu). A change of
   // a job's allocation wakes the long-polls; `notices` are the jobs to
   // signal (SIGUSR1), sent by the round thread without the lock.
-  std::condition_variable allocation_changed;
-  std::vector<JobId> notices;
+  std::condition_variable_any allocation_changed;
+  std::vector<JobId> notices TESSERA_GUARDED_BY(mu);
   // Pools where extras were asked back this round: nothing grows there.
-  std::set<std::string> elastic_reclaiming;
+  std::set<std::string> elastic_reclaiming TESSERA_GUARDED_BY(mu);
   // A job starting: its first `min` workers, version and history.
-  void BeginElastic(Job& job);
+  void BeginElastic(Job& job) TESSERA_REQUIRES(mu);
   // The running elastic jobs (of `pool`, or all when null) as the round's
   // elastic rules see them (scheduler/elastic.h); views into `running`.
   std::vector<ElasticHolding> ElasticHoldings(
-      const std::string* pool = nullptr) const;
+      const std::string* pool = nullptr) const TESSERA_REQUIRES(mu);
   // The state the policies plan on: every elastic job holds only its
   // guaranteed part, so extras count as free (borrowable) capacity
   // (PlanOnGuaranteed).
-  ClusterState PlanningState() const;
+  ClusterState PlanningState() const TESSERA_REQUIRES(mu);
   // Before `allocation` (a start the policy chose) can be reserved: asks
   // back the extras in its way, on its node. True if it asked any.
-  bool AskBackFor(const Allocation& allocation, const std::string& pool);
+  bool AskBackFor(const Allocation& allocation, const std::string& pool)
+      TESSERA_REQUIRES(mu);
   // A start the policy planned (`allocation`) against the state now: kept
   // if it fits; if elastic extras of `pool` are in the way, replaced by a
   // placement on what is free now when there is one, else the extras are
   // asked back and false returned (the job waits). Holds round_mu and mu.
   bool MakeRoom(const RoundSnapshot& snap, const Job& job,
-                const std::string& pool, Allocation& allocation);
+                const std::string& pool, Allocation& allocation)
+      TESSERA_REQUIRES(round_mu, mu);
   // Extras whose release_by has passed are reclaimed.
-  void ReclaimOverdue(double now);
+  void ReclaimOverdue(double now) TESSERA_REQUIRES(mu);
   // Free capacity goes to running elastic jobs, in GrowOrder, up to max.
-  void GrowElastic();
+  void GrowElastic() TESSERA_REQUIRES(mu);
   // Applies `next` (the job's new allocation and elastic state) to
   // running job `id`: reserved, stored with an event, file rewritten,
   // waiters woken, the job signalled. False if it does not fit or the
   // store failed (nothing changed).
   bool ApplyElastic(JobId id, const Allocation& next, ElasticState st,
                     const std::string& action, std::vector<int> workers,
-                    const User* by = nullptr, const std::string& note = "");
+                    const User* by = nullptr, const std::string& note = "")
+      TESSERA_REQUIRES(mu);
   std::string AllocationFilePath(JobId id) const;
-  void WriteAllocationFile(const Job& job) const;
+  void WriteAllocationFile(const Job& job) const TESSERA_REQUIRES(mu);
 
   // Per-worker elastic jobs (docs/elastic.md, "The two launch modes"): the
   // launcher runs a process per worker. Under mu the service queues which
@@ -336,12 +394,12 @@ struct Service::Impl {
     std::vector<int> workers;
     double grace_s = 0;
   };
-  std::vector<LaunchSpec> worker_starts;
-  std::vector<WorkerStop> worker_stops;
+  std::vector<LaunchSpec> worker_starts TESSERA_GUARDED_BY(mu);
+  std::vector<WorkerStop> worker_stops TESSERA_GUARDED_BY(mu);
   // Reclaimed workers whose process was killed and has not been reaped
   // yet: their job does not grow meanwhile (a new worker could get the
   // same id).
-  std::map<JobId, std::set<int>> workers_dying;
+  std::map<JobId, std::set<int>> workers_dying TESSERA_GUARDED_BY(mu);
   static bool PerWorker(const Job& job) {
     return job.request.elastic &&
            job.request.elastic->mode == ElasticMode::kPerWorker;
@@ -353,19 +411,21 @@ struct Service::Impl {
   // The processes of `workers` of `job` ended (or never started: `why`):
   // extras are released (their shares freed); the job grows no more when
   // one ended without being asked back.
-  void WorkersEnded(JobId id, const std::vector<WorkerExited>& ended);
+  void WorkersEnded(JobId id, const std::vector<WorkerExited>& ended)
+      TESSERA_REQUIRES(mu);
   // The round thread's launcher calls for per-worker jobs (no lock held);
   // starts that failed are handed back as ended workers.
   std::vector<WorkerExited> RunWorkerCalls(std::vector<LaunchSpec> starts,
-                                           std::vector<WorkerStop> stops);
+                                           std::vector<WorkerStop> stops)
+      TESSERA_EXCLUDES(mu);
   // Recover: takes over a running per-worker job's live workers; extras
   // that ended meanwhile are released. False if none is alive.
-  bool AdoptWorkerJob(Job& job);
+  bool AdoptWorkerJob(Job& job) TESSERA_REQUIRES(mu);
 
   // Which model files jobs may name (Start fills it from `options`).
   ModelFiles model_files;
   // Uploads are loaded one at a time (UploadModel): bounds their memory.
-  std::mutex upload_mu;
+  Mutex upload_mu;
 
   explicit Impl(ServiceOptions o)
       : options(std::move(o)), state(options.topology) {}
@@ -380,7 +440,8 @@ struct Service::Impl {
   Status SetUpModelFiles();
 
   std::optional<Allocation> Allocate(const RoundSnapshot& snap,
-                                     const ClusterState& s, const Job& job);
+                                     const ClusterState& s, const Job& job)
+      TESSERA_REQUIRES(round_mu);
 
   // The environment a job starts with (docs/scheduler.md, "Launching").
   // Writes the plan and device map files of a split job: no lock held.
@@ -390,20 +451,27 @@ struct Service::Impl {
   std::map<std::string, std::string> LaunchEnv(const Job& job,
                                                const Topology& t,
                                                const SizedModel* sized) const;
+  // What the launcher is given to start `job` on its allocation: all of
+  // it, or with `workers` only those workers of a per-worker job (a grow).
+  // `sized`: a model job's graph (its plan files), or null.
+  LaunchSpec LaunchSpecFor(const Job& job, const Topology& t,
+                           const SizedModel* sized,
+                           const std::vector<int>* workers = nullptr);
 
   // Stores `job` (and `event`, in the same transaction); kUnavailable (and
   // store_errors counted) if the store fails. The caller changes its
   // memory only once this succeeded.
-  Status Persist(const Job& job, const JobEvent* event = nullptr);
+  Status Persist(const Job& job, const JobEvent* event = nullptr)
+      TESSERA_REQUIRES(mu);
   // An audit event by `by` (null: the scheduler) now.
   JobEvent Event(JobId job, const User* by, std::string action,
                  std::string detail) const;
   // Stores an event that changes no job; counts a store failure.
-  Status Record(const JobEvent& event);
+  Status Record(const JobEvent& event) TESSERA_REQUIRES(mu);
 
   // Ends a running job (its process exited); false if the store failed
   // (the job then stays running and the exit is tried again).
-  bool Finish(const Exited& e);
+  bool Finish(const Exited& e) TESSERA_REQUIRES(mu);
 
   // What `a` holds on each node, for the launcher: the node that holds the
   // CPU and memory first.
@@ -411,27 +479,65 @@ struct Service::Impl {
                                              const Allocation& a);
 
   // Back to the queue, in id order.
-  void Requeue(Job job);
+  void Requeue(Job job) TESSERA_REQUIRES(mu);
 
   // Marks `job` (removed from the queue by the caller) `starting` on
-  // `allocation`, reserved and stored; nullopt (the job back in the queue)
-  // if it no longer fits or the store fails.
-  std::optional<Job> BeginStart(Job job, const Allocation& allocation);
+  // `allocation`, with a split job's `plan` (null otherwise), reserved and
+  // stored; nullopt (the job back in the queue) if it no longer fits or
+  // the store fails.
+  std::optional<Job> BeginStart(Job job, const Allocation& allocation,
+                                nlohmann::json plan) TESSERA_REQUIRES(mu);
   // Applies what the launcher said about a `starting` job.
-  void EndStart(JobId id, const Result<Launched>& launched);
+  void EndStart(JobId id, const Result<Launched>& launched)
+      TESSERA_REQUIRES(mu);
   // Stores the outcome of a start and moves the job on; false if the
   // store failed (the outcome is kept and tried again).
-  bool RecordStart(const Job& outcome);
+  bool RecordStart(const Job& outcome) TESSERA_REQUIRES(mu);
 
-  // One scheduling round; takes round_mu, then mu when it needs it.
-  void RunRound();
-  void Loop();
+  // One scheduling round; takes round_mu, then mu when it needs it. Its
+  // steps (service_rounds.cc), each with the lock it runs under:
+  // 1. (no mu) the stops asked for, then what the launcher has to say.
+  LauncherNews CollectLauncherEvents() TESSERA_REQUIRES(round_mu)
+      TESSERA_EXCLUDES(mu);
+  // 2. (mu) what the store has to take from it; the round's housekeeping
+  // (overdue extras reclaimed); the snapshot the policies plan on.
+  void RecordLauncherEvents(const LauncherNews& news) TESSERA_REQUIRES(mu);
+  void BeginRound(double now) TESSERA_REQUIRES(mu);
+  RoundView TakeSnapshot(double now) TESSERA_REQUIRES(mu);
+  // 3. (no mu) models not loaded yet, then every pool's policy.
+  RoundDecisions Plan(RoundView& view, double now) TESSERA_REQUIRES(round_mu)
+      TESSERA_EXCLUDES(mu);
+  // 4. (mu) the decisions against the state now: preemptions asked, each
+  // start reserved and stored as `starting`; then elastic jobs grow.
+  std::vector<PendingStart> Commit(RoundView& view, RoundDecisions& plan)
+      TESSERA_REQUIRES(round_mu, mu);
+  void RequestPreemptions(const PoolDecision& pd) TESSERA_REQUIRES(mu);
+  std::optional<PendingStart> CommitStart(const RoundSnapshot& snap,
+                                          const std::string& pool, JobId id,
+                                          const Allocation& chosen,
+                                          service_internal::Holdings* held,
+                                          QueueTree* tree_held)
+      TESSERA_REQUIRES(round_mu, mu);
+  // 5. (no mu) the launcher starts them; (mu) the outcomes, stored.
+  std::vector<Result<Launched>> Launch(std::vector<PendingStart>& starts,
+                                       const Topology& t)
+      TESSERA_REQUIRES(round_mu) TESSERA_EXCLUDES(mu);
+  // 6. (no mu) the launcher calls decided meanwhile (taken under mu).
+  struct LauncherCalls {
+    std::vector<JobId> stops, notices;
+    std::vector<LaunchSpec> worker_starts;
+    std::vector<WorkerStop> worker_stops;
+  };
+  LauncherCalls TakeLauncherCalls() TESSERA_REQUIRES(mu);
+  void Flush(LauncherCalls calls) TESSERA_EXCLUDES(mu);
+  void RunRound() TESSERA_EXCLUDES(round_mu, mu);
+  void Loop() TESSERA_EXCLUDES(round_mu, mu);
 
   // After a restart: live jobs are re-adopted, the others are lost; a
   // start under way when the service stopped is reconciled, never redone.
-  Status Recover();
+  Status Recover() TESSERA_REQUIRES(mu);
   // A `starting` job found (or not) by the launcher: the caller holds mu.
-  void ApplyReconciled(Job job, const Reconciled& r);
+  void ApplyReconciled(Job job, const Reconciled& r) TESSERA_REQUIRES(mu);
 };
 
 }  // namespace tessera::scheduler

@@ -118,7 +118,7 @@ Result<UploadedModel> Service::UploadModel(const User& /*user*/,
   options.max_fields = kMaxModelFields;
   // One load at a time, and never under the queue's lock: at most one
   // model of max_upload_bytes is parsed at any moment.
-  std::lock_guard lock(m.upload_mu);
+  MutexLock lock(m.upload_mu);
   Result<graph::Model> model =
       graph::LoadModelFromBytes(bytes, "the uploaded model", options);
   if (!model) return model.error();

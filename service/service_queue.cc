@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -53,159 +54,186 @@ std::string DemandText(const Resources& d) {
   return "no GPU";
 }
 
+// One pool as the queue view explains it.
+struct PoolView {
+  const ClusterState& state;
+  const GpuScorer& scorer;
+  std::string pool, policy;
+  std::vector<int> nodes;  // the pool's nodes
+  int gpus = 0;
+  std::vector<const Job*> queued;  // in the order the policy considers them
+};
+
+// Why a queued job waits: a code for scripts, a sentence for people.
+struct Wait {
+  std::string code, why;
+  bool fits_now = false;
+};
+
+// A job no node of the pool has room for now: drained, too small, or busy
+// (the closest named).
+Wait NoRoom(const PoolView& v, const Job& j) {
+  const Topology& t = v.state.topology();
+  std::vector<std::string> drained;
+  int busy = -1;
+  int64_t busy_free = -1;
+  const PlacementRequest request{j.demand, {}};
+  for (const int n : v.nodes) {
+    if (!CouldEverFitOnNode(t, n, request)) continue;
+    if (t.nodes[n].drained) {
+      drained.push_back(t.nodes[n].name);
+      continue;
+    }
+    int64_t free = 0;
+    for (const int g : t.nodes[n].gpus) free += v.state.free_milli(g);
+    if (free > busy_free) {
+      busy_free = free;
+      busy = n;
+    }
+  }
+  const std::string asks = DemandText(j.demand);
+  if (busy >= 0) {
+    return {"no_room",
+            "no node of pool " + v.pool + " has room now for " + asks +
+                "; the least busy, " + t.nodes[busy].name + ": " +
+                service_internal::WhyNot(v.state, busy, j.demand, "the job")};
+  }
+  if (!drained.empty()) {
+    std::string names;
+    for (size_t k = 0; k < drained.size() && k < 5; ++k) {
+      names += (k ? ", " : "") + drained[k];
+    }
+    if (drained.size() > 5) {
+      names += " and " + std::to_string(drained.size() - 5) + " more";
+    }
+    return {"drained", "every node of pool " + v.pool + " that could hold " +
+                           asks + " is drained (" + names + ")"};
+  }
+  return {"never_fits", "no node of pool " + v.pool + " could hold " + asks +
+                            " even when empty"};
+}
+
+// Why the `i`th queued job of the pool waits: a quota (`quota_wait`, or
+// null), the split-or-wait `decision`, the jobs ahead of it, or room.
+Wait ExplainWait(const PoolView& v, size_t i, const json& decision,
+                 const std::string* quota_wait) {
+  const Job& j = *v.queued[i];
+  if (quota_wait) return {"quota", "held back by a quota: " + *quota_wait};
+  if (decision.is_object() && decision.value("chosen", json()).is_string() &&
+      decision["chosen"].get<std::string>().rfind("wait", 0) == 0) {
+    return {"decision", "the split-or-wait decision chose to wait: " +
+                            decision.value("summary", std::string())};
+  }
+  if (i >= kExplained) {
+    return {"behind",
+            std::to_string(i) + " jobs are ahead of it in pool " + v.pool};
+  }
+  if (!FindAllocation(v.state, v.pool, PlacementRequest{j.demand, {}},
+                      v.scorer)) {
+    return NoRoom(v, j);
+  }
+  if (i == 0) {
+    return {"next_round", "it fits now and starts in the next scheduling round",
+            true};
+  }
+  return {"behind",
+          "it fits now, but the " + v.policy + " policy considers " +
+              std::to_string(i) + (i == 1 ? " job" : " jobs") +
+              " ahead of it first (job " + std::to_string(v.queued[0]->id) +
+              " heads the queue)",
+          true};
+}
+
+// When room for a waiting job frees: now, or at the running jobs'
+// predicted ends (`ends_at`); null with the reason when nobody can say.
+std::pair<json, std::string> EstimateStart(
+    const PoolView& v, const Job& j, const Wait& wait, double now,
+    const std::function<double(JobId)>& ends_at) {
+  if (wait.fits_now) return {IsoTime(now), "room for it is free now"};
+  if (wait.code == "drained" || wait.code == "never_fits") {
+    return {nullptr, "no estimate: no undrained node can hold it"};
+  }
+  if (j.demand.gpus == 0 && j.demand.gpu_milli == 0 &&
+      j.demand.gpu_memory_mib == 0) {
+    return {nullptr, "no estimate for a job without GPUs"};
+  }
+  const int gpus = std::max(1, j.demand.gpus);
+  const int milli = j.demand.gpus > 0 ? kFullGpuMilli : j.demand.gpu_milli;
+  const int64_t mib = j.demand.gpus > 0 ? 0 : j.demand.gpu_memory_mib;
+  const StartRequest::Opening o =
+      CapacityFreesAt(v.state, v.pool, gpus, milli, mib, now, ends_at);
+  if (!std::isfinite(o.at)) {
+    return {nullptr,
+            "no estimate: the jobs holding the room have no time limit "
+            "and report no progress"};
+  }
+  return {IsoTime(std::max(now, o.at)),
+          "room frees in " + HumanDuration(std::max(0.0, o.at - now)) +
+              " when running jobs end (by their time limits or measured "
+              "progress); jobs ahead of it may take it first"};
+}
+
 }  // namespace
 
 nlohmann::json Service::QueueJson(const std::string& pool_filter) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   const double now = m.Now();
   RoundSnapshot snap{m.state, {}, {}, {}, {}, 0, {}, {}, {}};
   m.FillDecisionInputs(snap, now);
   const double kInf = std::numeric_limits<double>::infinity();
-  const auto ends_at = [&](JobId id) {
+  const std::function<double(JobId)> ends_at = [&](JobId id) {
     auto it = snap.ends.find(id);
     return it == snap.ends.end() ? kInf : it->second;
   };
   json pools = json::array();
   for (const std::string& p : t.pools) {
     if (!pool_filter.empty() && p != pool_filter) continue;
-    const QueuePolicy& policy = *m.policies.at(p);
-    const std::string policy_name(policy.name());
-    int pool_gpus = 0;
-    std::vector<int> pool_nodes;
+    PoolView v{m.state, *m.scorer, p, std::string(m.policies.at(p)->name()),
+               {},      0,         {}};
     for (size_t n = 0; n < t.nodes.size(); ++n) {
       if (t.nodes[n].pool != p) continue;
-      pool_nodes.push_back(static_cast<int>(n));
-      pool_gpus += static_cast<int>(t.nodes[n].gpus.size());
+      v.nodes.push_back(static_cast<int>(n));
+      v.gpus += static_cast<int>(t.nodes[n].gpus.size());
     }
-    // The order the policy considers them in: priority first under the
-    // priority policy, else submission order (fair-share reorders by
-    // usage each round; its position is the submission order).
-    std::vector<const Job*> queued;
+    // In the order the pool's policy considers them (QueuePolicy::Order).
+    std::vector<const Job*> in_pool;
+    std::vector<QueuedJob> queued;
     for (const Job& j : m.queue) {
-      if (j.request.pool == p) queued.push_back(&j);
+      if (j.request.pool != p) continue;
+      in_pool.push_back(&j);
+      queued.push_back(service_internal::AsQueued(j));
     }
-    if (policy_name == "priority") {
-      std::stable_sort(queued.begin(), queued.end(),
-                       [](const Job* a, const Job* b) {
-                         return a->request.priority > b->request.priority;
-                       });
+    std::vector<RunningJob> running_jobs;
+    for (const auto& [id, j] : m.running) {
+      if (j.request.pool == p) {
+        running_jobs.push_back(service_internal::AsRunning(j));
+      }
+    }
+    for (const size_t k :
+         m.policies.at(p)->Order(queued, running_jobs, m.state, now)) {
+      v.queued.push_back(in_pool[k]);
     }
     json waiting = json::array();
-    for (size_t i = 0; i < queued.size(); ++i) {
-      const Job& j = *queued[i];
+    for (size_t i = 0; i < v.queued.size(); ++i) {
+      const Job& j = *v.queued[i];
       json q = Summary(j, t);
       q["position"] = i + 1;
       q["waiting_s"] = std::max(0.0, now - j.submitted_at);
-      std::string code, why;
       json decision = nullptr;
-      bool fits_now = false;
       if (auto d = m.start_decisions.find(j.id); d != m.start_decisions.end()) {
         decision = d->second.json;
       }
-      if (auto qw = m.quota_waits.find(j.id); qw != m.quota_waits.end()) {
-        code = "quota";
-        why = "held back by a quota: " + qw->second;
-      } else if (decision.is_object() &&
-                 decision.value("chosen", json()).is_string() &&
-                 decision["chosen"].get<std::string>().rfind("wait", 0) == 0) {
-        code = "decision";
-        why = "the split-or-wait decision chose to wait: " +
-              decision.value("summary", std::string());
-      } else if (i >= kExplained) {
-        code = "behind";
-        why = std::to_string(i) + " jobs are ahead of it in pool " + p;
-      } else if (FindAllocation(m.state, p, PlacementRequest{j.demand, {}},
-                                *m.scorer)) {
-        fits_now = true;
-        if (i == 0) {
-          code = "next_round";
-          why = "it fits now and starts in the next scheduling round";
-        } else {
-          code = "behind";
-          why = "it fits now, but the " + policy_name + " policy considers " +
-                std::to_string(i) + (i == 1 ? " job" : " jobs") +
-                " ahead of it first (job " + std::to_string(queued[0]->id) +
-                " heads the queue)";
-        }
-      } else {
-        // No node has room: drained, too small, or busy (say the closest).
-        std::vector<std::string> drained;
-        int busy = -1;
-        int64_t busy_free = -1;
-        const PlacementRequest request{j.demand, {}};
-        for (const int n : pool_nodes) {
-          if (!CouldEverFitOnNode(t, n, request)) continue;
-          if (t.nodes[n].drained) {
-            drained.push_back(t.nodes[n].name);
-            continue;
-          }
-          int64_t free = 0;
-          for (const int g : t.nodes[n].gpus) free += m.state.free_milli(g);
-          if (free > busy_free) {
-            busy_free = free;
-            busy = n;
-          }
-        }
-        const std::string asks = DemandText(j.demand);
-        if (busy >= 0) {
-          code = "no_room";
-          why = "no node of pool " + p + " has room now for " + asks +
-                "; the least busy, " + t.nodes[busy].name + ": " +
-                service_internal::WhyNot(m.state, busy, j.demand, "the job");
-        } else if (!drained.empty()) {
-          code = "drained";
-          std::string names;
-          for (size_t k = 0; k < drained.size() && k < 5; ++k) {
-            names += (k ? ", " : "") + drained[k];
-          }
-          if (drained.size() > 5) {
-            names += " and " + std::to_string(drained.size() - 5) + " more";
-          }
-          why = "every node of pool " + p + " that could hold " + asks +
-                " is drained (" + names + ")";
-        } else {
-          code = "never_fits";
-          why = "no node of pool " + p + " could hold " + asks +
-                " even when empty";
-        }
-      }
-      q["why_code"] = code;
-      q["why"] = why;
+      const auto qw = m.quota_waits.find(j.id);
+      const Wait wait = ExplainWait(
+          v, i, decision, qw != m.quota_waits.end() ? &qw->second : nullptr);
+      q["why_code"] = wait.code;
+      q["why"] = wait.why;
       q["decision"] = decision;
-      // When room for it frees: now, or the running jobs' predicted ends.
-      json start = nullptr;
-      std::string estimate;
-      if (fits_now) {
-        start = IsoTime(now);
-        estimate = "room for it is free now";
-      } else if (code == "drained" || code == "never_fits") {
-        estimate = "no estimate: no undrained node can hold it";
-      } else if (j.demand.gpus == 0 && j.demand.gpu_milli == 0 &&
-                 j.demand.gpu_memory_mib == 0) {
-        estimate = "no estimate for a job without GPUs";
-      } else {
-        const int gpus = std::max(1, j.demand.gpus);
-        const int milli =
-            j.demand.gpus > 0 ? kFullGpuMilli : j.demand.gpu_milli;
-        const int64_t mib = j.demand.gpus > 0 ? 0 : j.demand.gpu_memory_mib;
-        const StartRequest::Opening o =
-            CapacityFreesAt(m.state, p, gpus, milli, mib, now, ends_at);
-        if (std::isfinite(o.at)) {
-          start = IsoTime(std::max(now, o.at));
-          estimate = "room frees in " +
-                     HumanDuration(std::max(0.0, o.at - now)) +
-                     " when running jobs end (by their time limits or "
-                     "measured progress); jobs ahead of it may take it first";
-        } else {
-          estimate =
-              "no estimate: the jobs holding the room have no time limit "
-              "and report no progress";
-        }
-      }
-      q["estimated_start"] = start;
-      q["estimate"] = estimate;
+      auto [start, estimate] = EstimateStart(v, j, wait, now, ends_at);
+      q["estimated_start"] = std::move(start);
+      q["estimate"] = std::move(estimate);
       waiting.push_back(std::move(q));
     }
     json running = json::array();
@@ -222,8 +250,8 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
     for (const auto& [id, j] : m.running) add_running(j);
     for (const auto& [id, j] : m.reserved) add_running(j);
     pools.push_back({{"name", p},
-                     {"policy", policy_name},
-                     {"gpus", pool_gpus},
+                     {"policy", v.policy},
+                     {"gpus", v.gpus},
                      {"queued", std::move(waiting)},
                      {"running", std::move(running)}});
   }

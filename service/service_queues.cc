@@ -153,9 +153,8 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
       }
       Decision d = policies.at(pool)->Schedule(
           waiting, active, s,
-          [&](const ClusterState& st, const QueuedJob& q) {
-            return Allocate(snap, st, *by_id.at(q.id));
-          },
+          [&](const ClusterState& st, const QueuedJob& q) TESSERA_REQUIRES(
+              round_mu) { return Allocate(snap, st, *by_id.at(q.id)); },
           now);
       out.start.insert(out.start.end(), d.start.begin(), d.start.end());
       out.preempt.insert(out.preempt.end(), d.preempt.begin(), d.preempt.end());
@@ -164,7 +163,7 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
   };
   return PlanTreeRound(
       held, pending, running_jobs, snap.state,
-      [&](const ClusterState& s, JobId id) {
+      [&](const ClusterState& s, JobId id) TESSERA_REQUIRES(round_mu) {
         return Allocate(snap, s, *by_id.at(id));
       },
       reclaiming, owners, trial);

@@ -78,7 +78,7 @@ std::vector<NodeRoom> Service::EvaluateNodes(
     const Resources& demand, const std::vector<std::string>& nodes,
     const std::string& pool, std::string_view subject) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   const PlacementRequest request{demand, {}};
   using Verdict = NodeRoom::Verdict;
@@ -117,7 +117,7 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
     return BadInput("a reservation needs the origin that holds it");
   }
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   using Kind = ReserveOutcome::Kind;
   ReserveOutcome out;
@@ -165,7 +165,7 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
 Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
                                                    const std::string& reason) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   auto it = m.reserved.find(id);
   if (it == m.reserved.end()) return std::optional<Job>();
   Result<Job> job = m.EndReserved(it, end, reason);
@@ -175,7 +175,7 @@ Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
 
 std::vector<Job> Service::Reservations(const std::string& origin) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mu);
+  MutexLock lock(m.mu);
   std::vector<Job> out;
   for (const auto& [id, job] : m.reserved) {
     if (job.origin == origin) out.push_back(job);

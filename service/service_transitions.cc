@@ -1,0 +1,255 @@
+// A job's transitions under the service's lock: an exit taken (Finish),
+// a start begun (`starting`, reserved and stored before the launcher sees
+// it), its outcome recorded, and the store and audit writes each one makes.
+// The caller holds `mu` throughout (service_internal.h).
+#include <algorithm>
+
+#include "service/service_internal.h"
+
+namespace tessera::scheduler {
+
+using service_internal::PoolKind;
+
+std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
+    const Job& job) const {
+  if (!job.request.model) return nullptr;
+  // The same rules as a submission: the roots or the upload store.
+  auto sized =
+      SizeModel(*job.request.model,
+                PoolKind(options.topology, job.request.pool), model_files);
+  if (!sized) return nullptr;
+  return std::make_shared<const SizedModel>(std::move(sized).value());
+}
+
+std::optional<Allocation> Service::Impl::Allocate(const RoundSnapshot& snap,
+                                                  const ClusterState& s,
+                                                  const Job& job) {
+  if (job.request.model) {
+    // Whole, fraction, split or wait: by predicted finish.
+    auto it = snap.models.find(job.id);
+    if (it != snap.models.end() && it->second) {
+      return DecideModelStart(snap, s, job, *it->second);
+    }
+  }
+  AdmissionOptions admission;
+  admission.cache = &admission_cache;
+  if (job.request.elastic && job.request.resources) {
+    return ElasticStartAllocation(s, job.request.pool, *job.request.resources,
+                                  *job.request.elastic, *scorer, admission);
+  }
+  return FindAllocation(s, job.request.pool, PlacementRequest{job.demand, {}},
+                        *scorer, admission);
+}
+
+Status Service::Impl::Persist(const Job& job, const JobEvent* event) {
+  if (Status s = store->Update(job, event); !s.ok()) {
+    metrics.store_errors++;
+    return Unavailable("the job store failed: " + s.error().message);
+  }
+  return {};
+}
+
+JobEvent Service::Impl::Event(JobId job, const User* by, std::string action,
+                              std::string detail) const {
+  JobEvent e;
+  e.job = job;
+  e.at = Now();
+  e.actor = by ? by->name : "scheduler";
+  e.token = by ? by->token_name : "";
+  e.action = std::move(action);
+  e.detail = std::move(detail);
+  return e;
+}
+
+Status Service::Impl::Record(const JobEvent& event) {
+  if (Status s = store->AddEvent(event); !s.ok()) {
+    metrics.store_errors++;
+    return Unavailable("the job store failed: " + s.error().message);
+  }
+  return {};
+}
+
+namespace {
+
+// "node0: node0/gpu0 500 milli 1024 MiB, ..." for the audit trail.
+std::string Where(const Topology& t, const Allocation& a) {
+  std::string out = a.node >= 0 ? t.nodes[a.node].name : std::string("?");
+  std::string sep = ": ";
+  for (const GpuShare& s : a.gpus) {
+    out += sep + t.gpus[s.gpu].id + " " + std::to_string(s.milli) + " milli " +
+           std::to_string(s.memory_mib) + " MiB";
+    sep = ", ";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Service::Impl::Finish(const Exited& e) {
+  auto it = running.find(e.id);
+  if (it == running.end()) {
+    // Its start outcome is not stored yet: the exit waits for it.
+    if (starting.count(e.id)) unrecorded_exits[e.id] = e;
+    return starting.count(e.id) == 0;
+  }
+  Job job = it->second;
+  job.allocation = {};
+  job.pid = 0;
+  job.exit_code = e.exit_code;
+  const bool preempted = preempt_requested.count(job.id) > 0;
+  if (preempted) {
+    job.state = JobState::kPreempted;
+    auto why = preempt_reasons.find(job.id);
+    job.reason = why != preempt_reasons.end()
+                     ? why->second
+                     : "preempted by a higher-priority job";
+    job.queue.clear();
+    job.borrowed = false;
+    ++job.restarts;
+    job.exit_code.reset();
+    job.plan = nullptr;
+  } else {
+    job.finished_at = Now();
+    if (cancel_requested.count(job.id) || e.cancelled) {
+      job.state = JobState::kCancelled;
+      if (job.reason.empty()) {
+        job.reason = e.reason.empty() ? "cancelled" : e.reason;
+      }
+    } else if (e.exit_code && *e.exit_code == 0) {
+      job.state = JobState::kSucceeded;
+    } else {
+      job.state = JobState::kFailed;
+      job.reason =
+          e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
+      // A per-worker job's status is its guaranteed workers': which failed.
+      if (e.exit_code && PerWorker(job) && !e.reason.empty()) {
+        job.reason = e.reason + ": " + job.reason;
+      }
+    }
+  }
+  const JobEvent event =
+      Event(job.id, nullptr, std::string(JobStateName(job.state)),
+            job.reason.empty() ? std::string("exit code 0") : job.reason);
+  if (!Persist(job, &event).ok()) {
+    unrecorded_exits[e.id] = e;  // still running, in memory as on disk
+    return false;
+  }
+  unrecorded_exits.erase(e.id);
+  running.erase(it);
+  state.Release(job.id);
+  preempt_requested.erase(job.id);
+  preempt_reasons.erase(job.id);
+  reclaim_victims.erase(job.id);
+  cancel_requested.erase(job.id);
+  progress.erase(job.id);
+  if (preempted) {
+    Requeue(std::move(job));
+  } else {
+    models.erase(job.id);
+    start_decisions.erase(job.id);
+    metrics.finished++;
+  }
+  allocation_changed.notify_all();  // an elastic job's long-polls end
+  return true;
+}
+
+void Service::Impl::Requeue(Job job) {
+  queue.push_back(std::move(job));
+  std::sort(queue.begin(), queue.end(),
+            [](const Job& a, const Job& b) { return a.id < b.id; });
+}
+
+std::optional<Job> Service::Impl::BeginStart(Job job,
+                                             const Allocation& allocation,
+                                             nlohmann::json plan) {
+  if (!state.Fits(allocation)) {  // the snapshot was stale
+    Requeue(std::move(job));
+    return std::nullopt;
+  }
+  Job begun = job;
+  begun.state = JobState::kStarting;
+  begun.allocation = allocation;
+  begun.reason.clear();
+  BeginElastic(begun);
+  if (!plan.is_null()) begun.plan = std::move(plan);
+  const JobEvent event =
+      Event(begun.id, nullptr, "starting", Where(state.topology(), allocation));
+  if (!Persist(begun, &event).ok()) {
+    Requeue(std::move(job));  // queued, in memory as on disk
+    return std::nullopt;
+  }
+  (void)state.Reserve(begun.id, allocation);
+  if (begun.request.elastic) WriteAllocationFile(begun);
+  starting.emplace(begun.id, begun);
+  return begun;
+}
+
+bool Service::Impl::RecordStart(const Job& outcome) {
+  const JobEvent event =
+      outcome.state == JobState::kRunning
+          ? Event(outcome.id, nullptr, "running",
+                  "pid " + std::to_string(outcome.pid))
+      : IsTerminal(outcome.state)
+          ? Event(outcome.id, nullptr, std::string(JobStateName(outcome.state)),
+                  outcome.reason)
+          : Event(outcome.id, nullptr, "not started", outcome.reason);
+  if (!Persist(outcome, &event).ok()) {
+    unrecorded_starts[outcome.id] = outcome;
+    return false;
+  }
+  unrecorded_starts.erase(outcome.id);
+  starting.erase(outcome.id);
+  if (outcome.state == JobState::kRunning) {
+    metrics.queue_wait.Observe(outcome.started_at - outcome.submitted_at);
+    running.emplace(outcome.id, outcome);
+    if (cancel_requested.count(outcome.id)) {
+      stop_requests.push_back(outcome.id);
+    }
+    return true;
+  }
+  state.Release(outcome.id);
+  cancel_requested.erase(outcome.id);
+  if (IsTerminal(outcome.state)) {
+    models.erase(outcome.id);
+    start_decisions.erase(outcome.id);
+    if (outcome.state != JobState::kFailed) metrics.finished++;
+  } else {
+    Requeue(outcome);
+  }
+  return true;
+}
+
+void Service::Impl::EndStart(JobId id, const Result<Launched>& launched) {
+  auto it = starting.find(id);
+  if (it == starting.end()) return;
+  Job job = it->second;
+  const double now = Now();
+  const bool cancelled = cancel_requested.count(id) > 0;
+  if (!launched) {
+    job.allocation = {};
+    job.plan = nullptr;
+    if (cancelled) {
+      job.state = JobState::kCancelled;
+      if (job.reason.empty()) job.reason = "cancelled";
+      job.finished_at = now;
+    } else if (launched.error().code == ErrorCode::kUnavailable) {
+      // The engine is unreachable: try again later, keep the job.
+      job.state = job.restarts > 0 ? JobState::kPreempted : JobState::kQueued;
+      job.reason = "not started yet: " + launched.error().message;
+      metrics.launch_retries++;
+      launch_retry_at = now + kLaunchRetryS;
+    } else {
+      job.state = JobState::kFailed;
+      job.reason = launched.error().message;
+      job.finished_at = now;
+    }
+  } else {
+    job.state = JobState::kRunning;
+    job.started_at = now;
+    job.pid = launched->pid;
+    job.pid_start = launched->start_time;
+  }
+  RecordStart(job);
+}
+
+}  // namespace tessera::scheduler
