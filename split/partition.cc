@@ -109,25 +109,12 @@ Result<std::vector<int>> NodeDevices(const OpGraph& g,
   return device;
 }
 
-}  // namespace
-
-Result<Partition> PartitionGraph(const OpGraph& g,
-                                 std::span<const std::string> names,
-                                 const PlanAssignment& plan) {
-  if (names.size() != g.num_nodes()) {
-    return Internal("PartitionGraph: " + std::to_string(names.size()) +
-                    " names for " + std::to_string(g.num_nodes()) + " nodes");
-  }
-  auto devices = NodeDevices(g, names, plan);
-  if (!devices) return devices.error();
-  Partition p;
-  p.node_device = std::move(devices).value();
-  const size_t num_nodes = g.num_nodes();
-
-  // A constant node that leads to a non-constant one is copied into the
-  // part of each node that reads it, never transferred: weights are.
+// A constant node that leads to a non-constant one is copied into the
+// part of each node that reads it, never transferred: weights are. Per
+// node, whether it is copied.
+std::vector<char> CopiedNodes(const OpGraph& g) {
   const std::vector<char> constant = ConstantNodes(g);
-  std::vector<char> copied(num_nodes, 0);
+  std::vector<char> copied(g.num_nodes(), 0);
   const auto topo = g.topological_order();
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const NodeId n = *it;
@@ -139,22 +126,32 @@ Result<Partition> PartitionGraph(const OpGraph& g,
       }
     }
   }
+  return copied;
+}
 
-  // level(n) = max over producers p of level(p) + (device(p) != device(n)).
-  std::vector<int> level(num_nodes, 0);
+// level(n) = max over producers p of level(p) + (device(p) != device(n)).
+std::vector<int> Levels(const OpGraph& g, const std::vector<char>& copied,
+                        const std::vector<int>& node_device) {
+  std::vector<int> level(g.num_nodes(), 0);
   for (const NodeId n : g.topological_order()) {
     if (copied[n]) continue;
     int l = 0;
     ForEachRead(g, n, [&](TensorId t) {
       const NodeId prod = g.tensor(t).producer;
       if (prod == graph::kNoNode || copied[prod]) return;
-      l = std::max(
-          l, level[prod] + (p.node_device[prod] != p.node_device[n] ? 1 : 0));
+      l = std::max(l,
+                   level[prod] + (node_device[prod] != node_device[n] ? 1 : 0));
     });
     level[n] = l;
   }
+  return level;
+}
 
-  // Parts ordered by (level, device): every edge goes to a later part.
+// Parts ordered by (level, device): every edge goes to a later part. Fills
+// p.parts (their level, device and nodes), p.devices_used and p.node_part.
+void MakeParts(const std::vector<int>& level, const std::vector<char>& copied,
+               Partition& p) {
+  const size_t num_nodes = level.size();
   std::map<std::pair<int, int>, int> part_of_key;
   for (NodeId n = 0; n < num_nodes; ++n) {
     if (!copied[n])
@@ -178,14 +175,27 @@ Result<Partition> PartitionGraph(const OpGraph& g,
     p.parts[part].nodes.push_back(n);
     ++p.parts[part].ops;
   }
+}
 
-  // What each part reads from outside itself.
+// Per part, what it reads from outside itself and what it sends.
+struct PartReads {
+  std::vector<std::unordered_set<TensorId>> received, sent, initializers,
+      graph_inputs;
+  explicit PartReads(size_t parts)
+      : received(parts),
+        sent(parts),
+        initializers(parts),
+        graph_inputs(parts) {}
+};
+
+// Adds to each part the copied nodes its nodes read (transitively), then
+// records what the part reads from outside itself; each tensor it receives
+// from another part is a transfer. Leaves each part's nodes sorted.
+PartReads CollectReads(const OpGraph& g, const std::vector<char>& copied,
+                       Partition& p) {
   const size_t num_parts = p.parts.size();
-  std::vector<std::unordered_set<TensorId>> received(num_parts);
-  std::vector<std::unordered_set<TensorId>> sent(num_parts);
-  std::vector<std::unordered_set<TensorId>> initializers(num_parts);
-  std::vector<std::unordered_set<TensorId>> graph_inputs(num_parts);
-  std::vector<char> in_part(num_nodes, 0);  // scratch, per part
+  PartReads reads(num_parts);
+  std::vector<char> in_part(g.num_nodes(), 0);  // scratch, per part
   for (size_t part = 0; part < num_parts; ++part) {
     // The part's nodes and, transitively, the copied nodes they read.
     std::vector<NodeId>& nodes = p.parts[part].nodes;
@@ -204,14 +214,14 @@ Result<Partition> PartitionGraph(const OpGraph& g,
       ForEachRead(g, n, [&](TensorId t) {
         const graph::TensorView v = g.tensor(t);
         if (v.kind == TensorKind::kInput) {
-          graph_inputs[part].insert(t);
+          reads.graph_inputs[part].insert(t);
         } else if (v.kind == TensorKind::kInitializer) {
-          initializers[part].insert(t);
+          reads.initializers[part].insert(t);
         } else if (v.producer != graph::kNoNode && !copied[v.producer]) {
           const int from = p.node_part[v.producer];
           if (from != static_cast<int>(part) &&
-              received[part].insert(t).second) {
-            sent[from].insert(t);
+              reads.received[part].insert(t).second) {
+            reads.sent[from].insert(t);
             p.transfers.push_back({t, from, static_cast<int>(part)});
           }
         }
@@ -219,21 +229,30 @@ Result<Partition> PartitionGraph(const OpGraph& g,
     }
     std::sort(nodes.begin(), nodes.end());
   }
+  return reads;
+}
 
-  // The original outputs: each from the part that produces it (the first
-  // part holding a copy, for a copied Constant's value).
+void AddOutput(Part& part, TensorId t) {
+  if (std::find(part.outputs.begin(), part.outputs.end(), t) ==
+      part.outputs.end()) {
+    part.outputs.push_back(t);
+  }
+}
+
+// The original outputs: each from the part that produces it (the first
+// part holding a copy, for a copied Constant's value).
+void AssignGraphOutputs(const OpGraph& g, const std::vector<char>& copied,
+                        Partition& p, PartReads& reads) {
+  const size_t num_parts = p.parts.size();
   for (const TensorId t : g.outputs()) {
     const NodeId prod = g.tensor(t).producer;
     if (prod == graph::kNoNode) {
       // An input or initializer returned as it is: the first part passes it.
       if (num_parts == 0) continue;
       const TensorKind kind = g.tensor(t).kind;
-      if (kind == TensorKind::kInput) graph_inputs[0].insert(t);
-      if (kind == TensorKind::kInitializer) initializers[0].insert(t);
-      if (std::find(p.parts[0].outputs.begin(), p.parts[0].outputs.end(), t) ==
-          p.parts[0].outputs.end()) {
-        p.parts[0].outputs.push_back(t);
-      }
+      if (kind == TensorKind::kInput) reads.graph_inputs[0].insert(t);
+      if (kind == TensorKind::kInitializer) reads.initializers[0].insert(t);
+      AddOutput(p.parts[0], t);
       continue;
     }
     int part = p.node_part[prod];
@@ -250,29 +269,25 @@ Result<Partition> PartitionGraph(const OpGraph& g,
         nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), prod), prod);
       }
     }
-    if (part >= 0 &&
-        std::find(p.parts[part].outputs.begin(), p.parts[part].outputs.end(),
-                  t) == p.parts[part].outputs.end()) {
-      p.parts[part].outputs.push_back(t);
-    }
+    if (part >= 0) AddOutput(p.parts[part], t);
   }
+}
 
-  for (size_t part = 0; part < num_parts; ++part) {
+// Each part's inputs (the graph's, in its order, then those received),
+// outputs (then those sent) and initializers, sorted by TensorId.
+void FinishParts(const OpGraph& g, const PartReads& reads, Partition& p) {
+  for (size_t part = 0; part < p.parts.size(); ++part) {
     Part& pt = p.parts[part];
     for (const TensorId t : g.inputs()) {
-      if (graph_inputs[part].count(t)) pt.inputs.push_back(t);
+      if (reads.graph_inputs[part].count(t)) pt.inputs.push_back(t);
     }
-    std::vector<TensorId> in(received[part].begin(), received[part].end());
+    std::vector<TensorId> in(reads.received[part].begin(),
+                             reads.received[part].end());
     std::sort(in.begin(), in.end());
     pt.inputs.insert(pt.inputs.end(), in.begin(), in.end());
-    std::vector<TensorId> out(sent[part].begin(), sent[part].end());
+    std::vector<TensorId> out(reads.sent[part].begin(), reads.sent[part].end());
     std::sort(out.begin(), out.end());
-    for (const TensorId t : out) {
-      if (std::find(pt.outputs.begin(), pt.outputs.end(), t) ==
-          pt.outputs.end()) {
-        pt.outputs.push_back(t);
-      }
-    }
+    for (const TensorId t : out) AddOutput(pt, t);
     if (pt.outputs.empty()) {
       // Dead code in the original too; ONNX Runtime refuses a graph without
       // outputs, so the part returns the values nobody reads.
@@ -284,10 +299,31 @@ Result<Partition> PartitionGraph(const OpGraph& g,
         }
       }
     }
-    pt.initializers.assign(initializers[part].begin(),
-                           initializers[part].end());
+    pt.initializers.assign(reads.initializers[part].begin(),
+                           reads.initializers[part].end());
     std::sort(pt.initializers.begin(), pt.initializers.end());
   }
+}
+
+}  // namespace
+
+Result<Partition> PartitionGraph(const OpGraph& g,
+                                 std::span<const std::string> names,
+                                 const PlanAssignment& plan) {
+  if (names.size() != g.num_nodes()) {
+    return Internal("PartitionGraph: " + std::to_string(names.size()) +
+                    " names for " + std::to_string(g.num_nodes()) + " nodes");
+  }
+  auto devices = NodeDevices(g, names, plan);
+  if (!devices) return devices.error();
+  Partition p;
+  p.node_device = std::move(devices).value();
+
+  const std::vector<char> copied = CopiedNodes(g);
+  MakeParts(Levels(g, copied, p.node_device), copied, p);
+  PartReads reads = CollectReads(g, copied, p);
+  AssignGraphOutputs(g, copied, p, reads);
+  FinishParts(g, reads, p);
   std::sort(p.transfers.begin(), p.transfers.end(),
             [](const Transfer& a, const Transfer& b) {
               return std::tie(a.from_part, a.to_part, a.tensor) <

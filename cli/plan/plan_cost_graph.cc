@@ -71,79 +71,98 @@ constexpr double kDefaultIlpSeconds = 10;
 // Seconds of local search after an ILP that did not prove its split.
 constexpr double kLocalSeconds = 10;
 
-// Places a cost graph: the exact contiguous DP, then (unless --algo
-// contiguous) the ILP over all placements started from it, then, unless
-// the ILP proved its split, local search from the best; prints a table or
-// the plan JSON.
-int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
-                   const std::string& format) {
+// What the solvers found: the contiguous DP's split, the ILP's (unless
+// --algo contiguous), local search's (unless the ILP proved its split),
+// and the placement chosen from them, the last one's.
+struct CostGraphSolution {
+  placer::MaxLoadDpResult dp;
+  std::optional<placer::MaxLoadIlpResult> ilp;
+  std::optional<placer::MaxLoadLocalResult> local;
+  placer::MaxLoadPlacement chosen;
+  bool dp_optimal() const { return dp.status == placer::SolveStatus::kOptimal; }
+  bool ilp_optimal() const {
+    return ilp && ilp->status == placer::SolveStatus::kOptimal;
+  }
+};
+
+// Runs the exact contiguous DP, then (unless --algo contiguous) the ILP
+// over all placements started from it, then, unless the ILP proved its
+// split, local search from the best.
+Result<CostGraphSolution> SolveCostGraph(
+    const PlanArgs& args, const placer::MaxLoadProblem& problem) {
   const std::string& algo = args.algo;
   if (algo != "auto" && algo != "contiguous" && algo != "ilp") {
-    return ReportError(BadInput(
+    return BadInput(
         "--algo " + algo +
         ": with --cost-graph, one of auto (the contiguous DP, then the ILP "
-        "from it), contiguous (the DP only) or ilp (the same as auto)"));
+        "from it), contiguous (the DP only) or ilp (the same as auto)");
   }
   Result<placer::MaxLoadDpResult> dp = placer::SolveContiguousMaxLoad(problem);
-  if (!dp) return ReportError(dp.error());
+  if (!dp) return dp.error();
   // No contiguous split, or none before a cap stopped the search: exit 3
   // either way, as always.
-  if (!placer::HasSolution(dp->status)) return ReportError(Infeasible(dp->why));
-  placer::MaxLoadPlacement chosen = dp->placement;
-  std::optional<placer::MaxLoadIlpResult> ilp;
+  if (!placer::HasSolution(dp->status)) return Infeasible(dp->why);
+  CostGraphSolution s;
+  s.dp = std::move(dp).value();
+  s.chosen = s.dp.placement;
   if (algo != "contiguous") {
     placer::MaxLoadIlpOptions o;
     o.time_limit_s = args.ilp_time_limit_s.value_or(kDefaultIlpSeconds);
-    o.warm = &dp->placement;
+    o.warm = &s.dp.placement;
     Result<placer::MaxLoadIlpResult> r = placer::SolveMaxLoadIlp(problem, o);
-    if (!r) return ReportError(r.error());
+    if (!r) return r.error();
     if (!placer::HasSolution(r->status)) {
-      return ReportError(placer::NoSolutionError(r->status, r->why));
+      return placer::NoSolutionError(r->status, r->why);
     }
-    ilp = *r;
-    chosen = ilp->placement;
+    s.ilp = *r;
+    s.chosen = s.ilp->placement;
   }
-  std::optional<placer::MaxLoadLocalResult> local;
-  if (ilp && ilp->status != placer::SolveStatus::kOptimal) {
-    local = placer::ImproveMaxLoadLocally(problem, chosen, kLocalSeconds);
-    chosen = local->placement;
+  if (s.ilp && s.ilp->status != placer::SolveStatus::kOptimal) {
+    s.local = placer::ImproveMaxLoadLocally(problem, s.chosen, kLocalSeconds);
+    s.chosen = s.local->placement;
   }
-  const placer::MaxLoadEvaluation eval =
-      placer::EvaluateMaxLoad(problem, chosen);
-  const int devices = problem.Devices();
+  return s;
+}
+
+// The plan JSON: what each solver found, the objective, each device's
+// nodes (`count`) and load, and the placement.
+nlohmann::ordered_json CostGraphJson(const PlanArgs& args,
+                                     const placer::MaxLoadProblem& problem,
+                                     const std::string& format,
+                                     const CostGraphSolution& s,
+                                     const placer::MaxLoadEvaluation& eval,
+                                     const std::vector<int>& count) {
+  const placer::MaxLoadDpResult& dp = s.dp;
+  const std::optional<placer::MaxLoadIlpResult>& ilp = s.ilp;
   nlohmann::ordered_json placement = nlohmann::ordered_json::object();
-  std::vector<int> count(devices, 0);
   for (size_t v = 0; v < problem.nodes.size(); ++v) {
-    const int d = chosen.device[v];
     placement[std::to_string(problem.nodes[v].id)] =
-        placer::MaxLoadDeviceName(problem, d);
-    ++count[d];
+        placer::MaxLoadDeviceName(problem, s.chosen.device[v]);
   }
   nlohmann::ordered_json device_list = nlohmann::ordered_json::array();
-  for (int d = 0; d < devices; ++d) {
+  for (int d = 0; d < problem.Devices(); ++d) {
     device_list.push_back({{"id", placer::MaxLoadDeviceName(problem, d)},
                            {"nodes", count[d]},
                            {"load", eval.loads[d]}});
   }
   // The JSON's "optimal" (a contract) is SolveStatus::kOptimal.
-  const bool dp_optimal = dp->status == placer::SolveStatus::kOptimal;
-  const bool ilp_optimal = ilp && ilp->status == placer::SolveStatus::kOptimal;
   nlohmann::ordered_json contiguous = {
-      {"max_load", dp->max_load}, {"optimal", dp_optimal},
-      {"units", dp->units},       {"ideals", dp->ideals},
-      {"blocks", dp->blocks},     {"seconds", dp->seconds}};
-  if (!dp_optimal) contiguous["stopped"] = dp->why;
-  nlohmann::ordered_json out = {{"cost_graph", args.cost_graph},
-                                {"format", format},
-                                {"algorithm", ilp ? "ilp" : "contiguous-dp"},
-                                {"optimal", ilp ? ilp_optimal : dp_optimal},
-                                {"contiguous", std::move(contiguous)}};
-  double seconds = dp->seconds;
+      {"max_load", dp.max_load}, {"optimal", s.dp_optimal()},
+      {"units", dp.units},       {"ideals", dp.ideals},
+      {"blocks", dp.blocks},     {"seconds", dp.seconds}};
+  if (!s.dp_optimal()) contiguous["stopped"] = dp.why;
+  nlohmann::ordered_json out = {
+      {"cost_graph", args.cost_graph},
+      {"format", format},
+      {"algorithm", ilp ? "ilp" : "contiguous-dp"},
+      {"optimal", ilp ? s.ilp_optimal() : s.dp_optimal()},
+      {"contiguous", std::move(contiguous)}};
+  double seconds = dp.seconds;
   if (ilp) {
     out["ilp"] = {{"max_load", ilp->max_load},
                   {"lower_bound", ilp->lower_bound},
                   {"gap", ilp->Gap()},
-                  {"optimal", ilp_optimal},
+                  {"optimal", s.ilp_optimal()},
                   {"improved_on_contiguous", ilp->improved_warm},
                   {"units", ilp->units},
                   {"seconds", ilp->seconds}};
@@ -152,12 +171,12 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
     }
     seconds += ilp->seconds;
   }
-  if (local) {
-    out["local_search"] = {{"max_load", local->max_load},
-                           {"moves", local->moves},
-                           {"restarts_won", local->restarts_won},
-                           {"seconds", local->seconds}};
-    seconds += local->seconds;
+  if (s.local) {
+    out["local_search"] = {{"max_load", s.local->max_load},
+                           {"moves", s.local->moves},
+                           {"restarts_won", s.local->restarts_won},
+                           {"seconds", s.local->seconds}};
+    seconds += s.local->seconds;
   }
   out["placement_time_ms"] = seconds * 1e3;
   nlohmann::ordered_json objective = {{"max_load", eval.max_load}};
@@ -165,32 +184,34 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
   out["objective"] = std::move(objective);
   out["devices"] = std::move(device_list);
   out["placement"] = std::move(placement);
-  if (!args.output.empty()) {
-    std::ofstream f(args.output);
-    f << out.dump(2) << "\n";
-    if (!f) {
-      return ReportError(BadInput("-o " + args.output + ": cannot write"));
-    }
-  }
-  if (args.json) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
+  return out;
+}
+
+// The table: the graph, what each solver found, then each device's nodes
+// (`count`) and load.
+void PrintCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
+                    const CostGraphSolution& s,
+                    const placer::MaxLoadEvaluation& eval,
+                    const std::vector<int>& count) {
+  const placer::MaxLoadDpResult& dp = s.dp;
+  const std::optional<placer::MaxLoadIlpResult>& ilp = s.ilp;
+  const std::optional<placer::MaxLoadLocalResult>& local = s.local;
   std::cout << args.cost_graph << ": " << problem.nodes.size() << " nodes on";
   for (const placer::MaxLoadKind& k : problem.kinds) {
     std::cout << " " << k.count << " " << k.name;
   }
   std::cout << "\n"
-            << "contiguous: max load " << Fixed(dp->max_load, 4) << " ("
-            << (dp_optimal ? "the optimum over contiguous splits"
-                           : "the best found: " + dp->why)
-            << "; " << dp->units << " units, " << dp->ideals << " ideals, "
-            << Fixed(dp->seconds * 1e3, 1) << " ms)\n";
+            << "contiguous: max load " << Fixed(dp.max_load, 4) << " ("
+            << (s.dp_optimal() ? "the optimum over contiguous splits"
+                               : "the best found: " + dp.why)
+            << "; " << dp.units << " units, " << dp.ideals << " ideals, "
+            << Fixed(dp.seconds * 1e3, 1) << " ms)\n";
   if (ilp) {
     std::cout << "any split:  max load " << Fixed(ilp->max_load, 4) << " ("
-              << (ilp_optimal ? "proven optimal"
-                              : "lower bound " + Fixed(ilp->lower_bound, 4) +
-                                    ", gap " + Fixed(ilp->Gap() * 100, 1) + "%")
+              << (s.ilp_optimal()
+                      ? "proven optimal"
+                      : "lower bound " + Fixed(ilp->lower_bound, 4) + ", gap " +
+                            Fixed(ilp->Gap() * 100, 1) + "%")
               << (ilp->improved_warm ? ", better than contiguous"
                                      : ", the contiguous split kept")
               << "; ILP " << Fixed(ilp->seconds, 1) << " s)\n";
@@ -209,11 +230,37 @@ int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
               << ", " << Fixed(local->seconds, 1) << " s)\n";
   }
   TextTable t({"device", "nodes", "load"}, {false, true, true});
-  for (int d = 0; d < devices; ++d) {
+  for (int d = 0; d < problem.Devices(); ++d) {
     t.AddRow({placer::MaxLoadDeviceName(problem, d), std::to_string(count[d]),
               Fixed(eval.loads[d], 4)});
   }
   std::cout << t.Render();
+}
+
+// Places a cost graph (SolveCostGraph); prints a table or the plan JSON.
+int PlaceCostGraph(const PlanArgs& args, const placer::MaxLoadProblem& problem,
+                   const std::string& format) {
+  Result<CostGraphSolution> solved = SolveCostGraph(args, problem);
+  if (!solved) return ReportError(solved.error());
+  const CostGraphSolution& s = *solved;
+  const placer::MaxLoadEvaluation eval =
+      placer::EvaluateMaxLoad(problem, s.chosen);
+  std::vector<int> count(problem.Devices(), 0);
+  for (size_t v = 0; v < problem.nodes.size(); ++v) ++count[s.chosen.device[v]];
+  const nlohmann::ordered_json out =
+      CostGraphJson(args, problem, format, s, eval, count);
+  if (!args.output.empty()) {
+    std::ofstream f(args.output);
+    f << out.dump(2) << "\n";
+    if (!f) {
+      return ReportError(BadInput("-o " + args.output + ": cannot write"));
+    }
+  }
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  PrintCostGraph(args, problem, s, eval, count);
   return 0;
 }
 

@@ -72,10 +72,26 @@ struct Range {
   }
 };
 
-}  // namespace
-
-std::string RenderSvg(const LineChart& c) {
+// The plot area: the ranges its axes cover, their ticks, its size, and
+// where a value lands in the picture.
+struct Plot {
   Range xr, yr;
+  std::vector<double> xt, yt;
+  int pw = 0, ph = 0;
+  double px(double x) const {
+    return kLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw;
+  }
+  double py(double y) const {
+    return kTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph;
+  }
+};
+
+// Fits the axes to every point, band and y mark (unless the chart fixes a
+// range), then rounds the y axis out to its ticks.
+Plot FitPlot(const LineChart& c) {
+  Plot p;
+  Range& xr = p.xr;
+  Range& yr = p.yr;
   for (const ChartSeries& s : c.series) {
     for (const auto& [x, y] : s.points) {
       xr.Add(x);
@@ -91,20 +107,94 @@ std::string RenderSvg(const LineChart& c) {
   yr.Pad();
   if (c.x_range) std::tie(xr.lo, xr.hi) = *c.x_range;
   if (c.y_range) std::tie(yr.lo, yr.hi) = *c.y_range;
-  const std::vector<double> xt = Ticks(xr.lo, xr.hi, 8);
-  const std::vector<double> yt = Ticks(yr.lo, yr.hi, 6);
+  p.xt = Ticks(xr.lo, xr.hi, 8);
+  p.yt = Ticks(yr.lo, yr.hi, 6);
   if (!c.y_range) {  // round the y axis out to its ticks
-    const double step = yt.size() > 1 ? yt[1] - yt[0] : 1;
+    const double step = p.yt.size() > 1 ? p.yt[1] - p.yt[0] : 1;
     yr.lo = std::floor(yr.lo / step) * step;
     yr.hi = std::ceil(yr.hi / step) * step;
   }
-  const int pw = c.width - kLeft - kLegend, ph = c.height - kTop - kBottom;
-  const auto px = [&](double x) {
-    return kLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw;
-  };
-  const auto py = [&](double y) {
-    return kTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph;
-  };
+  p.pw = c.width - kLeft - kLegend;
+  p.ph = c.height - kTop - kBottom;
+  return p;
+}
+
+// Grid and tick labels, the dotted marks, the frame and the axis labels.
+void DrawAxes(const LineChart& c, const Plot& p, std::ostringstream& o) {
+  const int pw = p.pw, ph = p.ph;
+  for (const double t : p.yt) {
+    if (t < p.yr.lo - 1e-9 || t > p.yr.hi + 1e-9) continue;
+    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\""
+      << Num(p.py(t)) << "\" y2=\"" << Num(p.py(t))
+      << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << kLeft - 8 << "\" y=\""
+      << Num(p.py(t) + 4) << "\" font-size=\"12\" text-anchor=\"end\">"
+      << Label(t) << "</text>\n";
+  }
+  for (const double t : p.xt) {
+    if (t < p.xr.lo - 1e-9 || t > p.xr.hi + 1e-9) continue;
+    o << "<line y1=\"" << kTop << "\" y2=\"" << kTop + ph << "\" x1=\""
+      << Num(p.px(t)) << "\" x2=\"" << Num(p.px(t))
+      << "\" stroke=\"#f0f0f0\"/>\n<text x=\"" << Num(p.px(t)) << "\" y=\""
+      << kTop + ph + 18 << "\" font-size=\"12\" text-anchor=\"middle\">"
+      << Label(t) << "</text>\n";
+  }
+  for (const double m : c.x_marks) {
+    o << "<line y1=\"" << kTop << "\" y2=\"" << kTop + ph << "\" x1=\""
+      << Num(p.px(m)) << "\" x2=\"" << Num(p.px(m))
+      << "\" stroke=\"#888\" stroke-dasharray=\"2,3\"/>\n";
+  }
+  for (const double m : c.y_marks) {
+    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\""
+      << Num(p.py(m)) << "\" y2=\"" << Num(p.py(m))
+      << "\" stroke=\"#888\" stroke-dasharray=\"2,3\"/>\n";
+  }
+  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw
+    << "\" height=\"" << ph << "\" fill=\"none\" stroke=\"#333\"/>\n"
+    << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << c.height - 14
+    << "\" font-size=\"13\" text-anchor=\"middle\">" << Escape(c.x_label)
+    << "</text>\n<text transform=\"translate(18," << kTop + ph / 2
+    << ") rotate(-90)\" font-size=\"13\" text-anchor=\"middle\">"
+    << Escape(c.y_label) << "</text>\n";
+}
+
+// Bands, then lines on top.
+void DrawSeries(const LineChart& c, const Plot& p, std::ostringstream& o) {
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const ChartSeries& s = c.series[i];
+    if (s.band.empty()) continue;
+    o << "<path fill=\"" << kColors[i % 10] << "\" fill-opacity=\"0.15\" d=\"";
+    for (size_t k = 0; k < s.band.size(); ++k) {
+      o << (k ? "L" : "M") << Num(p.px(s.band[k].first)) << ","
+        << Num(p.py(s.band[k].second.second));
+    }
+    for (size_t k = s.band.size(); k-- > 0;) {
+      o << "L" << Num(p.px(s.band[k].first)) << ","
+        << Num(p.py(s.band[k].second.first));
+    }
+    o << "Z\"/>\n";
+  }
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const ChartSeries& s = c.series[i];
+    if (s.points.empty()) continue;
+    o << "<path fill=\"none\" stroke=\"" << kColors[i % 10]
+      << "\" stroke-width=\"2\""
+      << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << " d=\"";
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      const auto& [x, y] = s.points[k];
+      if (k > 0 && c.step) {
+        o << "L" << Num(p.px(x)) << "," << Num(p.py(s.points[k - 1].second));
+      }
+      o << (k ? "L" : "M") << Num(p.px(x)) << "," << Num(p.py(y));
+    }
+    o << "\"/>\n";
+  }
+}
+
+}  // namespace
+
+std::string RenderSvg(const LineChart& c) {
+  const Plot plot = FitPlot(c);
+  const int pw = plot.pw, ph = plot.ph;
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << c.width
     << "\" height=\"" << c.height << "\" viewBox=\"0 0 " << c.width << " "
@@ -118,70 +208,9 @@ std::string RenderSvg(const LineChart& c) {
   }
   o << "<clipPath id=\"plot\"><rect x=\"" << kLeft << "\" y=\"" << kTop
     << "\" width=\"" << pw << "\" height=\"" << ph << "\"/></clipPath>\n";
-  // Grid and tick labels.
-  for (const double t : yt) {
-    if (t < yr.lo - 1e-9 || t > yr.hi + 1e-9) continue;
-    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\""
-      << Num(py(t)) << "\" y2=\"" << Num(py(t))
-      << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << kLeft - 8 << "\" y=\""
-      << Num(py(t) + 4) << "\" font-size=\"12\" text-anchor=\"end\">"
-      << Label(t) << "</text>\n";
-  }
-  for (const double t : xt) {
-    if (t < xr.lo - 1e-9 || t > xr.hi + 1e-9) continue;
-    o << "<line y1=\"" << kTop << "\" y2=\"" << kTop + ph << "\" x1=\""
-      << Num(px(t)) << "\" x2=\"" << Num(px(t))
-      << "\" stroke=\"#f0f0f0\"/>\n<text x=\"" << Num(px(t)) << "\" y=\""
-      << kTop + ph + 18 << "\" font-size=\"12\" text-anchor=\"middle\">"
-      << Label(t) << "</text>\n";
-  }
-  for (const double m : c.x_marks) {
-    o << "<line y1=\"" << kTop << "\" y2=\"" << kTop + ph << "\" x1=\""
-      << Num(px(m)) << "\" x2=\"" << Num(px(m))
-      << "\" stroke=\"#888\" stroke-dasharray=\"2,3\"/>\n";
-  }
-  for (const double m : c.y_marks) {
-    o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\""
-      << Num(py(m)) << "\" y2=\"" << Num(py(m))
-      << "\" stroke=\"#888\" stroke-dasharray=\"2,3\"/>\n";
-  }
-  o << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << pw
-    << "\" height=\"" << ph << "\" fill=\"none\" stroke=\"#333\"/>\n"
-    << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << c.height - 14
-    << "\" font-size=\"13\" text-anchor=\"middle\">" << Escape(c.x_label)
-    << "</text>\n<text transform=\"translate(18," << kTop + ph / 2
-    << ") rotate(-90)\" font-size=\"13\" text-anchor=\"middle\">"
-    << Escape(c.y_label) << "</text>\n<g clip-path=\"url(#plot)\">\n";
-  // Bands, then lines on top.
-  for (size_t i = 0; i < c.series.size(); ++i) {
-    const ChartSeries& s = c.series[i];
-    if (s.band.empty()) continue;
-    o << "<path fill=\"" << kColors[i % 10] << "\" fill-opacity=\"0.15\" d=\"";
-    for (size_t k = 0; k < s.band.size(); ++k) {
-      o << (k ? "L" : "M") << Num(px(s.band[k].first)) << ","
-        << Num(py(s.band[k].second.second));
-    }
-    for (size_t k = s.band.size(); k-- > 0;) {
-      o << "L" << Num(px(s.band[k].first)) << ","
-        << Num(py(s.band[k].second.first));
-    }
-    o << "Z\"/>\n";
-  }
-  for (size_t i = 0; i < c.series.size(); ++i) {
-    const ChartSeries& s = c.series[i];
-    if (s.points.empty()) continue;
-    o << "<path fill=\"none\" stroke=\"" << kColors[i % 10]
-      << "\" stroke-width=\"2\""
-      << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << " d=\"";
-    for (size_t k = 0; k < s.points.size(); ++k) {
-      const auto& [x, y] = s.points[k];
-      if (k > 0 && c.step) {
-        o << "L" << Num(px(x)) << "," << Num(py(s.points[k - 1].second));
-      }
-      o << (k ? "L" : "M") << Num(px(x)) << "," << Num(py(y));
-    }
-    o << "\"/>\n";
-  }
+  DrawAxes(c, plot, o);
+  o << "<g clip-path=\"url(#plot)\">\n";
+  DrawSeries(c, plot, o);
   o << "</g>\n";
   // Legend.
   const int lx = kLeft + pw + 16;

@@ -66,52 +66,66 @@ void BytesToConsumers(const Problem& p, OpId u, std::vector<int64_t>& bytes_to,
   }
 }
 
-Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
-  const MeanCosts mean = ComputeMeanCosts(q, c);
+// The LP's cost of each edge of q (indexed like q.succ_ops): the mean
+// transfer time of the activation bytes it carries, in LP time units.
+std::vector<double> EdgeCosts(const Problem& q, const MeanCosts& mean) {
   const auto k = static_cast<uint32_t>(q.num_ops());
-  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
-  // Columns (1-based): x_e = 1 + e, s_i = 1 + ne + i, w = 1 + ne + k.
-  std::vector<double> edge_cost(ne, 0.0);
-  {
-    std::vector<int64_t> bytes_to(k, -1);
-    std::vector<OpId> touched;
-    for (OpId u = 0; u < k; ++u) {
-      BytesToConsumers(q, u, bytes_to, touched);
-      for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-        const int64_t b = std::max<int64_t>(bytes_to[q.succ_ops[e]], 0);
-        edge_cost[e] = mean.Transfer(b) * kLpTimeScale;
-      }
-      for (OpId v : touched) bytes_to[v] = -1;
+  std::vector<double> edge_cost(q.succ_ops.size(), 0.0);
+  std::vector<int64_t> bytes_to(k, -1);
+  std::vector<OpId> touched;
+  for (OpId u = 0; u < k; ++u) {
+    BytesToConsumers(q, u, bytes_to, touched);
+    for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
+      const int64_t b = std::max<int64_t>(bytes_to[q.succ_ops[e]], 0);
+      edge_cost[e] = mean.Transfer(b) * kLpTimeScale;
     }
+    for (OpId v : touched) bytes_to[v] = -1;
   }
+  return edge_cost;
+}
+
+// The LP's rows, all of the form (terms) >= row_lo, as GLPK's 1-based
+// triplets. Columns (1-based): x_e = 1 + e, s_i = 1 + ne + i, w = 1 + ne + k.
+struct LpRows {
   std::vector<int> ia = {0}, ja = {0};
   std::vector<double> ar = {0.0};
   std::vector<double> row_lo;
-  auto entry = [&](int col, double v) {
+  void Entry(int col, double v) {
     ia.push_back(static_cast<int>(row_lo.size()) + 1);
     ja.push_back(col);
     ar.push_back(v);
-  };
+  }
+};
+
+// Per op: the precedence row of each out-edge, the favourite-child row of
+// a branching op and the makespan row of a sink; then the favourite-parent
+// row of each op with two or more predecessors.
+LpRows BuildLpRows(const Problem& q, const MeanCosts& mean,
+                   const std::vector<double>& edge_cost) {
+  const auto k = static_cast<uint32_t>(q.num_ops());
+  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
   const int s0 = 1 + static_cast<int>(ne), w = 1 + static_cast<int>(ne + k);
+  LpRows rows;
   for (OpId u = 0; u < k; ++u) {
     const double pu = mean.seconds[u] * kLpTimeScale;
     for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-      entry(s0 + static_cast<int>(q.succ_ops[e]), 1.0);
-      entry(s0 + static_cast<int>(u), -1.0);
-      if (edge_cost[e] > 0.0) entry(1 + static_cast<int>(e), -edge_cost[e]);
-      row_lo.push_back(pu);
+      rows.Entry(s0 + static_cast<int>(q.succ_ops[e]), 1.0);
+      rows.Entry(s0 + static_cast<int>(u), -1.0);
+      if (edge_cost[e] > 0.0)
+        rows.Entry(1 + static_cast<int>(e), -edge_cost[e]);
+      rows.row_lo.push_back(pu);
     }
     const uint32_t out = q.succ_begin[u + 1] - q.succ_begin[u];
     if (out >= 2) {
       for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-        entry(1 + static_cast<int>(e), 1.0);
+        rows.Entry(1 + static_cast<int>(e), 1.0);
       }
-      row_lo.push_back(out - 1.0);
+      rows.row_lo.push_back(out - 1.0);
     }
     if (out == 0) {
-      entry(w, 1.0);
-      entry(s0 + static_cast<int>(u), -1.0);
-      row_lo.push_back(pu);
+      rows.Entry(w, 1.0);
+      rows.Entry(s0 + static_cast<int>(u), -1.0);
+      rows.row_lo.push_back(pu);
     }
   }
   // In-edges: edge ids of each op's predecessors.
@@ -123,12 +137,16 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
   }
   for (OpId v = 0; v < k; ++v) {
     if (in_edges[v].size() < 2) continue;
-    for (uint32_t e : in_edges[v]) entry(1 + static_cast<int>(e), 1.0);
-    row_lo.push_back(static_cast<double>(in_edges[v].size()) - 1.0);
+    for (uint32_t e : in_edges[v]) rows.Entry(1 + static_cast<int>(e), 1.0);
+    rows.row_lo.push_back(static_cast<double>(in_edges[v].size()) - 1.0);
   }
+  return rows;
+}
 
-  const GlpkProblem problem;
-  glp_prob* lp = problem.get();
+// Loads the LP (`ne` edges, `k` ops) into `lp`: the columns' bounds, the
+// objective (minimise w) and the rows.
+void LoadLp(glp_prob* lp, uint32_t ne, uint32_t k, const LpRows& rows) {
+  const int s0 = 1 + static_cast<int>(ne), w = 1 + static_cast<int>(ne + k);
   glp_set_obj_dir(lp, GLP_MIN);
   glp_add_cols(lp, static_cast<int>(ne + k + 1));
   for (uint32_t e = 0; e < ne; ++e) {
@@ -139,17 +157,27 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
   }
   glp_set_col_bnds(lp, w, GLP_LO, 0.0, 0.0);
   glp_set_obj_coef(lp, w, 1.0);
-  if (!row_lo.empty()) {
-    glp_add_rows(lp, static_cast<int>(row_lo.size()));
-    for (size_t r = 0; r < row_lo.size(); ++r) {
-      glp_set_row_bnds(lp, static_cast<int>(r) + 1, GLP_LO, row_lo[r], 0.0);
+  if (!rows.row_lo.empty()) {
+    glp_add_rows(lp, static_cast<int>(rows.row_lo.size()));
+    for (size_t r = 0; r < rows.row_lo.size(); ++r) {
+      glp_set_row_bnds(lp, static_cast<int>(r) + 1, GLP_LO, rows.row_lo[r],
+                       0.0);
     }
-    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(),
-                    ar.data());
+    glp_load_matrix(lp, static_cast<int>(rows.ia.size()) - 1, rows.ia.data(),
+                    rows.ja.data(), rows.ar.data());
   }
-  // GLPK aborts the process on an internal error: the simplex runs in a
-  // child (common/isolated.h), which answers the status, the objective
-  // and each edge's x.
+}
+
+// What the simplex answered: its objective and each edge's x.
+struct LpAnswer {
+  double objective = 0.0;
+  std::vector<double> x;
+};
+
+// Solves `lp` (with `ne` edge columns). GLPK aborts the process on an
+// internal error: the simplex runs in a child (common/isolated.h), which
+// answers the status, the objective and each edge's x.
+Result<LpAnswer> RunSimplex(glp_prob* lp, uint32_t ne) {
   auto solve = [lp, ne]() {
     glp_smcp parm;
     glp_init_smcp(&parm);
@@ -173,11 +201,10 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
       RunIsolated(solve, kLpLimits, "GLPK's simplex (m-sct)");
   if (!answer) return answer.error();
   int rc = 0, status = 0;
-  double objective = 0.0;
-  std::vector<double> x;
+  LpAnswer a;
   ByteReader reader(*answer);
-  if (!reader.Get(&rc) || !reader.Get(&status) || !reader.Get(&objective) ||
-      !reader.GetDoubles(ne, &x) || !reader.at_end()) {
+  if (!reader.Get(&rc) || !reader.Get(&status) || !reader.Get(&a.objective) ||
+      !reader.GetDoubles(ne, &a.x) || !reader.at_end()) {
     return Internal("m-sct: GLPK's answer does not decode (a tessera bug)");
   }
   // The LP has no time limit and always a solution: anything but the
@@ -188,8 +215,24 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
     return Internal("GLPK's simplex returned " + std::to_string(rc) +
                     " with status " + std::to_string(status));
   }
+  return a;
+}
+
+Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
+  const MeanCosts mean = ComputeMeanCosts(q, c);
+  const auto k = static_cast<uint32_t>(q.num_ops());
+  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
+  const LpRows rows = BuildLpRows(q, mean, EdgeCosts(q, mean));
+  const GlpkProblem problem;
+  glp_prob* lp = problem.get();
+  LoadLp(lp, ne, k, rows);
+  Result<LpAnswer> answer = RunSimplex(lp, ne);
+  if (!answer) return answer.error();
+  const std::vector<double>& x = answer->x;
+  // Each op's first out-edge with x below the threshold whose head has no
+  // favourite parent yet is its favourite child.
   LpResult r;
-  r.makespan_s = objective / kLpTimeScale;
+  r.makespan_s = answer->objective / kLpTimeScale;
   r.child.assign(k, kNoOp);
   std::vector<uint8_t> has_parent(k, 0);
   for (OpId u = 0; u < k; ++u) {

@@ -43,6 +43,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // keeps CBC's absolute tolerances meaningful at any time scale.
 constexpr double kTimeUnits = 1000.0;
 
+double SecondsSince(Clock::time_point started) {
+  return std::chrono::duration<double>(Clock::now() - started).count();
+}
+
 // Relabel each kind's devices in the order of their lowest unit, the form
 // the symmetry rows allow.
 std::vector<int> Canonical(const MaxLoadProblem& p, const MaxLoadUnits& units,
@@ -62,6 +66,304 @@ std::vector<int> Canonical(const MaxLoadProblem& p, const MaxLoadUnits& units,
   return device;
 }
 
+// What every step of the model reads: the problem, its units, and each
+// unit's time per kind (kInf where a member cannot run) and size.
+struct IlpInputs {
+  const MaxLoadProblem& p;
+  const MaxLoadUnits& units;
+  int devices = 0, m = 0, n = 0, kinds = 0;
+  std::vector<int> kind_of;  // per device
+  std::vector<double> time;  // per unit and kind: [u * kinds + k]
+  std::vector<int64_t> size;
+  double unit = 1.0;  // CBC sees time / unit
+
+  IlpInputs(const MaxLoadProblem& problem, const MaxLoadUnits& u)
+      : p(problem),
+        units(u),
+        devices(problem.Devices()),
+        m(static_cast<int>(u.members.size())),
+        n(static_cast<int>(problem.nodes.size())),
+        kinds(static_cast<int>(problem.kinds.size())) {
+    kind_of.resize(devices);
+    for (int d = 0; d < devices; ++d) kind_of[d] = p.KindOf(d);
+    time.assign(static_cast<size_t>(m) * kinds, 0);
+    size.assign(m, 0);
+    for (int v = 0; v < n; ++v) {
+      const int at = units.unit_of[v];
+      size[at] += p.nodes[v].size;
+      for (int k = 0; k < kinds; ++k) {
+        const double t = p.nodes[v].time[k];
+        time[at * kinds + k] = t < 0 ? kInf : time[at * kinds + k] + t;
+      }
+    }
+  }
+  double Time(int u, int d) const { return time[u * kinds + kind_of[d]]; }
+  // The id of unit u's first node, for messages.
+  std::string FirstId(int u) const {
+    return std::to_string(p.nodes[units.members[u][0]].id);
+  }
+};
+
+// The least time of each unit over the kinds present: their sum and their
+// largest. T is at least the largest and the sum / devices; the sum sets
+// the time scale. `nowhere` is a unit that runs on no kind present (the
+// sums then stop there).
+struct LeastTimes {
+  double total = 0, max = 0;
+  int nowhere = -1;
+};
+
+LeastTimes ComputeLeastTimes(const IlpInputs& in) {
+  LeastTimes out;
+  for (int u = 0; u < in.m; ++u) {
+    double least = kInf;
+    for (int k = 0; k < in.kinds; ++k) {
+      if (in.p.kinds[k].count > 0) {
+        least = std::min(least, in.time[u * in.kinds + k]);
+      }
+    }
+    if (least == kInf) {
+      out.nowhere = u;
+      return out;
+    }
+    out.total += least;
+    out.max = std::max(out.max, least);
+  }
+  return out;
+}
+
+// The communication columns: (node, device, s column, r column).
+struct Comm {
+  int node, device, s, r;
+};
+
+// The columns of the model as built, which the warm start and the answer
+// are read through, and the load rows' terms until they are added.
+struct IlpModel {
+  int t_col = -1;
+  std::vector<int> x;  // [u * devices + d]: x[u][d], or -1 when u cannot be
+                       // on d (then it counts as 0)
+  std::vector<Comm> comm;
+  // Per node, the other units holding its successors (sorted and
+  // deduplicated for the nodes that may send).
+  std::vector<std::vector<int>> succ_units;
+  // load[d]: the load row's columns and coefficients.
+  std::vector<std::vector<int>> load_cols;
+  std::vector<std::vector<double>> load_coefs;
+  int rows = 0;
+};
+
+// The x columns and the rows that put each unit on one device. Symmetry:
+// the j-th device of a kind only for units i >= j. Returns a unit with no
+// device it can run on, or -1.
+int AddPlacementColumns(const IlpInputs& in, Mip& mip, IlpModel& model) {
+  model.x.assign(static_cast<size_t>(in.m) * in.devices, -1);
+  for (int u = 0; u < in.m; ++u) {
+    for (int d = 0; d < in.devices; ++d) {
+      const int k = in.kind_of[d];
+      if (in.time[u * in.kinds + k] == kInf) continue;
+      if (d - in.p.FirstDevice(k) > u) continue;
+      model.x[u * in.devices + d] = mip.AddCol(0, 1, 0, true);
+    }
+  }
+  for (int u = 0; u < in.m; ++u) {
+    std::vector<int> cols;
+    for (int d = 0; d < in.devices; ++d) {
+      if (model.x[u * in.devices + d] >= 0) {
+        cols.push_back(model.x[u * in.devices + d]);
+      }
+    }
+    if (cols.empty()) return u;
+    mip.AddRow(cols, std::vector<double>(cols.size(), 1.0), 'E', 1.0);
+    ++model.rows;
+  }
+  return -1;
+}
+
+// The s and r columns of node a on device d, with the rows that bound them
+// from below by each successor unit's placement; false when no row was
+// needed (neither a nor any successor can be on d).
+bool AddCommRows(const IlpInputs& in, int a, int d, int s, int r, Mip& mip,
+                 IlpModel& model) {
+  const int xa = model.x[in.units.unit_of[a] * in.devices + d];
+  bool used = false;
+  for (const int w : model.succ_units[a]) {
+    const int xw = model.x[w * in.devices + d];
+    // s ≥ x[a] − x[w]: needed only when a can be on d.
+    if (xa >= 0) {
+      std::vector<int> cols = {s, xa};
+      std::vector<double> coefs = {1.0, -1.0};
+      if (xw >= 0) {
+        cols.push_back(xw);
+        coefs.push_back(1.0);
+      }
+      mip.AddRow(cols, coefs, 'G', 0.0);
+      ++model.rows;
+      used = true;
+    }
+    // r ≥ x[w] − x[a]: needed only when w can be on d.
+    if (xw >= 0) {
+      std::vector<int> cols = {r, xw};
+      std::vector<double> coefs = {1.0, -1.0};
+      if (xa >= 0) {
+        cols.push_back(xa);
+        coefs.push_back(1.0);
+      }
+      mip.AddRow(cols, coefs, 'G', 0.0);
+      ++model.rows;
+      used = true;
+    }
+  }
+  return used;
+}
+
+// The load rows' terms: each unit's time where it runs, then the sends and
+// receives of every node that may send, on each charged device.
+void AddCommunication(const IlpInputs& in, Mip& mip, IlpModel& model) {
+  const MaxLoadProblem& p = in.p;
+  const std::vector<double> out_cost = p.OutCosts();
+  model.succ_units.assign(in.n, {});
+  for (const MaxLoadEdge& e : p.edges) {
+    if (in.units.unit_of[e.from] != in.units.unit_of[e.to]) {
+      model.succ_units[e.from].push_back(in.units.unit_of[e.to]);
+    }
+  }
+  model.load_cols.assign(in.devices, {});
+  model.load_coefs.assign(in.devices, {});
+  for (int u = 0; u < in.m; ++u) {
+    for (int d = 0; d < in.devices; ++d) {
+      const int c = model.x[u * in.devices + d];
+      if (c < 0) continue;
+      model.load_cols[d].push_back(c);
+      model.load_coefs[d].push_back(in.Time(u, d) / in.unit);
+    }
+  }
+  for (int a = 0; a < in.n; ++a) {
+    std::vector<int>& to = model.succ_units[a];
+    if (out_cost[a] <= 0 || to.empty()) continue;
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+    for (int d = 0; d < in.devices; ++d) {
+      const MaxLoadKind& kind = p.kinds[in.kind_of[d]];
+      if (!kind.charges_communication) continue;
+      const int s = mip.AddCol(0, 1, 0, false);
+      const int r = mip.AddCol(0, 1, 0, false);
+      if (!AddCommRows(in, a, d, s, r, mip, model)) continue;
+      model.comm.push_back({a, d, s, r});
+      model.load_cols[d].push_back(s);
+      model.load_coefs[d].push_back(kind.charges_sends ? out_cost[a] / in.unit
+                                                       : 0.0);
+      model.load_cols[d].push_back(r);
+      model.load_coefs[d].push_back(out_cost[a] / in.unit);
+    }
+  }
+}
+
+// Per device: its load at most T, and its units' sizes within its memory.
+void AddLoadAndMemoryRows(const IlpInputs& in, Mip& mip, IlpModel& model) {
+  for (int d = 0; d < in.devices; ++d) {
+    std::vector<int> cols = model.load_cols[d];
+    std::vector<double> coefs = model.load_coefs[d];
+    cols.push_back(model.t_col);
+    coefs.push_back(-1.0);
+    mip.AddRow(cols, coefs, 'L', 0.0);
+    ++model.rows;
+    const int64_t limit = in.p.kinds[in.kind_of[d]].memory;
+    if (limit < 0) continue;
+    cols.clear();
+    coefs.clear();
+    for (int u = 0; u < in.m; ++u) {
+      if (model.x[u * in.devices + d] < 0 || in.size[u] == 0) continue;
+      cols.push_back(model.x[u * in.devices + d]);
+      coefs.push_back(static_cast<double>(in.size[u]));
+    }
+    if (cols.empty()) continue;
+    mip.AddRow(cols, coefs, 'L', static_cast<double>(limit));
+    ++model.rows;
+  }
+}
+
+// Gives CBC the warm placement (max load `warm_load`) as its start: every
+// column's value, the continuous ones too, so that CBC takes the start as
+// it is instead of searching for a completion.
+void SetWarmStart(const IlpInputs& in, const IlpModel& model,
+                  const MaxLoadPlacement& warm, double warm_load, Mip& mip) {
+  const std::vector<int> device = Canonical(in.p, in.units, warm);
+  std::vector<int> cols = {model.t_col};
+  std::vector<double> values = {warm_load / in.unit};
+  for (int u = 0; u < in.m; ++u) {
+    for (int d = 0; d < in.devices; ++d) {
+      if (model.x[u * in.devices + d] < 0) continue;
+      cols.push_back(model.x[u * in.devices + d]);
+      values.push_back(device[u] == d ? 1.0 : 0.0);
+    }
+  }
+  for (const Comm& c : model.comm) {
+    const int home = device[in.units.unit_of[c.node]];
+    bool away = false, here = false;
+    for (const int w : model.succ_units[c.node]) {
+      away = away || device[w] != home;
+      here = here || (device[w] == c.device && home != c.device);
+    }
+    cols.push_back(c.s);
+    values.push_back(home == c.device && away ? 1.0 : 0.0);
+    cols.push_back(c.r);
+    values.push_back(here ? 1.0 : 0.0);
+  }
+  Cbc_setMIPStartI(mip.get(), static_cast<int>(cols.size()), cols.data(),
+                   values.data());
+}
+
+// The placement CBC's solution `sol` gives: each unit on the device of its
+// largest x.
+MaxLoadPlacement ReadPlacement(const IlpInputs& in, const IlpModel& model,
+                               const std::vector<double>& sol) {
+  MaxLoadPlacement found;
+  found.device.assign(in.n, 0);
+  for (int u = 0; u < in.m; ++u) {
+    double best = -1;
+    int at = 0;
+    for (int d = 0; d < in.devices; ++d) {
+      const int c = model.x[u * in.devices + d];
+      if (c >= 0 && sol[c] > best) {
+        best = sol[c];
+        at = d;
+      }
+    }
+    for (const int v : in.units.members[u]) found.device[v] = at;
+  }
+  return found;
+}
+
+// Keeps the better of CBC's solution and the warm start (max load
+// `warm_load`), with CBC's bound on it; kOptimal when CBC proved it or the
+// bound meets it.
+void KeepBest(const IlpInputs& in, const IlpModel& model,
+              const MaxLoadIlpOptions& o, double warm_load,
+              const MipOutcome& mo, MaxLoadIlpResult& out) {
+  const std::vector<double>& sol = mo.solution;
+  const MaxLoadPlacement found =
+      !sol.empty() ? ReadPlacement(in, model, sol) : MaxLoadPlacement{};
+  const MaxLoadEvaluation e =
+      !sol.empty() ? EvaluateMaxLoad(in.p, found) : MaxLoadEvaluation{};
+  if (!sol.empty() && e.violation.empty() && e.max_load < warm_load) {
+    out.placement = found;
+    out.max_load = e.max_load;
+    out.improved_warm = o.warm != nullptr;
+  } else {
+    out.placement = *o.warm;
+    out.max_load = warm_load;
+  }
+  const bool proven = mo.status == SolveStatus::kOptimal;
+  const double bound = mo.best_possible * in.unit;
+  out.lower_bound = proven ? out.max_load : std::min(out.max_load, bound);
+  // CBC's tolerances: a bound within 1e-6 relative counts as met.
+  const bool met = proven || out.max_load - out.lower_bound <=
+                                 1e-6 * std::max(1.0, out.max_load);
+  out.status = met ? SolveStatus::kOptimal : SolveStatus::kFeasible;
+  if (proven) out.lower_bound = out.max_load;
+}
+
 }  // namespace
 
 Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
@@ -73,210 +375,46 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     MaxLoadIlpResult out;
     out.status = SolveStatus::kInfeasible;
     out.why = std::move(why);
-    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    out.seconds = SecondsSince(started);
     return out;
   };
   const MaxLoadUnits units = BuildMaxLoadUnits(p, /*order=*/false);
-  const int m = static_cast<int>(units.members.size());
-  const int n = static_cast<int>(p.nodes.size());
-  std::vector<int> kind_of(devices);
-  for (int d = 0; d < devices; ++d) kind_of[d] = p.KindOf(d);
-
-  // Per unit: time per kind (kInf where a member cannot run), size.
-  const int kinds = static_cast<int>(p.kinds.size());
-  std::vector<double> time(static_cast<size_t>(m) * kinds, 0);
-  std::vector<int64_t> size(m, 0);
-  for (int v = 0; v < n; ++v) {
-    const int u = units.unit_of[v];
-    size[u] += p.nodes[v].size;
-    for (int k = 0; k < kinds; ++k) {
-      const double t = p.nodes[v].time[k];
-      time[u * kinds + k] = t < 0 ? kInf : time[u * kinds + k] + t;
-    }
+  IlpInputs in(p, units);
+  const LeastTimes least = ComputeLeastTimes(in);
+  if (least.nowhere >= 0) {
+    return infeasible(p.source + ": node " + in.FirstId(least.nowhere) +
+                      " (with the nodes it must share a device with) "
+                      "runs on no device kind present");
   }
-  double least_total = 0, least_max = 0;
-  for (int u = 0; u < m; ++u) {
-    double least = kInf;
-    for (int k = 0; k < kinds; ++k) {
-      if (p.kinds[k].count > 0) least = std::min(least, time[u * kinds + k]);
-    }
-    if (least == kInf) {
-      return infeasible(p.source + ": node " +
-                        std::to_string(p.nodes[units.members[u][0]].id) +
-                        " (with the nodes it must share a device with) "
-                        "runs on no device kind present");
-    }
-    least_total += least;
-    least_max = std::max(least_max, least);
-  }
-  // Scale: CBC sees time / unit.
-  const double unit = least_total > 0 ? least_total / kTimeUnits : 1.0;
+  in.unit = least.total > 0 ? least.total / kTimeUnits : 1.0;
+  const double unit = in.unit;
 
   std::lock_guard<std::mutex> lock(CbcMutex());
   Mip mip;
-  const int t_col = mip.AddCol(
-      std::max(least_max, least_total / devices) / unit, 1e30, 1.0, false);
-  std::vector<int> x(static_cast<size_t>(m) * devices, -1);
-  for (int u = 0; u < m; ++u) {
-    // Symmetry: the j-th device of a kind only for units i >= j.
-    for (int d = 0; d < devices; ++d) {
-      const int k = kind_of[d];
-      if (time[u * kinds + k] == kInf) continue;
-      if (d - p.FirstDevice(k) > u) continue;
-      x[u * devices + d] = mip.AddCol(0, 1, 0, true);
-    }
+  IlpModel model;
+  model.t_col = mip.AddCol(std::max(least.max, least.total / devices) / unit,
+                           1e30, 1.0, false);
+  const int no_device = AddPlacementColumns(in, mip, model);
+  if (no_device >= 0) {
+    return infeasible(p.source + ": node " + in.FirstId(no_device) +
+                      " has no device it can run on");
   }
-  int rows = 0;
-  for (int u = 0; u < m; ++u) {
-    std::vector<int> cols;
-    for (int d = 0; d < devices; ++d) {
-      if (x[u * devices + d] >= 0) cols.push_back(x[u * devices + d]);
-    }
-    if (cols.empty()) {
-      return infeasible(p.source + ": node " +
-                        std::to_string(p.nodes[units.members[u][0]].id) +
-                        " has no device it can run on");
-    }
-    mip.AddRow(cols, std::vector<double>(cols.size(), 1.0), 'E', 1.0);
-    ++rows;
-  }
+  AddCommunication(in, mip, model);
+  AddLoadAndMemoryRows(in, mip, model);
 
-  // Communication columns and rows.
-  const std::vector<double> out_cost = p.OutCosts();
-  std::vector<std::vector<int>> succ_units(n);
-  for (const MaxLoadEdge& e : p.edges) {
-    if (units.unit_of[e.from] != units.unit_of[e.to]) {
-      succ_units[e.from].push_back(units.unit_of[e.to]);
-    }
-  }
-  // load[d]: the load row's columns and coefficients.
-  std::vector<std::vector<int>> load_cols(devices);
-  std::vector<std::vector<double>> load_coefs(devices);
-  for (int u = 0; u < m; ++u) {
-    for (int d = 0; d < devices; ++d) {
-      const int c = x[u * devices + d];
-      if (c < 0) continue;
-      load_cols[d].push_back(c);
-      load_coefs[d].push_back(time[u * kinds + kind_of[d]] / unit);
-    }
-  }
-  // The communication columns: (node, device, s column, r column).
-  struct Comm {
-    int node, device, s, r;
-  };
-  std::vector<Comm> comm;
-  // x[u][d], or -1 when u cannot be on d (then it counts as 0).
-  const auto x_or_none = [&](int u, int d) { return x[u * devices + d]; };
-  for (int a = 0; a < n; ++a) {
-    std::vector<int>& to = succ_units[a];
-    if (out_cost[a] <= 0 || to.empty()) continue;
-    std::sort(to.begin(), to.end());
-    to.erase(std::unique(to.begin(), to.end()), to.end());
-    const int ua = units.unit_of[a];
-    for (int d = 0; d < devices; ++d) {
-      if (!p.kinds[kind_of[d]].charges_communication) continue;
-      const int xa = x_or_none(ua, d);
-      const int s = mip.AddCol(0, 1, 0, false);
-      const int r = mip.AddCol(0, 1, 0, false);
-      bool used = false;
-      for (const int w : to) {
-        const int xw = x_or_none(w, d);
-        // s ≥ x[a] − x[w]: needed only when a can be on d.
-        if (xa >= 0) {
-          std::vector<int> cols = {s, xa};
-          std::vector<double> coefs = {1.0, -1.0};
-          if (xw >= 0) {
-            cols.push_back(xw);
-            coefs.push_back(1.0);
-          }
-          mip.AddRow(cols, coefs, 'G', 0.0);
-          ++rows;
-          used = true;
-        }
-        // r ≥ x[w] − x[a]: needed only when w can be on d.
-        if (xw >= 0) {
-          std::vector<int> cols = {r, xw};
-          std::vector<double> coefs = {1.0, -1.0};
-          if (xa >= 0) {
-            cols.push_back(xa);
-            coefs.push_back(1.0);
-          }
-          mip.AddRow(cols, coefs, 'G', 0.0);
-          ++rows;
-          used = true;
-        }
-      }
-      if (!used) continue;
-      comm.push_back({a, d, s, r});
-      load_cols[d].push_back(s);
-      load_coefs[d].push_back(
-          p.kinds[kind_of[d]].charges_sends ? out_cost[a] / unit : 0.0);
-      load_cols[d].push_back(r);
-      load_coefs[d].push_back(out_cost[a] / unit);
-    }
-  }
-  for (int d = 0; d < devices; ++d) {
-    std::vector<int> cols = load_cols[d];
-    std::vector<double> coefs = load_coefs[d];
-    cols.push_back(t_col);
-    coefs.push_back(-1.0);
-    mip.AddRow(cols, coefs, 'L', 0.0);
-    ++rows;
-    const int64_t limit = p.kinds[kind_of[d]].memory;
-    if (limit < 0) continue;
-    cols.clear();
-    coefs.clear();
-    for (int u = 0; u < m; ++u) {
-      if (x[u * devices + d] < 0 || size[u] == 0) continue;
-      cols.push_back(x[u * devices + d]);
-      coefs.push_back(static_cast<double>(size[u]));
-    }
-    if (cols.empty()) continue;
-    mip.AddRow(cols, coefs, 'L', static_cast<double>(limit));
-    ++rows;
-  }
-
-  Cbc_Model* model = mip.get();
   double warm_load = kInf;
   if (o.warm != nullptr) {
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, *o.warm);
     if (e.violation.empty()) {
       warm_load = e.max_load;
-      // Every column's value, the continuous ones too: CBC then takes
-      // the start as it is instead of searching for a completion.
-      const std::vector<int> device = Canonical(p, units, *o.warm);
-      std::vector<int> cols = {t_col};
-      std::vector<double> values = {warm_load / unit};
-      for (int u = 0; u < m; ++u) {
-        for (int d = 0; d < devices; ++d) {
-          if (x[u * devices + d] < 0) continue;
-          cols.push_back(x[u * devices + d]);
-          values.push_back(device[u] == d ? 1.0 : 0.0);
-        }
-      }
-      for (const Comm& c : comm) {
-        const int home = device[units.unit_of[c.node]];
-        bool away = false, here = false;
-        for (const int w : succ_units[c.node]) {
-          away = away || device[w] != home;
-          here = here || (device[w] == c.device && home != c.device);
-        }
-        cols.push_back(c.s);
-        values.push_back(home == c.device && away ? 1.0 : 0.0);
-        cols.push_back(c.r);
-        values.push_back(here ? 1.0 : 0.0);
-      }
-      Cbc_setMIPStartI(model, static_cast<int>(cols.size()), cols.data(),
-                       values.data());
+      SetWarmStart(in, model, *o.warm, warm_load, mip);
     }
   }
-  const double spent =
-      std::chrono::duration<double>(Clock::now() - started).count();
-  Result<MipOutcome> solved = mip.Solve(o.time_limit_s - spent);
+  Result<MipOutcome> solved = mip.Solve(o.time_limit_s - SecondsSince(started));
   MaxLoadIlpResult out;
-  out.units = m;
+  out.units = in.m;
   out.columns = mip.cols();
-  out.rows = rows;
+  out.rows = model.rows;
   if (!solved) {
     // CBC crashed or was killed: the warm start stands, with no bound.
     if (warm_load == kInf) return solved.error().WithContext(p.source);
@@ -284,61 +422,27 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     out.max_load = warm_load;
     out.status = SolveStatus::kFeasible;
     out.solver_failure = solved.error().message;
-    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    out.seconds = SecondsSince(started);
     return out;
   }
   const MipOutcome& mo = *solved;
-  const std::vector<double>& sol = mo.solution;
   if (mo.status == SolveStatus::kInfeasible) {
     out.status = SolveStatus::kInfeasible;
     out.why = p.source +
               ": no placement fits (memory, color classes, or where nodes "
               "can run)";
-    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    out.seconds = SecondsSince(started);
     return out;
   }
   if (mo.status == SolveStatus::kNoSolution && warm_load == kInf) {
     out.status = SolveStatus::kNoSolution;
     out.why = p.source + ": CBC found no placement within " +
               std::to_string(o.time_limit_s) + " s";
-    out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    out.seconds = SecondsSince(started);
     return out;
   }
-  MaxLoadPlacement found;
-  if (!sol.empty()) {
-    found.device.assign(n, 0);
-    for (int u = 0; u < m; ++u) {
-      double best = -1;
-      int at = 0;
-      for (int d = 0; d < devices; ++d) {
-        const int c = x[u * devices + d];
-        if (c >= 0 && sol[c] > best) {
-          best = sol[c];
-          at = d;
-        }
-      }
-      for (const int v : units.members[u]) found.device[v] = at;
-    }
-  }
-  const MaxLoadEvaluation e =
-      !sol.empty() ? EvaluateMaxLoad(p, found) : MaxLoadEvaluation{};
-  if (!sol.empty() && e.violation.empty() && e.max_load < warm_load) {
-    out.placement = found;
-    out.max_load = e.max_load;
-    out.improved_warm = o.warm != nullptr;
-  } else {
-    out.placement = *o.warm;
-    out.max_load = warm_load;
-  }
-  const bool proven = mo.status == SolveStatus::kOptimal;
-  const double bound = mo.best_possible * unit;
-  out.lower_bound = proven ? out.max_load : std::min(out.max_load, bound);
-  // CBC's tolerances: a bound within 1e-6 relative counts as met.
-  const bool met = proven || out.max_load - out.lower_bound <=
-                                 1e-6 * std::max(1.0, out.max_load);
-  out.status = met ? SolveStatus::kOptimal : SolveStatus::kFeasible;
-  if (proven) out.lower_bound = out.max_load;
-  out.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  KeepBest(in, model, o, warm_load, mo, out);
+  out.seconds = SecondsSince(started);
   return out;
 }
 

@@ -68,15 +68,15 @@ bool FreeNode(const MaxLoadNode& node) {
                      [](double t) { return t == 0; });
 }
 
-}  // namespace
+std::vector<int> Distinct(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
 
-MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
+// Joins each color class into one group.
+void JoinColorClasses(const MaxLoadProblem& p, UnionFind& uf) {
   const int n = static_cast<int>(p.nodes.size());
-  const std::vector<double> out_cost = p.OutCosts();
-  UnionFind uf(n);
-  MaxLoadUnits out;
-
-  // Color classes.
   std::unordered_map<int64_t, int> first_of_color;
   for (int v = 0; v < n; ++v) {
     const int64_t c = p.nodes[v].color;
@@ -84,8 +84,11 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
     const auto [it, fresh] = first_of_color.emplace(c, v);
     if (!fresh) uf.Join(it->second, v);
   }
+}
 
-  // Free nodes, when memory cannot bind.
+// Whether some present kind's memory limit is below the whole graph's
+// size: then a free node of nonzero size may not join its neighbour.
+bool MemoryBinds(const MaxLoadProblem& p) {
   int64_t total_size = 0;
   for (const MaxLoadNode& node : p.nodes) total_size += node.size;
   bool memory_binds = false;
@@ -94,11 +97,17 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
       memory_binds = true;
     }
   }
-  const auto distinct = [](std::vector<int> v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-  };
+  return memory_binds;
+}
+
+// Joins each free color group to its one neighbour (the rules in
+// max_load_units.h). Returns, per node, whether its edges order nothing
+// (a group that neither sends nor receives); counts the joins in `out`.
+std::vector<char> JoinFreeNodes(const MaxLoadProblem& p, UnionFind& uf,
+                                MaxLoadUnits& out) {
+  const int n = static_cast<int>(p.nodes.size());
+  const std::vector<double> out_cost = p.OutCosts();
+  const bool memory_binds = MemoryBinds(p);
   // Per color group (root): whether free (no time anywhere: runs on every
   // kind), its size, the groups it receives from and sends to, and
   // whether a member with a successor outside sends anything.
@@ -129,7 +138,7 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
   for (const int r : roots) {
     Group& g = info[r];
     if (!g.free || (g.size > 0 && memory_binds)) continue;
-    const std::vector<int> in = distinct(g.from), out_groups = distinct(g.to);
+    const std::vector<int> in = Distinct(g.from), out_groups = Distinct(g.to);
     int anchor = -1;
     bool order_nothing = false;
     if (!g.sends && in.size() == 1) {
@@ -150,6 +159,97 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
     }
     if (uf.Join(r, anchor)) ++out.free_nodes_joined;
   }
+  return unordered;
+}
+
+// Which way the backward pass runs: compare backward edges between groups
+// that hold forward nodes with the forward edges' pairs; true when they
+// mirror them more often than they copy them.
+bool BackwardMirrored(const MaxLoadProblem& p, const std::vector<int>& group) {
+  std::set<std::pair<int, int>> forward_pairs;
+  for (const MaxLoadEdge& e : p.edges) {
+    if (!p.nodes[e.from].backward && !p.nodes[e.to].backward) {
+      forward_pairs.emplace(group[e.from], group[e.to]);
+    }
+  }
+  int same = 0, mirrored = 0;
+  for (const MaxLoadEdge& e : p.edges) {
+    if (!p.nodes[e.from].backward || !p.nodes[e.to].backward) continue;
+    const int a = group[e.from], b = group[e.to];
+    if (a == b) continue;
+    if (forward_pairs.count({a, b})) ++same;
+    if (forward_pairs.count({b, a})) ++mirrored;
+  }
+  return mirrored > same;
+}
+
+// The order between the `groups` groups (`group`: per node), with the
+// groups on a cycle of it merged: sets `out`'s unit_of, preds and
+// backward_mirrored, and returns the number of units.
+int OrderUnits(const MaxLoadProblem& p, const std::vector<int>& group,
+               int groups, const std::vector<char>& unordered,
+               MaxLoadUnits& out) {
+  const int n = static_cast<int>(p.nodes.size());
+  out.backward_mirrored = BackwardMirrored(p, group);
+  std::vector<std::vector<int>> succ(groups);
+  for (const MaxLoadEdge& e : p.edges) {
+    const bool fu = !p.nodes[e.from].backward, fv = !p.nodes[e.to].backward;
+    int a = group[e.from], b = group[e.to];
+    if (fu != fv || a == b) continue;  // forward to backward: no order
+    if (unordered[e.from]) continue;
+    if (!fu && out.backward_mirrored) std::swap(a, b);
+    succ[a].push_back(b);
+  }
+  int count = 0;
+  const std::vector<int> comp = Components(groups, succ, &count);
+  for (int v = 0; v < n; ++v) out.unit_of[v] = comp[group[v]];
+  out.preds.assign(count, {});
+  for (int a = 0; a < groups; ++a) {
+    for (const int b : succ[a]) {
+      if (comp[a] != comp[b]) out.preds[comp[b]].push_back(comp[a]);
+    }
+  }
+  for (auto& list : out.preds) list = Distinct(std::move(list));
+  return count;
+}
+
+// A topological order of the units (Kahn, smallest first for
+// determinism).
+std::vector<int> TopologicalOrder(const std::vector<std::vector<int>>& preds) {
+  const int units = static_cast<int>(preds.size());
+  std::vector<int> indegree(units, 0);
+  std::vector<std::vector<int>> after(units);
+  for (int u = 0; u < units; ++u) {
+    for (const int w : preds[u]) {
+      ++indegree[u];
+      after[w].push_back(u);
+    }
+  }
+  std::set<int> ready;
+  for (int u = 0; u < units; ++u) {
+    if (indegree[u] == 0) ready.insert(u);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int u = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(u);
+    for (const int w : after[u]) {
+      if (--indegree[w] == 0) ready.insert(w);
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
+  const int n = static_cast<int>(p.nodes.size());
+  UnionFind uf(n);
+  MaxLoadUnits out;
+  JoinColorClasses(p, uf);
+  // Free nodes, when memory cannot bind.
+  const std::vector<char> unordered = JoinFreeNodes(p, uf, out);
 
   // Units so far: the union-find's roots.
   std::vector<int> group(n, -1);
@@ -161,71 +261,13 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
   }
   out.unit_of = group;
   if (order) {
-    // Which way the backward pass runs: compare backward edges between
-    // groups that hold forward nodes with the forward edges' pairs.
-    std::set<std::pair<int, int>> forward_pairs;
-    for (const MaxLoadEdge& e : p.edges) {
-      if (!p.nodes[e.from].backward && !p.nodes[e.to].backward) {
-        forward_pairs.emplace(group[e.from], group[e.to]);
-      }
-    }
-    int same = 0, mirrored = 0;
-    for (const MaxLoadEdge& e : p.edges) {
-      if (!p.nodes[e.from].backward || !p.nodes[e.to].backward) continue;
-      const int a = group[e.from], b = group[e.to];
-      if (a == b) continue;
-      if (forward_pairs.count({a, b})) ++same;
-      if (forward_pairs.count({b, a})) ++mirrored;
-    }
-    out.backward_mirrored = mirrored > same;
-    std::vector<std::vector<int>> succ(groups);
-    for (const MaxLoadEdge& e : p.edges) {
-      const bool fu = !p.nodes[e.from].backward, fv = !p.nodes[e.to].backward;
-      int a = group[e.from], b = group[e.to];
-      if (fu != fv || a == b) continue;  // forward to backward: no order
-      if (unordered[e.from]) continue;
-      if (!fu && out.backward_mirrored) std::swap(a, b);
-      succ[a].push_back(b);
-    }
-    int count = 0;
-    const std::vector<int> comp = Components(groups, succ, &count);
-    for (int v = 0; v < n; ++v) out.unit_of[v] = comp[group[v]];
-    out.preds.assign(count, {});
-    for (int a = 0; a < groups; ++a) {
-      for (const int b : succ[a]) {
-        if (comp[a] != comp[b]) out.preds[comp[b]].push_back(comp[a]);
-      }
-    }
-    for (auto& list : out.preds) list = distinct(std::move(list));
-    groups = count;
+    groups = OrderUnits(p, group, groups, unordered, out);
   } else {
     out.preds.assign(groups, {});
   }
   out.members.assign(groups, {});
   for (int v = 0; v < n; ++v) out.members[out.unit_of[v]].push_back(v);
-
-  // A topological order of the units (Kahn, smallest first for
-  // determinism).
-  std::vector<int> indegree(groups, 0);
-  std::vector<std::vector<int>> after(groups);
-  for (int u = 0; u < groups; ++u) {
-    for (const int w : out.preds[u]) {
-      ++indegree[u];
-      after[w].push_back(u);
-    }
-  }
-  std::set<int> ready;
-  for (int u = 0; u < groups; ++u) {
-    if (indegree[u] == 0) ready.insert(u);
-  }
-  while (!ready.empty()) {
-    const int u = *ready.begin();
-    ready.erase(ready.begin());
-    out.topological.push_back(u);
-    for (const int w : after[u]) {
-      if (--indegree[w] == 0) ready.insert(w);
-    }
-  }
+  out.topological = TopologicalOrder(out.preds);
   return out;
 }
 
