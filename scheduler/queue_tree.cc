@@ -271,215 +271,301 @@ std::vector<QueueReport> QueueTree::Report() const {
   return out;
 }
 
-TreePlan PlanTreeRound(
-    const QueueTree& tree, const std::vector<TreePending>& pending,
-    const std::vector<TreeJob>& running, const ClusterState& state,
-    const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
-        allocate,
-    bool reclaiming, const std::set<JobId>& reclaimers,
-    const TreeTrial& trial) {
-  TreePlan plan;
-  QueueTree planned = tree;
-  planned.Clear();
-  // Promotions: a borrowed job that now fits its queue's own guarantee
-  // (a guaranteed one ended) becomes guaranteed, oldest first.
-  std::vector<TreeJob> now = running;
-  std::vector<size_t> order(now.size());
+namespace {
+
+// As the policies (Slurm's bf_max_job_test): after this many jobs in
+// their guarantee that do not fit, the rest are offered without trying;
+// and a reclaim tries at most this many jobs.
+constexpr int kMaxMisses = 100;
+
+using TreeAllocate =
+    std::function<std::optional<Allocation>(const ClusterState&, JobId)>;
+
+// The reclaim's stand-in for the queue policy when PlanTreeRound is given
+// no trial: the jobs that fit `state` start in submission order, the
+// others are skipped.
+Decision StartInOrder(const ClusterState& state, const std::vector<JobId>& jobs,
+                      const TreeAllocate& allocate) {
+  ClusterState sim = state;
+  Decision d;
+  for (const JobId id : jobs) {
+    if (std::optional<Allocation> a = allocate(sim, id)) {
+      (void)sim.Reserve(id, *a);
+      d.start.emplace_back(id, std::move(*a));
+    }
+  }
+  return d;
+}
+
+// One PlanTreeRound: its inputs, the tree as the plan fills it, and what
+// each step leaves for the next. The steps, in order: Promote, Classify,
+// Reclaim (which classifies again for the job it reclaims for), then the
+// borrowers offered (OfferBorrowers) or, while a reclaim is under way,
+// held (HoldBorrowers).
+class TreeRound {
+ public:
+  TreeRound(const QueueTree& tree, const std::vector<TreePending>& pending,
+            const ClusterState& state, const TreeAllocate& allocate,
+            const std::set<JobId>& reclaimers)
+      : tree_(tree),
+        pending_(pending),
+        state_(state),
+        allocate_(allocate),
+        reclaimers_(reclaimers),
+        planned_(tree) {
+    planned_.Clear();
+  }
+
+  TreePlan& plan() { return plan_; }
+  // Whether Classify found queued jobs in their guarantee.
+  bool any_in_guarantee() const { return !first_.empty(); }
+
+  void Promote(const std::vector<TreeJob>& running);
+  void Classify(const std::set<JobId>& owners);
+  void Reclaim(std::set<JobId>& owners, const TreeTrial& trial);
+  void HoldBorrowers();
+  void OfferBorrowers();
+
+ private:
+  std::map<JobId, QueueTree::Fit> CountOwners(const std::set<JobId>& owners,
+                                              ClusterState& s);
+  std::vector<JobId> ReclaimCandidates(const ClusterState& base,
+                                       const TreeTrial& trial,
+                                       ClusterState& after) const;
+
+  const QueueTree& tree_;
+  const std::vector<TreePending>& pending_;
+  const ClusterState& state_;
+  const TreeAllocate& allocate_;
+  const std::set<JobId>& reclaimers_;
+  TreePlan plan_;
+  QueueTree planned_;  // what runs, and what the plan would start
+  // Promote's: the running jobs with their marks, and the tree with them
+  // (where each Classify starts from).
+  std::vector<TreeJob> running_;
+  QueueTree before_;
+  // Classify's: the queued jobs that would borrow, those in their
+  // guarantee (offered first), and the owners in their guarantee whose
+  // room is not free.
+  std::vector<const TreePending*> borrowers_, first_;
+  std::vector<JobId> waiting_owners_;
+};
+
+// Promotions: a borrowed job that now fits its queue's own guarantee (a
+// guaranteed one ended) becomes guaranteed, oldest first.
+void TreeRound::Promote(const std::vector<TreeJob>& running) {
+  running_ = running;
+  std::vector<size_t> order(running_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return now[a].started_at < now[b].started_at;
+    return running_[a].started_at < running_[b].started_at;
   });
-  for (const TreeJob& j : now) {
-    if (!j.borrowed) planned.Add(j);
+  for (const TreeJob& j : running_) {
+    if (!j.borrowed) planned_.Add(j);
   }
   for (const size_t i : order) {
-    TreeJob& j = now[i];
+    TreeJob& j = running_[i];
     if (!j.borrowed) continue;
-    if (planned.Classify(j.queue, j.amount, false) ==
+    if (planned_.Classify(j.queue, j.amount, false) ==
         QueueTree::Fit::kGuaranteed) {
       j.borrowed = false;
-      plan.promote.push_back(j.id);
+      plan_.promote.push_back(j.id);
     }
-    planned.Add(j);
+    planned_.Add(j);
   }
-  // The queued jobs: the owners of reclaimed room first (their room, where
-  // they fit, and their place in their queue's guarantee), then the others
-  // in submission order, as if each starts that fits (a job that does not
-  // fit does not hold back the ones behind it). Run again with this
-  // round's owner, if any, counted first.
-  const QueueTree before = planned;
-  std::vector<const TreePending*> borrowers;
-  std::vector<const TreePending*> first;
-  std::vector<JobId> waiting_owners;  // reclaimers whose room is not free
-  // As the policies (Slurm's bf_max_job_test): after this many jobs in
-  // their guarantee that do not fit, the rest are offered without trying.
-  constexpr int kMaxMisses = 100;
-  const auto classify = [&](const std::set<JobId>& owners) {
-    planned = before;
-    plan.offer.clear();
-    plan.fit.clear();
-    plan.held.clear();
-    plan.held_room.clear();
-    borrowers.clear();
-    first.clear();
-    waiting_owners.clear();
-    // The earlier rounds' owners on the cluster now, then this round's
-    // on it less its victims.
-    ClusterState s = state;
-    std::map<JobId, QueueTree::Fit> owner_fit;
-    for (const bool earlier : {true, false}) {
-      if (!earlier) {
-        for (const JobId v : plan.reclaim) s.Release(v);
-      }
-      for (const TreePending& p : pending) {
-        if (!owners.count(p.id) || p.queue < 0 ||
-            reclaimers.count(p.id) != static_cast<size_t>(earlier)) {
-          continue;
-        }
-        const QueueTree::Fit fit =
-            planned.Classify(p.queue, p.amount, p.preemptible);
-        if (fit == QueueTree::Fit::kNo) continue;  // it lost its place
-        owner_fit[p.id] = fit;
-        planned.Add({p.id, p.queue, p.amount, fit == QueueTree::Fit::kBorrowed,
-                     p.preemptible, 0});
-        if (std::optional<Allocation> a = allocate(s, p.id)) {
-          (void)s.Reserve(p.id, *a);
-          plan.held_room[p.id] = *a;
-        } else if (fit == QueueTree::Fit::kGuaranteed) {
-          waiting_owners.push_back(p.id);
-        }
-      }
+  before_ = planned_;
+}
+
+// The queued jobs: the owners of reclaimed room first (their room, where
+// they fit, and their place in their queue's guarantee), then the others
+// in submission order, as if each starts that fits (a job that does not
+// fit does not hold back the ones behind it). Run again with this round's
+// owner, if any, counted first.
+void TreeRound::Classify(const std::set<JobId>& owners) {
+  planned_ = before_;
+  plan_.offer.clear();
+  plan_.fit.clear();
+  plan_.held.clear();
+  plan_.held_room.clear();
+  borrowers_.clear();
+  first_.clear();
+  waiting_owners_.clear();
+  ClusterState s = state_;
+  const std::map<JobId, QueueTree::Fit> owner_fit = CountOwners(owners, s);
+  int misses = 0;
+  for (const TreePending& p : pending_) {
+    if (p.queue < 0) {
+      plan_.held[p.id] = "no such queue";
+      continue;
     }
-    int misses = 0;
-    for (const TreePending& p : pending) {
-      if (p.queue < 0) {
-        plan.held[p.id] = "no such queue";
-        continue;
-      }
-      if (auto it = owner_fit.find(p.id); it != owner_fit.end()) {
-        // Counted above; ScheduleWithTree starts it in its room first.
-        plan.offer.push_back(p.id);
-        plan.fit[p.id] = it->second;
-        if (it->second == QueueTree::Fit::kGuaranteed) first.push_back(&p);
+    if (auto it = owner_fit.find(p.id); it != owner_fit.end()) {
+      // Counted above; ScheduleWithTree starts it in its room first.
+      plan_.offer.push_back(p.id);
+      plan_.fit[p.id] = it->second;
+      if (it->second == QueueTree::Fit::kGuaranteed) first_.push_back(&p);
+      continue;
+    }
+    const QueueTree::Fit fit =
+        planned_.Classify(p.queue, p.amount, p.preemptible);
+    if (fit == QueueTree::Fit::kNo) {
+      plan_.held[p.id] = p.preemptible
+                             ? "its queue '" + planned_.name(p.queue) +
+                                   "' would pass its borrowing limit"
+                             : "beyond its queue's guarantee, and only "
+                               "preemptible jobs borrow";
+      continue;
+    }
+    if (fit == QueueTree::Fit::kBorrowed) {
+      borrowers_.push_back(&p);
+      continue;
+    }
+    plan_.offer.push_back(p.id);
+    plan_.fit[p.id] = fit;
+    first_.push_back(&p);
+    if (misses >= kMaxMisses) continue;
+    if (std::optional<Allocation> a = allocate_(s, p.id)) {
+      (void)s.Reserve(p.id, *a);
+      planned_.Add({p.id, p.queue, p.amount, false, p.preemptible, 0});
+    } else {
+      ++misses;
+    }
+  }
+}
+
+// The owners counted first: the earlier rounds' owners (`reclaimers`) on
+// the cluster now, then this round's on it less its victims. Each takes
+// its place in its queue (one that lost it is left to the others' rules)
+// and, where it fits `s`, its room there, held for it; an owner in its
+// guarantee whose room is not free waits for it. Returns how each fits.
+std::map<JobId, QueueTree::Fit> TreeRound::CountOwners(
+    const std::set<JobId>& owners, ClusterState& s) {
+  std::map<JobId, QueueTree::Fit> owner_fit;
+  for (const bool earlier : {true, false}) {
+    if (!earlier) {
+      for (const JobId v : plan_.reclaim) s.Release(v);
+    }
+    for (const TreePending& p : pending_) {
+      if (!owners.count(p.id) || p.queue < 0 ||
+          reclaimers_.count(p.id) != static_cast<size_t>(earlier)) {
         continue;
       }
       const QueueTree::Fit fit =
-          planned.Classify(p.queue, p.amount, p.preemptible);
-      if (fit == QueueTree::Fit::kNo) {
-        plan.held[p.id] = p.preemptible
-                              ? "its queue '" + planned.name(p.queue) +
-                                    "' would pass its borrowing limit"
-                              : "beyond its queue's guarantee, and only "
-                                "preemptible jobs borrow";
-        continue;
-      }
-      if (fit == QueueTree::Fit::kBorrowed) {
-        borrowers.push_back(&p);
-        continue;
-      }
-      plan.offer.push_back(p.id);
-      plan.fit[p.id] = fit;
-      first.push_back(&p);
-      if (misses >= kMaxMisses) continue;
-      if (std::optional<Allocation> a = allocate(s, p.id)) {
+          planned_.Classify(p.queue, p.amount, p.preemptible);
+      if (fit == QueueTree::Fit::kNo) continue;  // it lost its place
+      owner_fit[p.id] = fit;
+      planned_.Add({p.id, p.queue, p.amount, fit == QueueTree::Fit::kBorrowed,
+                    p.preemptible, 0});
+      if (std::optional<Allocation> a = allocate_(s, p.id)) {
         (void)s.Reserve(p.id, *a);
-        planned.Add({p.id, p.queue, p.amount, false, p.preemptible, 0});
-      } else {
-        ++misses;
+        plan_.held_room[p.id] = *a;
+      } else if (fit == QueueTree::Fit::kGuaranteed) {
+        waiting_owners_.push_back(p.id);
       }
-    }
-  };
-  std::set<JobId> owners(reclaimers.begin(), reclaimers.end());
-  classify(owners);
-  // Reclaim: for the job the policy would start next if the borrowed work
-  // were gone, and only it: one owner at a time, none while victims stop;
-  // while an owner's room is not free, only such owners reclaim (what was
-  // taken back is used before more is).
-  if (!reclaiming && !first.empty()) {
-    ClusterState base = state;
-    for (const auto& [id, a] : plan.held_room) (void)base.Reserve(id, a);
-    std::vector<JobId> ids;
-    for (const TreePending* p : first) {
-      if (!plan.held_room.count(p->id)) ids.push_back(p->id);
-    }
-    const TreeTrial run_policy =
-        trial ? trial
-              : TreeTrial([&](const ClusterState& st,
-                              const std::vector<JobId>& jobs) {
-                  ClusterState sim = st;
-                  Decision d;
-                  for (const JobId id : jobs) {
-                    if (std::optional<Allocation> a = allocate(sim, id)) {
-                      (void)sim.Reserve(id, *a);
-                      d.start.emplace_back(id, std::move(*a));
-                    }
-                  }
-                  return d;
-                });
-    std::vector<JobId> candidates;
-    ClusterState after = base;
-    if (!waiting_owners.empty()) {
-      candidates = waiting_owners;
-    } else if (const Decision real = run_policy(base, ids);
-               real.preempt.empty()) {
-      std::set<JobId> seen;
-      for (const auto& [id, a] : real.start) {
-        (void)after.Reserve(id, a);
-        seen.insert(id);
-      }
-      ClusterState all_free = base;
-      for (const TreeJob& r : now) {
-        if (r.borrowed && r.preemptible) all_free.Release(r.id);
-      }
-      // The policy's order with room, then the rest in submission order.
-      for (const auto& [id, a] : run_policy(all_free, ids).start) {
-        if (seen.insert(id).second) candidates.push_back(id);
-      }
-      for (const JobId id : ids) {
-        if (seen.insert(id).second) candidates.push_back(id);
-      }
-    }
-    std::map<JobId, const TreePending*> by_id;
-    for (const TreePending* p : first) by_id[p->id] = p;
-    int tries = 0;
-    for (const JobId c : candidates) {
-      if (++tries > kMaxMisses) break;
-      auto it = by_id.find(c);
-      if (it == by_id.end()) continue;  // an owner that now borrows
-      const TreePending& p = *it->second;
-      std::vector<JobId> victims =
-          tree.Reclaim(p, now, after, [&](const ClusterState& st) {
-            return allocate(st, p.id).has_value();
-          });
-      if (victims.empty()) continue;
-      for (const JobId v : victims) {
-        plan.reclaim.push_back(v);
-        plan.reclaimed_for[v] = p.id;
-      }
-      // Again, with the owner counted first (its place in its queue's
-      // guarantee and its room are its own from now on).
-      owners.insert(p.id);
-      classify(owners);
-      break;
     }
   }
-  if (reclaiming || !plan.reclaim.empty()) {
-    for (const TreePending* b : borrowers) {
-      plan.held[b->id] = "its queue is reclaiming its guarantee";
+  return owner_fit;
+}
+
+// Reclaim: for the job the policy would start next if the borrowed work
+// were gone, and only it: one owner at a time, none while victims stop;
+// while an owner's room is not free, only such owners reclaim (what was
+// taken back is used before more is). The first candidate that some
+// victims make room for reclaims them (youngest first, QueueTree::
+// Reclaim), and the queued jobs are classified again with it counted
+// first (its place in its queue's guarantee and its room are its own from
+// now on). A candidate that now borrows, or that nothing can be reclaimed
+// for, is passed over.
+void TreeRound::Reclaim(std::set<JobId>& owners, const TreeTrial& trial) {
+  ClusterState base = state_;
+  for (const auto& [id, a] : plan_.held_room) (void)base.Reserve(id, a);
+  ClusterState after = base;
+  const std::vector<JobId> candidates = ReclaimCandidates(base, trial, after);
+  std::map<JobId, const TreePending*> by_id;
+  for (const TreePending* p : first_) by_id[p->id] = p;
+  int tries = 0;
+  for (const JobId c : candidates) {
+    if (++tries > kMaxMisses) break;
+    auto it = by_id.find(c);
+    if (it == by_id.end()) continue;  // an owner that now borrows
+    const TreePending& p = *it->second;
+    std::vector<JobId> victims =
+        tree_.Reclaim(p, running_, after, [&](const ClusterState& st) {
+          return allocate_(st, p.id).has_value();
+        });
+    if (victims.empty()) continue;
+    for (const JobId v : victims) {
+      plan_.reclaim.push_back(v);
+      plan_.reclaimed_for[v] = p.id;
     }
-    return plan;
+    owners.insert(p.id);
+    Classify(owners);
+    break;
   }
-  // Borrowers: the queue furthest below its weighted share first, each
-  // queue's jobs in submission order.
+}
+
+// The jobs that may reclaim, in the order they try, on `base` (the
+// cluster with the owners' room held): the owners whose room is not free,
+// if any; else, unless the policy would preempt now, the jobs in their
+// guarantee the policy would start with the borrowed preemptible work
+// gone but does not start now (in its order), then the rest in submission
+// order. `after` gets the policy's starts now: what a reclaim must make
+// room beside.
+std::vector<JobId> TreeRound::ReclaimCandidates(const ClusterState& base,
+                                                const TreeTrial& trial,
+                                                ClusterState& after) const {
+  std::vector<JobId> ids;
+  for (const TreePending* p : first_) {
+    if (!plan_.held_room.count(p->id)) ids.push_back(p->id);
+  }
+  const TreeTrial run_policy =
+      trial ? trial
+            : TreeTrial(
+                  [&](const ClusterState& st, const std::vector<JobId>& jobs) {
+                    return StartInOrder(st, jobs, allocate_);
+                  });
+  if (!waiting_owners_.empty()) return waiting_owners_;
+  std::vector<JobId> candidates;
+  const Decision real = run_policy(base, ids);
+  if (!real.preempt.empty()) return candidates;
+  std::set<JobId> seen;
+  for (const auto& [id, a] : real.start) {
+    (void)after.Reserve(id, a);
+    seen.insert(id);
+  }
+  ClusterState all_free = base;
+  for (const TreeJob& r : running_) {
+    if (r.borrowed && r.preemptible) all_free.Release(r.id);
+  }
+  // The policy's order with room, then the rest in submission order.
+  for (const auto& [id, a] : run_policy(all_free, ids).start) {
+    if (seen.insert(id).second) candidates.push_back(id);
+  }
+  for (const JobId id : ids) {
+    if (seen.insert(id).second) candidates.push_back(id);
+  }
+  return candidates;
+}
+
+// While a reclaim is under way (this round's, or victims still stopping),
+// no borrower is offered: what the victims free goes to the owners.
+void TreeRound::HoldBorrowers() {
+  for (const TreePending* b : borrowers_) {
+    plan_.held[b->id] = "its queue is reclaiming its guarantee";
+  }
+}
+
+// Borrowers: the queue furthest below its weighted share first, each
+// queue's jobs in submission order.
+void TreeRound::OfferBorrowers() {
   std::map<int, std::vector<const TreePending*>> by_queue;
-  for (const TreePending* b : borrowers) by_queue[b->queue].push_back(b);
+  for (const TreePending* b : borrowers_) by_queue[b->queue].push_back(b);
   std::map<int, size_t> next;
   while (true) {
     int best = -1;
     double best_key = 0;
     for (const auto& [q, jobs] : by_queue) {
       if (next[q] >= jobs.size()) continue;
-      const double key = planned.BorrowKey(q);
+      const double key = planned_.BorrowKey(q);
       if (best < 0 || key < best_key) {
         best = q;
         best_key = key;
@@ -488,18 +574,39 @@ TreePlan PlanTreeRound(
     if (best < 0) break;
     const TreePending& b = *by_queue[best][next[best]++];
     const QueueTree::Fit fit =
-        planned.Classify(b.queue, b.amount, b.preemptible);
+        planned_.Classify(b.queue, b.amount, b.preemptible);
     if (fit == QueueTree::Fit::kNo) {
-      plan.held[b.id] = "its queue '" + planned.name(b.queue) +
-                        "' would pass its borrowing limit";
+      plan_.held[b.id] = "its queue '" + planned_.name(b.queue) +
+                         "' would pass its borrowing limit";
       continue;
     }
-    plan.offer.push_back(b.id);
-    plan.fit[b.id] = fit;
-    planned.Add({b.id, b.queue, b.amount, fit == QueueTree::Fit::kBorrowed,
-                 b.preemptible, 0});
+    plan_.offer.push_back(b.id);
+    plan_.fit[b.id] = fit;
+    planned_.Add({b.id, b.queue, b.amount, fit == QueueTree::Fit::kBorrowed,
+                  b.preemptible, 0});
   }
-  return plan;
+}
+
+}  // namespace
+
+TreePlan PlanTreeRound(
+    const QueueTree& tree, const std::vector<TreePending>& pending,
+    const std::vector<TreeJob>& running, const ClusterState& state,
+    const std::function<std::optional<Allocation>(const ClusterState&, JobId)>&
+        allocate,
+    bool reclaiming, const std::set<JobId>& reclaimers,
+    const TreeTrial& trial) {
+  TreeRound round(tree, pending, state, allocate, reclaimers);
+  round.Promote(running);
+  std::set<JobId> owners(reclaimers.begin(), reclaimers.end());
+  round.Classify(owners);
+  if (!reclaiming && round.any_in_guarantee()) round.Reclaim(owners, trial);
+  if (reclaiming || !round.plan().reclaim.empty()) {
+    round.HoldBorrowers();
+  } else {
+    round.OfferBorrowers();
+  }
+  return std::move(round.plan());
 }
 
 Decision ScheduleWithTree(QueuePolicy& policy, const TreePlan& plan,

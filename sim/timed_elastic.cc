@@ -307,18 +307,11 @@ class ElasticReplay : private TimedReplayBase {
   double milli_seconds_ = 0, clock_ = 0;
 };
 
-}  // namespace
-
-bool IsElasticPod(const TracePod& pod, int pct) {
-  return pod.num_gpu >= 2 && pod.gpu_milli >= kFullGpuMilli &&
-         DeclaresModel(pod.name, pct);
-}
-
-Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
-                                        const std::vector<TracePod>& pods,
-                                        const ElasticTimedOptions& options,
-                                        bool elastic) {
-  const auto wall = std::chrono::steady_clock::now();
+// kBadInput for what RunTimedElastic cannot replay (its header's list), in
+// the order the checks are made.
+Status CheckElasticInput(const Topology& topology,
+                         const std::vector<TracePod>& pods,
+                         const ElasticTimedOptions& options) {
   const TimedOptions& base = options.base;
   if (pods.empty()) return BadInput("the pod list has no pods");
   if (topology.gpus.empty()) return BadInput("the cluster has no GPUs");
@@ -358,6 +351,13 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
   if (!base.queues.empty()) {
     return BadInput("--elastic: not combined with --quotas");
   }
+  return {};
+}
+
+// The trace's pods as RunTimed maps them, arriving load_factor times
+// faster, each in its team when there are teams.
+Result<std::vector<TimedPod>> ElasticTimedPods(
+    const std::vector<TracePod>& pods, const TimedOptions& base) {
   auto timed = MakeTimedPods(pods);
   if (!timed) return timed.error();
   if (base.load_factor != 1) {
@@ -374,6 +374,97 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
           "team" + std::to_string(TeamOfPod(pods[i].name, base.teams));
     }
   }
+  return timed;
+}
+
+// The pods that are elastic (IsElasticPod, or options.elastic_pods), the
+// same in both runs: each one's min and max workers. Only the elastic run
+// (`elastic`) replays them as such.
+struct ElasticMarks {
+  int64_t count = 0;
+  std::vector<int> min, max;  // 0 for a pod that is not elastic
+  // The elastic run's: each elastic pod's worker and request.
+  std::vector<std::optional<ElasticPod>> pods;
+};
+
+// Marks the elastic pods; in the elastic run, each one's queue request
+// becomes its guaranteed part (its `min` workers) and backfill's estimate
+// its run on those.
+ElasticMarks MarkElasticPods(const std::vector<TracePod>& pods,
+                             const ElasticTimedOptions& options, bool elastic,
+                             std::vector<TimedPod>& timed) {
+  ElasticMarks marks;
+  marks.pods.resize(pods.size());
+  marks.min.assign(pods.size(), 0);
+  marks.max.assign(pods.size(), 0);
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (options.elastic_pods.empty()
+            ? !IsElasticPod(pods[i], options.elastic_pct)
+            : !options.elastic_pods[i]) {
+      continue;
+    }
+    ++marks.count;
+    const int max = pods[i].num_gpu;
+    marks.min[i] = std::min(options.min_workers, max);
+    marks.max[i] = max;
+    if (!elastic) continue;
+    ElasticPod e;
+    e.worker.gpus = 1;
+    e.worker.cpu_milli = pods[i].cpu_milli / max;
+    e.worker.memory_mib = pods[i].memory_mib / max;
+    e.request.min = marks.min[i];
+    e.request.max = max;
+    TimedPod& t = timed[i];
+    t.request.demand = ElasticGuaranteedDemand(e.worker, e.request);
+    t.job.demand = t.request.demand;
+    // Backfill's estimate: its run on `min` workers (the longest it takes).
+    const double eff = options.scaling_efficiency;
+    t.job.time_limit_s = std::max(
+        t.duration * Speedup(max, eff) / Speedup(e.request.min, eff), 1.0);
+    marks.pods[i] = std::move(e);
+  }
+  return marks;
+}
+
+// The run's per-pod marks, and the mean JCT and wait of the elastic pods
+// that started.
+void SummarizeElasticPods(const ElasticMarks& marks, ElasticTimedRun& run) {
+  const size_t pods = marks.max.size();
+  for (size_t i = 0; i < pods; ++i) {
+    run.pod_elastic[i] = marks.max[i] > 0 ? 1 : 0;
+  }
+  run.pod_min = marks.min;
+  run.pod_max = marks.max;
+  double jct = 0, wait = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < pods; ++i) {
+    if (!run.pod_elastic[i] || run.pod_jct_s[i] < 0) continue;
+    ++n;
+    jct += run.pod_jct_s[i];
+    wait += run.pod_delay_s[i];
+  }
+  if (n > 0) {
+    run.mean_elastic_jct_s = jct / static_cast<double>(n);
+    run.mean_elastic_wait_s = wait / static_cast<double>(n);
+  }
+}
+
+}  // namespace
+
+bool IsElasticPod(const TracePod& pod, int pct) {
+  return pod.num_gpu >= 2 && pod.gpu_milli >= kFullGpuMilli &&
+         DeclaresModel(pod.name, pct);
+}
+
+Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
+                                        const std::vector<TracePod>& pods,
+                                        const ElasticTimedOptions& options,
+                                        bool elastic) {
+  const auto wall = std::chrono::steady_clock::now();
+  const TimedOptions& base = options.base;
+  TESSERA_RETURN_IF_ERROR(CheckElasticInput(topology, pods, options));
+  auto timed = ElasticTimedPods(pods, base);
+  if (!timed) return timed.error();
   PolicyConfig config;
   config.name = base.queue_policy;
   config.preemption = base.preemption;
@@ -389,55 +480,12 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
 
   ElasticTimedRun run;
   run.elastic = elastic;
-  std::vector<std::optional<ElasticPod>> pods_elastic(pods.size());
-  run.pod_elastic.assign(pods.size(), 0);
-  std::vector<int> pod_min(pods.size(), 0), pod_max(pods.size(), 0);
-  for (size_t i = 0; i < pods.size(); ++i) {
-    if (options.elastic_pods.empty()
-            ? !IsElasticPod(pods[i], options.elastic_pct)
-            : !options.elastic_pods[i]) {
-      continue;
-    }
-    ++run.elastic_pods;
-    const int max = pods[i].num_gpu;
-    pod_min[i] = std::min(options.min_workers, max);
-    pod_max[i] = max;
-    if (!elastic) continue;
-    ElasticPod e;
-    e.worker.gpus = 1;
-    e.worker.cpu_milli = pods[i].cpu_milli / max;
-    e.worker.memory_mib = pods[i].memory_mib / max;
-    e.request.min = pod_min[i];
-    e.request.max = max;
-    TimedPod& t = (*timed)[i];
-    t.request.demand = ElasticGuaranteedDemand(e.worker, e.request);
-    t.job.demand = t.request.demand;
-    // Backfill's estimate: its run on `min` workers (the longest it takes).
-    const double eff = options.scaling_efficiency;
-    t.job.time_limit_s = std::max(
-        t.duration * Speedup(max, eff) / Speedup(e.request.min, eff), 1.0);
-    pods_elastic[i] = std::move(e);
-  }
-  ElasticReplay replay(topology, *timed, std::move(pods_elastic), **scorer,
+  ElasticMarks marks = MarkElasticPods(pods, options, elastic, *timed);
+  run.elastic_pods = marks.count;
+  ElasticReplay replay(topology, *timed, std::move(marks.pods), **scorer,
                        **policy, options, run);
   TESSERA_RETURN_IF_ERROR(replay.Run());
-  for (size_t i = 0; i < pods.size(); ++i) {
-    run.pod_elastic[i] = pod_max[i] > 0 ? 1 : 0;
-  }
-  run.pod_min = std::move(pod_min);
-  run.pod_max = std::move(pod_max);
-  double jct = 0, wait = 0;
-  int64_t n = 0;
-  for (size_t i = 0; i < pods.size(); ++i) {
-    if (!run.pod_elastic[i] || run.pod_jct_s[i] < 0) continue;
-    ++n;
-    jct += run.pod_jct_s[i];
-    wait += run.pod_delay_s[i];
-  }
-  if (n > 0) {
-    run.mean_elastic_jct_s = jct / static_cast<double>(n);
-    run.mean_elastic_wait_s = wait / static_cast<double>(n);
-  }
+  SummarizeElasticPods(marks, run);
   run.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall)
           .count();

@@ -1,18 +1,16 @@
-// RunTimed: the trace's pods mapped to queue jobs, the event loop on a
-// virtual clock (arrivals, departures, a policy round after each batch of
-// events at one instant), the figures, and the runs in parallel.
+// RunTimed: the event loop on a virtual clock (arrivals, departures, a
+// policy round after each batch of events at one instant), the figures,
+// and the runs in parallel. The pods it replays are made in
+// timed_inputs.cc, a round under the queue tree is timed_tree.cc's.
 #include "sim/timed_replay.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <random>
-#include <set>
 #include <utility>
 
 #include "common/stats.h"
@@ -21,21 +19,12 @@
 #include "scheduler/parallel.h"
 #include "sim/replay.h"
 #include "sim/timed_events.h"
+#include "sim/timed_tree_internal.h"
 
 namespace tessera::scheduler {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
-
-// How often RunTimed reports progress, as a fraction of the arrivals.
-
-// The trace's QoS classes as queue priorities: latency-sensitive (and
-// Kubernetes' Guaranteed) above Burstable above best-effort.
-int QosPriority(const std::string& qos) {
-  if (qos == "LS" || qos == "Guaranteed") return 2;
-  if (qos == "Burstable") return 1;
-  return 0;
-}
 
 // The GPU milli an allocation takes (whole GPUs count 1000 each).
 int64_t GpuMilliOf(const Allocation& a) {
@@ -54,11 +43,6 @@ void Compress(std::vector<TimedPod>& pods, double factor) {
     p.arrival = first + (p.arrival - first) / factor;
     p.job.submitted_at = p.arrival;
   }
-}
-
-std::string PodName(const TracePod& pod, size_t index) {
-  return "pod '" + pod.name + "' (number " + std::to_string(index + 1) +
-         " in the list)";
 }
 
 // A quantity that changes in steps over time: its integral, peak and
@@ -144,6 +128,11 @@ class Replay : private TimedReplayBase {
     }
   }
 
+  // Replays under the queue tree `tree`.
+  void SetTree(QueueTree tree) {
+    tree_.emplace(std::move(tree), pods_, state_.topology(), pool_);
+  }
+
   Status Run() {
     run_.pods = static_cast<int64_t>(pods_.size());
     run_.pod_delay_s.assign(pods_.size(), -1);
@@ -188,11 +177,7 @@ class Replay : private TimedReplayBase {
     const QueuedJob& job = pods_[p].job;
     AddRunning(p, now);
     const Allocation& a = *state_.AllocationOf(job.id);
-    if (!tree_.empty()) {
-      tree_job_[p] = {job.id,          TreeQueue(p), AmountOf(a),
-                      borrow_[p] != 0, true,         now};
-      tree_.Add(tree_job_[p]);
-    }
+    if (tree_) tree_->Started(p, a, now);
     milli_ += GpuMilliOf(a);
     if (!model_.empty() && model_[p]) {
       // Its whole work again (a preempted pod restarts from scratch), at
@@ -265,7 +250,7 @@ class Replay : private TimedReplayBase {
                                3600;
       }
     }
-    if (!tree_.empty()) tree_.Remove(tree_job_[p]);
+    if (tree_) tree_->Stopped(p);
     state_.Release(id);
     RemoveRunning(p);
     UpdateRates(gpus, now);
@@ -298,9 +283,11 @@ class Replay : private TimedReplayBase {
       // service starts nothing in a pool until its victims have exited.
       const Decision d = PlanPastPreemptions(
           [&] {
-            return tree_.empty() ? policy_.Schedule(queue_, running_, state_,
-                                                    allocate, now)
-                                 : TreeSchedule(allocate, now);
+            if (!tree_) {
+              return policy_.Schedule(queue_, running_, state_, allocate, now);
+            }
+            return tree_->Schedule({policy_, queue_, running_, state_, allocate,
+                                    now, [&](int p) { Reclaim(p, now); }});
           },
           [&](int p) {
             Stop(p, now, true);
@@ -340,103 +327,14 @@ class Replay : private TimedReplayBase {
     return {};
   }
 
-  static QueueAmount AmountOf(const Allocation& a) {
-    QueueAmount out;
-    for (const GpuShare& g : a.gpus) {
-      out.gpu_milli += g.milli;
-      out.gpu_memory_mib += g.memory_mib;
-    }
-    return out;
-  }
-
-  int TreeQueue(int p) const { return tree_.Route("", "", pods_[p].job.team); }
-
- public:
-  void SetTree(QueueTree tree) {
-    tree_ = std::move(tree);
-    tree_job_.assign(pods_.size(), TreeJob{});
-    borrow_.assign(pods_.size(), 0);
-    for (const NodeInfo& n : state_.topology().nodes) {
-      if (n.pool == pool_ && !n.gpus.empty()) {
-        gpu_memory_mib_ = state_.topology().gpus[n.gpus[0]].memory_mib;
-        break;
-      }
-    }
-  }
-
- private:
-  // A round under the queue tree: promotions, reclaims (their victims
-  // stop now and go back to the queue), then the policy on the offered
-  // pods (ScheduleWithTree); each start marked guaranteed or borrowed.
-  Decision TreeSchedule(const Allocator& allocate, double now) {
-    const auto plan_now = [&](bool reclaiming) {
-      std::vector<TreePending> pending;
-      for (const QueuedJob& q : queue_) {
-        const auto p = static_cast<int>(q.id - 1);
-        const Resources& d = q.demand;
-        const QueueAmount amount =
-            d.gpus > 0
-                ? QueueAmount{int64_t{1000} * d.gpus, gpu_memory_mib_ * d.gpus}
-                : QueueAmount{d.gpu_milli, d.gpu_memory_mib};
-        pending.push_back({q.id, TreeQueue(p), amount, true});
-      }
-      std::vector<TreeJob> running;
-      for (const RunningJob& r : running_) {
-        running.push_back(tree_job_[r.id - 1]);
-      }
-      // The reclaim asks the policy which pod it would start next.
-      std::map<JobId, const QueuedJob*> queued;
-      for (const QueuedJob& q : queue_) queued[q.id] = &q;
-      const TreeTrial trial = [&](const ClusterState& s,
-                                  const std::vector<JobId>& ids) {
-        std::vector<QueuedJob> jobs;
-        for (const JobId id : ids) jobs.push_back(*queued.at(id));
-        return policy_.Schedule(jobs, running_, s, allocate, now);
-      };
-      return PlanTreeRound(
-          tree_, pending, running, state_,
-          [&](const ClusterState& s, JobId id) {
-            return allocate(s, pods_[id - 1].job);
-          },
-          reclaiming, reclaimers_, trial);
-    };
-    TreePlan plan = plan_now(false);
-    for (const JobId id : plan.promote) {
-      TreeJob& t = tree_job_[id - 1];
-      tree_.Remove(t);
-      t.borrowed = false;
-      tree_.Add(t);
-    }
-    if (!plan.reclaim.empty()) {
-      for (const auto& [v, owner] : plan.reclaimed_for) {
-        reclaimers_.insert(owner);
-      }
-      for (const JobId v : plan.reclaim) {
-        const auto p = static_cast<int>(v - 1);
-        if (running_at_[p] < 0) continue;
-        Stop(p, now, true);
-        ++run_.preemptions;
-        ++run_.reclaims;
-        Enqueue(p, now);
-      }
-      plan = plan_now(true);  // what they freed goes to the owners
-    }
-    Decision d = ScheduleWithTree(policy_, plan, queue_, running_, state_,
-                                  allocate, now);
-    if (!d.preempt.empty()) return d;  // Round plans again after them
-    QueueTree held = tree_;
-    Decision out;
-    for (auto& [id, a] : d.start) {
-      const auto p = static_cast<int>(id - 1);
-      const QueueAmount amount = AmountOf(a);
-      const QueueTree::Fit fit = held.Classify(TreeQueue(p), amount, true);
-      if (fit == QueueTree::Fit::kNo) continue;
-      borrow_[p] = fit == QueueTree::Fit::kBorrowed;
-      held.Add({id, TreeQueue(p), amount, borrow_[p] != 0, true, now});
-      reclaimers_.erase(id);  // its room is used
-      out.start.emplace_back(id, std::move(a));
-    }
-    return out;
+  // Stops pod p, reclaimed by the queue tree, if it still runs, and
+  // queues it again.
+  void Reclaim(int p, double now) {
+    if (running_at_[p] < 0) return;
+    Stop(p, now, true);
+    ++run_.preemptions;
+    ++run_.reclaims;
+    Enqueue(p, now);
   }
 
   // The tessera admission of model pod `job`, whose request fits `s` at
@@ -603,13 +501,7 @@ class Replay : private TimedReplayBase {
   QueuePolicy& policy_;
   const TimedOptions& options_;
   TimedRun& run_;
-  // The queue tree (empty: none), each pod's run as it counts it, and
-  // whether its next start is borrowed.
-  QueueTree tree_;
-  std::vector<TreeJob> tree_job_;
-  std::vector<char> borrow_;
-  std::set<JobId> reclaimers_;  // queued pods room was reclaimed for
-  int64_t gpu_memory_mib_ = 0;  // a whole GPU's, for queued pods
+  std::optional<TimedTree> tree_;  // the queue tree, if any
   std::vector<double> delays_;
   int64_t milli_ = 0;  // allocated GPU milli
   StepSeries utilization_, queue_length_;
@@ -630,41 +522,6 @@ class Replay : private TimedReplayBase {
 
 std::string_view TimedAdmissionName(TimedAdmission a) {
   return a == TimedAdmission::kTessera ? "tessera" : "fixed";
-}
-
-namespace {
-
-uint64_t Fnv1a64(std::string_view name) {
-  uint64_t h = 14695981039346656037ULL;
-  for (const char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-}  // namespace
-
-bool DeclaresModel(std::string_view name, int pct) {
-  if (pct <= 0) return false;
-  return static_cast<int>(Fnv1a64(name) % 100) < pct;
-}
-
-int TeamOfPod(std::string_view name, int teams) {
-  return static_cast<int>(Fnv1a64(name) % static_cast<uint64_t>(teams));
-}
-
-std::string_view TeamSplitName(TeamSplit s) {
-  return s == TeamSplit::kSkewed ? "skewed" : "hash";
-}
-
-int TeamOf(const TracePod& pod, int teams, TeamSplit split) {
-  if (split == TeamSplit::kHash || teams < 2) return TeamOfPod(pod.name, teams);
-  const int small = (teams + 1) / 2;
-  const bool whole =
-      pod.num_gpu > 1 || (pod.num_gpu == 1 && pod.gpu_milli >= 1000);
-  return whole ? small + TeamOfPod(pod.name, teams - small)
-               : TeamOfPod(pod.name, small);
 }
 
 AdmissionComparison CompareAdmissions(const TimedRun& fixed,
@@ -700,55 +557,6 @@ AdmissionComparison CompareAdmissions(const TimedRun& fixed,
   return c;
 }
 
-Result<std::vector<TimedPod>> MakeTimedPods(const std::vector<TracePod>& pods) {
-  std::vector<TimedPod> out;
-  out.reserve(pods.size());
-  const bool any_times = std::any_of(pods.begin(), pods.end(), [](auto& p) {
-    return p.creation_time >= 0 || p.deletion_time >= 0;
-  });
-  if (!pods.empty() && !any_times) {
-    return BadInput(
-        "no pod has a creation_time or deletion_time: timed mode needs "
-        "them (the openb multigpu* samples have only the five request "
-        "columns; use --mode snapshot for those)");
-  }
-  for (size_t i = 0; i < pods.size(); ++i) {
-    const TracePod& p = pods[i];
-    if (p.creation_time < 0 || p.deletion_time < 0) {
-      return BadInput(
-          PodName(p, i) + " has no " +
-          (p.creation_time < 0 ? "creation_time" : "deletion_time") +
-          ": timed mode needs both");
-    }
-    const double start =
-        p.scheduled_time >= 0 ? p.scheduled_time : p.creation_time;
-    if (start < p.creation_time || p.deletion_time < start) {
-      return BadInput(PodName(p, i) + ": times out of order (creation_time " +
-                      std::to_string(static_cast<int64_t>(p.creation_time)) +
-                      ", scheduled_time " +
-                      std::to_string(static_cast<int64_t>(p.scheduled_time)) +
-                      ", deletion_time " +
-                      std::to_string(static_cast<int64_t>(p.deletion_time)) +
-                      ")");
-    }
-    TimedPod t;
-    t.arrival = p.creation_time;
-    t.duration = p.deletion_time - start;
-    t.request = PodRequest(p);
-    QueuedJob& job = t.job;
-    job.id = static_cast<JobId>(i + 1);
-    job.user = p.qos.empty() ? "none" : p.qos;
-    job.priority = QosPriority(p.qos);
-    job.preemptible = job.priority == 0;
-    job.submitted_at = t.arrival;
-    // 0 would mean "unknown" to backfill; a pod that ends at once gets 1 s.
-    job.time_limit_s = std::max(t.duration, 1.0);
-    job.demand = t.request.demand;
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
 DelayStats SummarizeDelays(std::vector<double> delays) {
   DelayStats s;
   if (delays.empty()) return s;
@@ -760,40 +568,6 @@ DelayStats SummarizeDelays(std::vector<double> delays) {
   s.p99 = PercentileOfSorted(delays, 0.99);
   s.max = delays.back();
   return s;
-}
-
-Topology SampleCluster(const Topology& topology, double fraction,
-                       uint64_t seed) {
-  std::map<std::string, std::vector<int>> by_kind;  // "" = CPU-only
-  for (size_t n = 0; n < topology.nodes.size(); ++n) {
-    const NodeInfo& node = topology.nodes[n];
-    by_kind[node.gpus.empty() ? "" : topology.gpus[node.gpus[0]].kind]
-        .push_back(static_cast<int>(n));
-  }
-  std::mt19937_64 rng(seed);
-  std::vector<int> keep;
-  for (auto& [kind, nodes] : by_kind) {
-    const auto count = std::max<size_t>(
-        1, static_cast<size_t>(std::lround(fraction * nodes.size())));
-    std::shuffle(nodes.begin(), nodes.end(), rng);
-    keep.insert(keep.end(), nodes.begin(),
-                nodes.begin() + std::min(count, nodes.size()));
-  }
-  std::sort(keep.begin(), keep.end());
-  Topology out;
-  out.pools = topology.pools;
-  for (const int n : keep) {
-    NodeInfo node = topology.nodes[n];
-    node.gpus.clear();
-    for (const int g : topology.nodes[n].gpus) {
-      GpuInfo gpu = topology.gpus[g];
-      gpu.node = static_cast<int>(out.nodes.size());
-      node.gpus.push_back(static_cast<int>(out.gpus.size()));
-      out.gpus.push_back(std::move(gpu));
-    }
-    out.nodes.push_back(std::move(node));
-  }
-  return out;
 }
 
 Result<TimedRun> RunTimed(const Topology& topology,
