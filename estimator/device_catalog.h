@@ -85,8 +85,8 @@ struct DeviceSpec {
   // The throughputs and the memory bandwidth above are what `tessera
   // calibrate` measured on this device (cuBLAS at m = n = k = 8192, a
   // 512 MiB copy), not datasheet peaks: the runtime model takes them as
-  // they are (estimator/runtime.h, Achievable). YAML: `peaks: measured`;
-  // also set for an entry whose `sources` say "measured by tessera
+  // they are (estimator/runtime/runtime.h, Achievable). YAML: `peaks:
+  // measured`; also set for an entry whose `sources` say "measured by tessera
   // calibrate", as calibrate's own files do.
   bool peaks_measured = false;
   std::string sources;             // the datasheets the figures come from

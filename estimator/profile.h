@@ -12,7 +12,7 @@
 #include "estimator/device_catalog.h"
 #include "estimator/memory_model.h"
 #include "estimator/op_cost.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "estimator/time_model.h"
 
 namespace tessera::estimator {
@@ -23,8 +23,8 @@ struct ProfileOptions {
   double fragmentation = kDefaultFragmentation;
   TimeModel time_model = TimeModel::Defaults();
   // kRoofline (the default): operators timed alone, memory as the graph
-  // says. Otherwise the runtime model (estimator/runtime.h) times the step
-  // and follows memory; `runtime` carries its settings (training and
+  // says. Otherwise the runtime model (estimator/runtime/runtime.h) times the
+  // step and follows memory; `runtime` carries its settings (training and
   // optimizer are taken from the fields above).
   RuntimeOptions runtime{.runtime = Runtime::kRoofline};
 };

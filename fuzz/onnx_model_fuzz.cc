@@ -8,7 +8,7 @@
 #include <string>
 
 #include "estimator/estimator.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "graph/graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

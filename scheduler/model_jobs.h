@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "placer/report/plan_report.h"
 #include "scheduler/job.h"
 #include "scheduler/start_decision.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "graph/graph.h"
 
 namespace tessera::bench {

@@ -27,7 +27,7 @@
 
 #include "common/result.h"
 #include "estimator/profile.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "graph/graph.h"
 #include "placer/core/cluster.h"
 
@@ -146,8 +146,8 @@ struct ProblemOptions {
   bool training = false;
   estimator::Optimizer optimizer = estimator::Optimizer::kAdam;
   estimator::TimeModel time_model = estimator::TimeModel::Defaults();
-  // What runs the parts (estimator/runtime.h). kRoofline: each op's time is
-  // the operator roofline (time_model). kPyTorch / kOnnxRuntime: the
+  // What runs the parts (estimator/runtime/runtime.h). kRoofline: each op's
+  // time is the operator roofline (time_model). kPyTorch / kOnnxRuntime: the
   // runtime model's GPU time of the op's kernels on each device kind
   // (casts, fusions, copies and backward by kernel kind included) plus its
   // share of the host time the GPU waits for in the runtime model's step

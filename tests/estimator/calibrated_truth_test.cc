@@ -1,6 +1,6 @@
 // Calibrating helps, never hurts: the entries `tessera calibrate` wrote on
 // the H100 and the H200 of data/gpu-truth predict those GPUs' PyTorch runs
-// at least as well as the catalog's entries (estimator/runtime.h:
+// at least as well as the catalog's entries (estimator/runtime/runtime.h:
 // Achievable, ReferenceSweeps, kReferenceEagerOpS); and the achievable
 // fractions the catalog uses are what those calibrations measured.
 
@@ -12,7 +12,7 @@
 
 #include "bench/estimator/gpu_truth.h"
 #include "estimator/device_catalog.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {

@@ -1,5 +1,5 @@
-// The runtime models (estimator/runtime.h): the caching allocator's rules,
-// the lowering of the zoo's graphs, properties every estimate must have,
+// The runtime models (estimator/runtime/runtime.h): the caching allocator's
+// rules, the lowering of the zoo's graphs, properties every estimate must have,
 // and the error against the H100 measurements the constants were fitted on
 // (data/gpu-truth; a regression guard: held-out errors are in
 // docs/estimator.md).
@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "bench/estimator/gpu_truth.h"
-#include "estimator/caching_allocator.h"
 #include "estimator/device_catalog.h"
-#include "estimator/runtime.h"
-#include "estimator/runtime_internal.h"
+#include "estimator/runtime/caching_allocator.h"
+#include "estimator/runtime/runtime.h"
+#include "estimator/runtime/runtime_internal.h"
 #include "graph/graph.h"
 #include "tests/testlib/repo_paths.h"
 

@@ -13,7 +13,7 @@
 
 #include "bench/estimator/gpu_truth.h"
 #include "estimator/device_catalog.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {

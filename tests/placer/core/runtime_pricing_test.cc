@@ -9,7 +9,7 @@
 #include <string>
 
 #include "estimator/estimator.h"
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 #include "placer/core/problem.h"
 #include "placer/core/simulator.h"
 #include "tests/placer/test_problems.h"

@@ -1,5 +1,5 @@
-#ifndef TESSERA_ESTIMATOR_CACHING_ALLOCATOR_H_
-#define TESSERA_ESTIMATOR_CACHING_ALLOCATOR_H_
+#ifndef TESSERA_ESTIMATOR_RUNTIME_CACHING_ALLOCATOR_H_
+#define TESSERA_ESTIMATOR_RUNTIME_CACHING_ALLOCATOR_H_
 
 // A simulation of a framework's caching GPU allocator (PyTorch's
 // CUDACachingAllocator, without streams): requests are rounded, served
@@ -70,4 +70,4 @@ class CachingAllocator {
 
 }  // namespace tessera::estimator
 
-#endif  // TESSERA_ESTIMATOR_CACHING_ALLOCATOR_H_
+#endif  // TESSERA_ESTIMATOR_RUNTIME_CACHING_ALLOCATOR_H_

@@ -1,4 +1,4 @@
-#include "estimator/caching_allocator.h"
+#include "estimator/runtime/caching_allocator.h"
 
 #include <algorithm>
 #include <iterator>

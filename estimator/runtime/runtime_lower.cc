@@ -5,12 +5,13 @@
 // - views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose,
 //   Split, Expand, Slice) move nothing, but a view of a transposed tensor
 //   that must be contiguous (a reshape, a batched matmul operand) is a copy;
-// - fusions the export undid: a MatMul by a weight plus its bias Add is one
-//   linear (addmm); the erf and tanh decompositions of GELU are one kernel,
-//   and so are x * sigmoid(x) (SiLU) and x * hardsigmoid(x) (hardswish);
-//   unmasked attention is one scaled_dot_product_attention (Attention::kAuto);
-//   a constant Pad before a pooling or a convolution is its padding;
-//   ONNX Runtime also folds BatchNormalization and activations into Conv;
+// - fusions the export undid (runtime_fusions.cc finds them): a MatMul by a
+//   weight plus its bias Add is one linear (addmm); the erf and tanh
+//   decompositions of GELU are one kernel, and so are x * sigmoid(x) (SiLU)
+//   and x * hardsigmoid(x) (hardswish); unmasked attention is one
+//   scaled_dot_product_attention (Attention::kAuto); a constant Pad before
+//   a pooling or a convolution is its padding; ONNX Runtime also folds
+//   BatchNormalization and activations into Conv;
 // - in-place activations (torchvision's ReLU(inplace=True)) reuse their
 //   input's buffer;
 // - autocast (Amp) casts inputs of matrix products and convolutions down and
@@ -23,7 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "estimator/runtime_internal.h"
+#include "estimator/runtime/runtime_lower_internal.h"
 #include "graph/noop.h"
 
 namespace tessera::estimator::internal {
@@ -36,21 +37,6 @@ using graph::NodeView;
 using graph::OpGraph;
 using graph::TensorId;
 
-bool In(std::string_view s, std::initializer_list<std::string_view> set) {
-  return std::find(set.begin(), set.end(), s) != set.end();
-}
-
-bool IsElementwiseArith(std::string_view op) {
-  return In(op, {"Add", "Sub", "Mul", "Div", "Pow"});
-}
-
-// Float tensors of more than one element count as tensors for type
-// promotion and saving; one-element constants are scalars.
-bool IsScalarWeight(const OpGraph& g, TensorId t) {
-  const graph::TensorView v = g.tensor(t);
-  return graph::IsWeight(v.kind) && v.elements >= 0 && v.elements <= 1;
-}
-
 class Lowering {
  public:
   Lowering(const graph::Model& model, std::span<const OpCost> costs,
@@ -60,12 +46,8 @@ class Lowering {
   Lowered Run() {
     InitTensors();
     MarkHost();
-    FindGelus();
-    FindSwishes();
-    FindLinears();
-    FindAttention();
-    FindPads();
-    if (o_.runtime == Runtime::kOnnxRuntime) FindConvFolds();
+    // Which nodes run as one operator (runtime_fusions.cc).
+    fusions_ = FindFusions(g_, out_.tensors, o_);
     Emit();
     CountWeights();
     return std::move(out_);
@@ -121,312 +103,29 @@ class Lowering {
     }
   }
 
-  bool Single(TensorId t) const { return g_.consumers(t).size() == 1; }
-  NodeId Producer(TensorId t) const {
-    return t == kNoTensor ? kNoNode : g_.tensor(t).producer;
-  }
-  bool IsActivation(TensorId t) const {
-    return t != kNoTensor && !out_.tensors[t].weight &&
-           out_.tensors[t].on_device;
-  }
-  std::vector<TensorId> ActInputs(NodeId n) const {
-    std::vector<TensorId> r;
-    for (const TensorId t : g_.node(n).inputs) {
-      if (IsActivation(t) && std::find(r.begin(), r.end(), t) == r.end()) {
-        r.push_back(t);
-      }
-    }
-    return r;
-  }
-
-  // --- fusions ---------------------------------------------------------------
-  // GELU: grow a region of elementwise nodes around each Erf/Tanh until it
-  // has one outside activation input.
-  void FindGelus() {
-    owner_.assign(g_.num_nodes(), kNoNode);
-    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
-      const NodeView v = g_.node(n);
-      if ((v.op_type != "Erf" && v.op_type != "Tanh") || owner_[n] != kNoNode)
-        continue;
-      std::unordered_set<NodeId> region{n};
-      bool grew = true;
-      while (grew && region.size() < 14) {
-        grew = false;
-        // Backward: producers whose outputs only feed the region.
-        for (const NodeId r :
-             std::vector<NodeId>(region.begin(), region.end())) {
-          for (const TensorId t : g_.node(r).inputs) {
-            const NodeId p = Producer(t);
-            // (a bias add before the activation is the linear layer's)
-            if (p == kNoNode || region.count(p) || owner_[p] != kNoNode ||
-                !IsElementwiseArith(g_.node(p).op_type) || HasWeightOperand(p))
-              continue;
-            bool only = true;
-            for (const TensorId o : g_.node(p).outputs) {
-              for (const NodeId c : g_.consumers(o))
-                only &= region.count(c) > 0;
-            }
-            if (only) {
-              region.insert(p);
-              grew = true;
-            }
-          }
-        }
-        // Forward: consumers whose activation inputs come from the region
-        // or from its single outside input.
-        const std::vector<TensorId> ext = External(region);
-        if (ext.size() != 1) continue;
-        for (const NodeId r :
-             std::vector<NodeId>(region.begin(), region.end())) {
-          for (const TensorId o : g_.node(r).outputs) {
-            for (const NodeId c : g_.consumers(o)) {
-              if (region.count(c) || owner_[c] != kNoNode ||
-                  !IsElementwiseArith(g_.node(c).op_type))
-                continue;
-              bool inside = true;
-              for (const TensorId t : ActInputs(c)) {
-                const NodeId p = Producer(t);
-                inside &= t == ext[0] || (p != kNoNode && region.count(p));
-              }
-              if (inside) {
-                region.insert(c);
-                grew = true;
-              }
-            }
-          }
-        }
-      }
-      if (External(region).size() != 1 || region.size() < 4) continue;
-      // The region's outputs: exactly one tensor leaves it.
-      int leaving = 0;
-      for (const NodeId r : region) {
-        for (const TensorId o : g_.node(r).outputs) {
-          bool out = false;
-          for (const NodeId c : g_.consumers(o)) out |= !region.count(c);
-          for (const TensorId go : g_.outputs()) out |= go == o;
-          leaving += out ? 1 : 0;
-        }
-      }
-      if (leaving != 1) continue;
-      const NodeId anchor = *std::min_element(
-          region.begin(), region.end(),
-          [&](NodeId a, NodeId b) { return Rank(a) < Rank(b); });
-      for (const NodeId r : region) owner_[r] = anchor;
-      fused_kind_[anchor] = kGelu;
-    }
-  }
-
-  // SiLU and hardswish: nn.SiLU exports as Mul(x, Sigmoid(x)) and an old
-  // opset's nn.Hardswish as Mul(x, HardSigmoid(x)); PyTorch runs each as one
-  // kernel forward and one backward. A gate (x * sigmoid(y), y not x: a
-  // squeeze-excite block) stays two kernels, as in PyTorch.
-  void FindSwishes() {
-    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
-      const NodeView v = g_.node(n);
-      if ((v.op_type != "Sigmoid" && v.op_type != "HardSigmoid") ||
-          owner_[n] != kNoNode || v.inputs.empty() || v.outputs.empty())
-        continue;
-      const TensorId x = v.inputs[0];
-      const TensorId gate = v.outputs[0];
-      if (x == kNoTensor || gate == kNoTensor || !Single(gate) ||
-          IsGraphOutput(gate))
-        continue;
-      const NodeId m = g_.consumers(gate)[0];
-      const NodeView mul = g_.node(m);
-      if (mul.op_type != "Mul" || owner_[m] != kNoNode ||
-          mul.inputs.size() != 2)
-        continue;
-      const bool swish = (mul.inputs[0] == x && mul.inputs[1] == gate) ||
-                         (mul.inputs[0] == gate && mul.inputs[1] == x);
-      if (!swish) continue;
-      owner_[n] = n;
-      owner_[m] = n;
-      fused_kind_[n] = kSwish;
-    }
-  }
-
-  std::vector<TensorId> External(const std::unordered_set<NodeId>& region) {
-    std::vector<TensorId> ext;
-    for (const NodeId r : region) {
-      for (const TensorId t : ActInputs(r)) {
-        const NodeId p = Producer(t);
-        if ((p == kNoNode || !region.count(p)) &&
-            std::find(ext.begin(), ext.end(), t) == ext.end()) {
-          ext.push_back(t);
-        }
-      }
-    }
-    return ext;
-  }
-
-  size_t Rank(NodeId n) {
-    if (rank_.empty()) {
-      rank_.assign(g_.num_nodes(), 0);
-      size_t i = 0;
-      for (const NodeId m : g_.topological_order()) rank_[m] = i++;
-    }
-    return rank_[n];
-  }
-
-  bool HasWeightOperand(NodeId n) const {
-    for (const TensorId t : g_.node(n).inputs) {
-      if (t != kNoTensor && out_.tensors[t].weight && !IsScalarWeight(g_, t))
-        return true;
-    }
-    return false;
-  }
-
-  // MatMul by a weight, then Add of a weight bias: one linear layer.
-  void FindLinears() {
-    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
-      const NodeView v = g_.node(n);
-      if (owner_[n] != kNoNode) continue;
-      if (v.op_type == "Gemm") {
-        linear_.insert(n);
-        continue;
-      }
-      if (v.op_type != "MatMul" || !HasWeightOperand(n)) continue;
-      linear_.insert(n);
-      const TensorId y = v.outputs[0];
-      if (!Single(y)) continue;
-      const NodeId c = g_.consumers(y)[0];
-      const NodeView cv = g_.node(c);
-      if (cv.op_type != "Add" || owner_[c] != kNoNode) continue;
-      if (HasWeightOperand(c)) {
-        owner_[n] = n;
-        owner_[c] = n;
-        bias_.insert(n);
-      }
-    }
-  }
-
-  // MatMul -> [scale] -> [mask] -> Softmax -> MatMul.
-  void FindAttention() {
-    if (o_.attention == Attention::kUnfused) return;
-    for (NodeId s = 0; s < g_.num_nodes(); ++s) {
-      const NodeView sv = g_.node(s);
-      if (sv.op_type != "Softmax" || owner_[s] != kNoNode) continue;
-      std::vector<NodeId> chain{s};
-      bool masked = false;
-      TensorId t = sv.inputs.empty() ? kNoTensor : sv.inputs[0];
-      NodeId p = Producer(t);
-      // A scale and a mask or two: a longer chain is no attention block
-      // (and a bound keeps adversarial chains linear).
-      while (p != kNoNode && g_.node(p).op_type != "MatMul" &&
-             chain.size() < 8) {
-        const NodeView pv = g_.node(p);
-        if (!Single(t)) break;
-        if ((pv.op_type == "Div" || pv.op_type == "Mul") &&
-            ActInputs(p).size() == 1 && !HasWeightOperand(p)) {
-          // a scale
-        } else if (pv.op_type == "Add" || pv.op_type == "Where" ||
-                   pv.op_type == "Mul" || pv.op_type == "Sub") {
-          masked = true;
-        } else {
-          break;
-        }
-        chain.push_back(p);
-        t = ActInputs(p).empty() ? kNoTensor : ActInputs(p)[0];
-        if (pv.op_type == "Where") t = pv.inputs.size() > 1 ? pv.inputs[1] : t;
-        p = Producer(t);
-      }
-      if (p == kNoNode || g_.node(p).op_type != "MatMul" || !Single(t) ||
-          HasWeightOperand(p))
-        continue;
-      const NodeId mm1 = p;
-      const TensorId probs = sv.outputs[0];
-      if (!Single(probs)) continue;
-      const NodeId mm2 = g_.consumers(probs)[0];
-      if (g_.node(mm2).op_type != "MatMul" || HasWeightOperand(mm2)) continue;
-      if (masked && o_.attention == Attention::kAuto) continue;
-      chain.push_back(mm1);
-      chain.push_back(mm2);
-      for (const NodeId c : chain) owner_[c] = mm1;
-      fused_kind_[mm1] = kSdpa;
-    }
-  }
-
-  void FindPads() {
-    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
-      const NodeView v = g_.node(n);
-      if (v.op_type != "Pad" || owner_[n] != kNoNode || !Single(v.outputs[0]))
-        continue;
-      const auto mode = g_.GetString(n, "mode");
-      if (mode && *mode != "constant") continue;
-      const NodeId c = g_.consumers(v.outputs[0])[0];
-      if (In(g_.node(c).op_type, {"AveragePool", "MaxPool", "Conv"}) &&
-          owner_[c] == kNoNode) {
-        owner_[n] = c;
-        owner_[c] = c;
-      }
-    }
-  }
-
-  // ONNX Runtime folds BatchNormalization into the Conv before it and fuses
-  // a following activation.
-  void FindConvFolds() {
-    for (NodeId n = 0; n < g_.num_nodes(); ++n) {
-      if (g_.node(n).op_type != "Conv" || owner_[n] != kNoNode) continue;
-      NodeId last = n;
-      for (int step = 0; step < 2; ++step) {
-        const TensorId y = g_.node(last).outputs[0];
-        if (!Single(y)) break;
-        const NodeId c = g_.consumers(y)[0];
-        const std::string_view op = g_.node(c).op_type;
-        if (owner_[c] != kNoNode) break;
-        if ((step == 0 && op == "BatchNormalization") ||
-            In(op, {"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish"})) {
-          owner_[n] = n;
-          owner_[c] = n;
-          last = c;
-        } else {
-          break;
-        }
-      }
-    }
-  }
-
   // --- emission --------------------------------------------------------------
   // Layout of a tensor: 0 contiguous, 1 last two axes swapped (cuBLAS takes
   // it as is), 2 strided along the last axis (views keep it), 3 permuted.
   void Emit() {
     std::unordered_map<NodeId, std::vector<NodeId>> members;
     for (const NodeId n : g_.topological_order()) {
-      if (owner_[n] != kNoNode) members[owner_[n]].push_back(n);
+      if (fusions_.owner[n] != kNoNode) members[fusions_.owner[n]].push_back(n);
     }
     for (const NodeId n : g_.topological_order()) {
-      if (owner_[n] != kNoNode && owner_[n] != n) continue;
+      if (fusions_.owner[n] != kNoNode && fusions_.owner[n] != n) continue;
       std::vector<NodeId> nodes =
-          owner_[n] == n ? members[n] : std::vector<NodeId>{n};
+          fusions_.owner[n] == n ? members[n] : std::vector<NodeId>{n};
       EmitOp(n, nodes);
     }
   }
 
+  // One operator: the group of `nodes` (one node, or a fusion's) emitted at
+  // `anchor`, its first node in topological order.
   void EmitOp(NodeId anchor, const std::vector<NodeId>& nodes) {
     const NodeView v = g_.node(anchor);
     ROp op;
     op.nodes = nodes;
-    std::unordered_set<NodeId> set(nodes.begin(), nodes.end());
-    // External inputs and outputs of the group.
-    for (const NodeId m : nodes) {
-      for (const TensorId t : g_.node(m).inputs) {
-        if (t == kNoTensor) continue;
-        const NodeId p = Producer(t);
-        if (p != kNoNode && set.count(p)) continue;
-        auto& list = out_.tensors[t].weight ? op.weights : op.inputs;
-        if (out_.tensors[t].weight && IsScalarWeight(g_, t)) continue;
-        if (!out_.tensors[t].weight && !out_.tensors[t].on_device) continue;
-        if (std::find(list.begin(), list.end(), t) == list.end())
-          list.push_back(t);
-      }
-      for (const TensorId o : g_.node(m).outputs) {
-        if (o == kNoTensor) continue;
-        bool leaves = false;
-        for (const NodeId c : g_.consumers(o)) leaves |= !set.count(c);
-        for (const TensorId go : g_.outputs()) leaves |= go == o;
-        if (leaves) op.outputs.push_back(o);
-      }
-    }
+    GroupTensors(op);
     double flops = 0;
     for (const NodeId m : nodes) flops += static_cast<double>(costs_[m].flops);
     op.flops = flops;
@@ -442,18 +141,75 @@ class Lowering {
         (noop || In(type, {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
                            "Transpose", "Split", "Expand", "Slice"})) &&
         nodes.size() == 1;
-    const auto it = fused_kind_.find(anchor);
-    const int fused = it == fused_kind_.end() ? 0 : it->second;
+    const auto it = fusions_.kind.find(anchor);
+    const Fused fused = it == fusions_.kind.end() ? Fused::kNone : it->second;
     if (view) {
       op.free = noop;
       EmitView(anchor, op);
       return;
     }
-    // Dtypes under autocast.
+    Autocast(anchor, fused, op);
+    // Contiguity copies: a batched matmul or a linear layer reading a
+    // permuted tensor copies it first (fused attention takes any strides).
+    if ((type == "MatMul" || fusions_.linear.count(anchor)) &&
+        fused != Fused::kSdpa) {
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (layout_[op.inputs[i]] == 3 && op.input_copy[i] == 0)
+          op.input_copy[i] = out_.tensors[op.inputs[i]].bytes;
+      }
+    }
+    WorkAndTraffic(anchor, fused, op);
+    // In-place activations.
+    if (o_.runtime == Runtime::kPyTorch &&
+        In(type, {"Relu", "Clip", "LeakyRelu"}) && nodes.size() == 1 &&
+        !op.inputs.empty() && Single(g_, op.inputs[0]) &&
+        Producer(g_, op.inputs[0]) != kNoNode && layout_[op.inputs[0]] == 0 &&
+        !IsGraphOutput(g_, op.inputs[0])) {
+      op.in_place = true;
+    }
+    if (o_.training) Saves(anchor, fused, op);
+    out_.ops.push_back(std::move(op));
+  }
+
+  // The group's tensors: what it reads from outside (activations as inputs,
+  // weights apart; scalar constants and host values are neither) and what
+  // leaves it (read outside the group, or an output of the graph).
+  void GroupTensors(ROp& op) const {
+    const std::unordered_set<NodeId> set(op.nodes.begin(), op.nodes.end());
+    for (const NodeId m : op.nodes) {
+      for (const TensorId t : g_.node(m).inputs) {
+        if (t == kNoTensor) continue;
+        const NodeId p = Producer(g_, t);
+        if (p != kNoNode && set.count(p)) continue;
+        auto& list = out_.tensors[t].weight ? op.weights : op.inputs;
+        if (out_.tensors[t].weight && IsScalarWeight(g_, t)) continue;
+        if (!out_.tensors[t].weight && !out_.tensors[t].on_device) continue;
+        if (std::find(list.begin(), list.end(), t) == list.end())
+          list.push_back(t);
+      }
+      for (const TensorId o : g_.node(m).outputs) {
+        if (o == kNoTensor) continue;
+        bool leaves = false;
+        for (const NodeId c : g_.consumers(o)) leaves |= !set.count(c);
+        for (const TensorId go : g_.outputs()) leaves |= go == o;
+        if (leaves) op.outputs.push_back(o);
+      }
+    }
+  }
+
+  // Dtypes under autocast: matrix products and convolutions compute in the
+  // low precision (their float inputs and weights cast down), the fp32 list
+  // (softmax, normalizations, reductions and the like) casts low-precision
+  // inputs up, anything else computes in the low precision when every float
+  // input is in it. Sizes the op's per-input copies and per-weight casts,
+  // and marks the outputs held in the low precision.
+  void Autocast(NodeId anchor, Fused fused, ROp& op) {
+    const std::string_view type = g_.node(anchor).op_type;
     const bool amp = o_.amp != Amp::kNone;
     const OpClass cls = costs_[anchor].op_class;
-    const bool product = fused == kSdpa || linear_.count(anchor) ||
-                         type == "MatMul" || cls == OpClass::kConvolution ||
+    const bool product = fused == Fused::kSdpa ||
+                         fusions_.linear.count(anchor) || type == "MatMul" ||
+                         cls == OpClass::kConvolution ||
                          cls == OpClass::kSpatialConvolution ||
                          cls == OpClass::kDepthwiseConvolution;
     const bool fp32_list =
@@ -502,16 +258,15 @@ class Lowering {
         out_.tensors[o].bytes = std::max<int64_t>(g_.tensor(o).bytes, 0) / 2;
       }
     }
-    // Contiguity copies: a batched matmul or a linear layer reading a
-    // permuted tensor copies it first (fused attention takes any strides).
-    if ((type == "MatMul" || linear_.count(anchor)) && fused != kSdpa) {
-      for (size_t i = 0; i < op.inputs.size(); ++i) {
-        if (layout_[op.inputs[i]] == 3 && op.input_copy[i] == 0)
-          op.input_copy[i] = out_.tensors[op.inputs[i]].bytes;
-      }
-    }
+  }
 
-    // Work kind and traffic.
+  // What the op's kernel does (a compute-bound kind or a memory-bound
+  // class) and the bytes it moves; for a product, the cuBLAS API it goes
+  // through and whether it adds a bias; whether it runs on tensor cores.
+  void WorkAndTraffic(NodeId anchor, Fused fused, ROp& op) const {
+    const NodeView v = g_.node(anchor);
+    const std::string_view type = v.op_type;
+    const OpClass cls = costs_[anchor].op_class;
     int64_t in_bytes = 0, out_bytes = 0, w_bytes = 0;
     for (const TensorId t : op.inputs) in_bytes += out_.tensors[t].bytes;
     for (const TensorId t : op.outputs) out_bytes += out_.tensors[t].bytes;
@@ -520,15 +275,16 @@ class Lowering {
           op.low_precision ? out_.tensors[t].bytes / 2 : out_.tensors[t].bytes;
     }
     op.bytes = static_cast<double>(in_bytes + out_bytes + w_bytes);
-    if (fused == kSdpa) {
+    if (fused == Fused::kSdpa) {
       op.work = Work::kAttention;
-    } else if (linear_.count(anchor) || type == "MatMul") {
+    } else if (fusions_.linear.count(anchor) || type == "MatMul") {
       op.work = Work::kGemm;
-      op.blas_api =
-          linear_.count(anchor) && (bias_.count(anchor) || type == "Gemm") ? 1
-                                                                           : 2;
-      op.has_bias =
-          bias_.count(anchor) || (type == "Gemm" && v.inputs.size() > 2);
+      op.blas_api = fusions_.linear.count(anchor) &&
+                            (fusions_.bias.count(anchor) || type == "Gemm")
+                        ? 1
+                        : 2;
+      op.has_bias = fusions_.bias.count(anchor) ||
+                    (type == "Gemm" && v.inputs.size() > 2);
     } else if (cls == OpClass::kConvolution) {
       op.work = Work::kConv;
       op.has_bias = v.inputs.size() > 2 && v.inputs[2] != kNoTensor;
@@ -538,7 +294,7 @@ class Lowering {
     } else if (cls == OpClass::kDepthwiseConvolution) {
       op.work = Work::kDepthwise;
       op.has_bias = v.inputs.size() > 2 && v.inputs[2] != kNoTensor;
-    } else if (fused == kGelu || fused == kSwish) {
+    } else if (fused == Fused::kGelu || fused == Fused::kSwish) {
       op.work = Work::kElementwise;
     } else if (cls == OpClass::kNormalization) {
       op.work = Work::kNormalization;
@@ -553,24 +309,6 @@ class Lowering {
         (op.work == Work::kGemm || op.work == Work::kConv ||
          op.work == Work::kSpatialConv || op.work == Work::kAttention) &&
         (op.low_precision || o_.tf32);
-
-    // In-place activations.
-    if (o_.runtime == Runtime::kPyTorch &&
-        In(type, {"Relu", "Clip", "LeakyRelu"}) && nodes.size() == 1 &&
-        !op.inputs.empty() && Single(op.inputs[0]) &&
-        Producer(op.inputs[0]) != kNoNode && layout_[op.inputs[0]] == 0 &&
-        !IsGraphOutput(op.inputs[0])) {
-      op.in_place = true;
-    }
-    if (o_.training) Saves(anchor, fused, op);
-    out_.ops.push_back(std::move(op));
-  }
-
-  bool IsGraphOutput(TensorId t) const {
-    for (const TensorId o : g_.outputs()) {
-      if (o == t) return true;
-    }
-    return false;
   }
 
   void EmitView(NodeId n, ROp& op) {
@@ -614,7 +352,7 @@ class Lowering {
   }
 
   // What autograd saves for backward (PyTorch's derivative formulas).
-  void Saves(NodeId anchor, int fused, ROp& op) {
+  void Saves(NodeId anchor, Fused fused, ROp& op) {
     const std::string_view type = g_.node(anchor).op_type;
     auto input = [&](size_t i) {
       if (i < op.inputs.size()) op.saves_inputs.push_back(i);
@@ -627,11 +365,11 @@ class Lowering {
       if (!op.outputs.empty()) op.saves_outputs.push_back(0);
     };
     op.saves_weight_casts = op.low_precision;
-    if (fused == kSdpa) {
+    if (fused == Fused::kSdpa) {
       all_inputs();
       output();
       op.saved_extra_bytes += LogSumExpBytes(op);
-    } else if (fused == kGelu || fused == kSwish) {
+    } else if (fused == Fused::kGelu || fused == Fused::kSwish) {
       input(0);
     } else if (op.work == Work::kGemm || op.work == Work::kConv ||
                op.work == Work::kSpatialConv || op.work == Work::kDepthwise) {
@@ -730,18 +468,13 @@ class Lowering {
     }
   }
 
-  enum { kGelu = 1, kSdpa = 2, kSwish = 3 };
-
   const OpGraph& g_;
   std::span<const OpCost> costs_;
   const RuntimeOptions& o_;
   Lowered out_;
   std::vector<bool> host_node_;
-  std::vector<NodeId> owner_;
-  std::vector<size_t> rank_;
+  Fusions fusions_;
   std::vector<int> layout_;
-  std::unordered_map<NodeId, int> fused_kind_;
-  std::unordered_set<NodeId> linear_, bias_;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-#ifndef TESSERA_ESTIMATOR_RUNTIME_H_
-#define TESSERA_ESTIMATOR_RUNTIME_H_
+#ifndef TESSERA_ESTIMATOR_RUNTIME_RUNTIME_H_
+#define TESSERA_ESTIMATOR_RUNTIME_RUNTIME_H_
 
 // What a job costs depends on what runs it. A runtime model lowers the ONNX
 // graph to the operators a framework really dispatches (PyTorch eager runs
@@ -223,4 +223,4 @@ Result<RuntimeEstimate> EstimateRuntime(const graph::Model& model,
 
 }  // namespace tessera::estimator
 
-#endif  // TESSERA_ESTIMATOR_RUNTIME_H_
+#endif  // TESSERA_ESTIMATOR_RUNTIME_RUNTIME_H_

@@ -1,15 +1,16 @@
-#ifndef TESSERA_ESTIMATOR_RUNTIME_INTERNAL_H_
-#define TESSERA_ESTIMATOR_RUNTIME_INTERNAL_H_
+#ifndef TESSERA_ESTIMATOR_RUNTIME_RUNTIME_INTERNAL_H_
+#define TESSERA_ESTIMATOR_RUNTIME_RUNTIME_INTERNAL_H_
 
-// The lowered graph the runtime models share (runtime_lower.cc builds it,
-// runtime.cc times it and follows its memory). Nothing outside estimator/
+// The lowered graph the runtime models share (runtime_lower.cc builds it
+// with runtime_fusions.cc's fusions, runtime.cc times it and
+// runtime_memory.cc follows its memory). Nothing outside estimator/
 // includes this.
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "estimator/runtime.h"
+#include "estimator/runtime/runtime.h"
 
 namespace tessera::estimator::internal {
 
@@ -90,6 +91,28 @@ struct Lowered {
 Lowered Lower(const graph::Model& model, std::span<const OpCost> costs,
               const RuntimeOptions& options);
 
+// Matrix products, convolutions and fused attention are bound by compute,
+// the rest by memory bandwidth.
+inline bool ComputeBound(Work w) {
+  return w == Work::kGemm || w == Work::kConv || w == Work::kSpatialConv ||
+         w == Work::kDepthwise || w == Work::kAttention;
+}
+
+// Training: whether a gradient flows back through `op` (one of its outputs
+// is downstream of a parameter), so that autograd records it.
+inline bool HasGrad(const Lowered& low, const ROp& op) {
+  for (const graph::TensorId t : op.outputs) {
+    if (low.tensors[t].grad) return true;
+  }
+  return false;
+}
+
+// Follows the memory of a step of `low` through the caching allocator
+// (runtime_memory.cc) and fills `e`'s memory fields: weights, workspace,
+// saved activations, gradients, optimizer state and the two peaks.
+void FollowMemory(const graph::Model& model, const Lowered& low,
+                  const RuntimeOptions& options, RuntimeEstimate& e);
+
 }  // namespace tessera::estimator::internal
 
-#endif  // TESSERA_ESTIMATOR_RUNTIME_INTERNAL_H_
+#endif  // TESSERA_ESTIMATOR_RUNTIME_RUNTIME_INTERNAL_H_
