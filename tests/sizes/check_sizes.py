@@ -18,8 +18,11 @@ limit that is not listed, or that grew past its listed length; it prints a
 note for a listed one that shrank (update its line) or went under the
 limit (delete it), so that the list only shrinks.
 
---report also prints the files over 700 lines and the folders over 6,000
-(each folder's own .h, .cc and .cu files, not its subfolders').
+It also fails on a file over --file-limit lines (700) and on a folder
+whose own .h, .cc and .cu files (not its subfolders') add up to more than
+--folder-limit (6,000); these have no baseline: every file and folder was
+under them when they came. --report prints every function, file and
+folder over its limit.
 """
 
 import argparse
@@ -224,6 +227,8 @@ def main():
     parser.add_argument("--root", required=True, type=pathlib.Path)
     parser.add_argument("--baseline", type=pathlib.Path)
     parser.add_argument("--limit", type=int, default=120)
+    parser.add_argument("--file-limit", type=int, default=FILE_LIMIT)
+    parser.add_argument("--folder-limit", type=int, default=FOLDER_LIMIT)
     parser.add_argument("--report", action="store_true")
     parser.add_argument("components", nargs="+")
     args = parser.parse_args()
@@ -271,30 +276,43 @@ def main():
             print(f"note: {key} is no longer over {args.limit} lines "
                   f"(or is gone): delete it from {args.baseline}")
 
+    folders = {}
+    for rel, lines in sizes.items():
+        folder = rel.rsplit("/", 1)[0]
+        folders[folder] = folders.get(folder, 0) + lines
+    long_files = {rel: lines for rel, lines in sizes.items()
+                  if lines > args.file_limit}
+    big_folders = {folder: lines for folder, lines in folders.items()
+                   if lines > args.folder_limit}
+    for rel, lines in sorted(long_files.items()):
+        failures.append(f"{rel}: {lines} lines, over the file limit of "
+                        f"{args.file_limit}: move a part that stands on its own "
+                        "into a file of its own")
+    for folder, lines in sorted(big_folders.items()):
+        failures.append(f"{folder}/: {lines} lines in its own files, over the "
+                        f"folder limit of {args.folder_limit}: give a family "
+                        "of its files a subfolder")
+
     if args.report:
         print(f"functions over {args.limit} lines:")
         for key, lines in sorted(long.items(), key=lambda kv: -kv[1]):
             print(f"  {lines:5d}  {key}")
-        print(f"files over {FILE_LIMIT} lines:")
-        for rel, lines in sorted(sizes.items(), key=lambda kv: -kv[1]):
-            if lines > FILE_LIMIT:
-                print(f"  {lines:5d}  {rel}")
-        folders = {}
-        for rel, lines in sizes.items():
-            folder = rel.rsplit("/", 1)[0]
-            folders[folder] = folders.get(folder, 0) + lines
-        print(f"folders over {FOLDER_LIMIT} lines (own files only):")
-        for folder, lines in sorted(folders.items(), key=lambda kv: -kv[1]):
-            if lines > FOLDER_LIMIT:
-                print(f"  {lines:5d}  {folder}/")
+        print(f"files over {args.file_limit} lines:")
+        for rel, lines in sorted(long_files.items(), key=lambda kv: -kv[1]):
+            print(f"  {lines:5d}  {rel}")
+        print(f"folders over {args.folder_limit} lines (own files only):")
+        for folder, lines in sorted(big_folders.items(), key=lambda kv: -kv[1]):
+            print(f"  {lines:5d}  {folder}/")
 
     for failure in failures:
         print(f"function size: {failure}")
     if failures:
-        print(f"function size: {len(failures)} function(s) too long")
+        print(f"function size: {len(failures)} function(s), file(s) or "
+              "folder(s) too long")
         return 1
     print(f"function size ok: {len(files)} files, {len(long)} function(s) over "
-          f"{args.limit} lines, all in the baseline")
+          f"{args.limit} lines, all in the baseline; no file over "
+          f"{args.file_limit} lines, no folder over {args.folder_limit}")
     return 0
 
 
