@@ -32,7 +32,7 @@
 
 #include "launch/subprocess.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -513,4 +513,4 @@ int64_t ProcessStartTime(int64_t pid) {
   return s ? s->start_time : -1;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

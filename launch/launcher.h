@@ -14,7 +14,10 @@
 #include "common/result.h"
 #include "scheduler/job.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
+
+// What a job is comes from scheduler/ (job.h); a launcher only runs it.
+using scheduler::JobId;
 
 // What a job holds on one node, for launchers that hand placements to a
 // cluster engine (a split job that spans nodes has one part per node).
@@ -161,6 +164,6 @@ std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir);
 // The process start time of `pid` (field 22 of /proc/<pid>/stat), or -1.
 int64_t ProcessStartTime(int64_t pid);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_LAUNCHER_H_

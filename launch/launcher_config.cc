@@ -8,7 +8,7 @@
 
 #include "common/strings.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using Field = YamlReader::Field;
@@ -243,4 +243,4 @@ Result<std::unique_ptr<Launcher>> MakeLauncher(const LauncherConfig& config,
   return MakeSlurmLauncher(std::move(options), log_dir);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

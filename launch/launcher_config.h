@@ -13,7 +13,7 @@
 #include "launch/launcher.h"
 #include "launch/slurm/slurm_launcher.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 
 // Which launcher starts the jobs (`launcher:` in the config): "local"
 // (processes on this machine) or "slurm" (Slurm jobs). Slurm's own settings
@@ -37,6 +37,6 @@ Result<std::unique_ptr<Launcher>> MakeLauncher(const LauncherConfig& config,
                                                const std::string& log_dir,
                                                const std::string& db_path);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_LAUNCHER_CONFIG_H_

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <thread>
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -247,4 +247,4 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

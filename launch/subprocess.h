@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 
 struct CommandResult {
   int exit_code = -1;       // -1: killed by a signal, timed out or not run
@@ -90,6 +90,6 @@ int AboveStdio(int fd);
 // nullopt once the exec succeeded (the pipe closed empty).
 std::optional<int> AwaitExec(int report, pid_t pid);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_SUBPROCESS_H_

@@ -215,7 +215,7 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
   TESSERA_RETURN_IF_ERROR(ParsePools(*top, &config));
   if (const Field* launcher = Find(*top, "launcher")) {
     TESSERA_RETURN_IF_ERROR(
-        ParseLauncherConfig(*this, *launcher, &config.launcher));
+        launch::ParseLauncherConfig(*this, *launcher, &config.launcher));
   }
   if (const Field* k8s = Find(*top, "k8s")) {
     TESSERA_RETURN_IF_ERROR(ParseK8s(*k8s, &config));

@@ -37,7 +37,7 @@ inline constexpr int64_t kDefaultMaxBodyBytes = int64_t{1} << 20;
 
 struct ServeConfig {
   ServiceOptions service;
-  LauncherConfig launcher;
+  launch::LauncherConfig launcher;
   // Serve the kube-scheduler extender endpoints (/k8s/filter, /k8s/prioritize,
   // /k8s/bind) beside the queue API (`k8s_extender: true`, or
   // `tessera serve --k8s-extender`).

@@ -33,7 +33,7 @@ Service::~Service() {
 }
 
 Result<std::unique_ptr<Service>> Service::Start(
-    ServiceOptions options, std::unique_ptr<Launcher> launcher) {
+    ServiceOptions options, std::unique_ptr<launch::Launcher> launcher) {
   if (options.topology.pools.empty()) {
     return BadInput("the cluster has no pools");
   }

@@ -154,7 +154,7 @@ class Service {
   // re-reserves), and starts the scheduling thread. kBadInput for a bad
   // configuration or database.
   static Result<std::unique_ptr<Service>> Start(
-      ServiceOptions options, std::unique_ptr<Launcher> launcher);
+      ServiceOptions options, std::unique_ptr<launch::Launcher> launcher);
   ~Service();  // stops the thread; running jobs keep running
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;

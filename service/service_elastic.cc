@@ -271,10 +271,10 @@ void Service::Impl::GrowElastic() {
   }
 }
 
-void Service::Impl::WorkersEnded(JobId id,
-                                 const std::vector<WorkerExited>& ended) {
+void Service::Impl::WorkersEnded(
+    JobId id, const std::vector<launch::WorkerExited>& ended) {
   if (auto d = workers_dying.find(id); d != workers_dying.end()) {
-    for (const WorkerExited& w : ended) d->second.erase(w.worker);
+    for (const launch::WorkerExited& w : ended) d->second.erase(w.worker);
     if (d->second.empty()) workers_dying.erase(d);
   }
   auto it = running.find(id);
@@ -283,7 +283,7 @@ void Service::Impl::WorkersEnded(JobId id,
   std::set<int> drop;
   std::string note;
   bool unasked = false, all_asked = true;
-  for (const WorkerExited& w : ended) {
+  for (const launch::WorkerExited& w : ended) {
     note +=
         (note.empty() ? "" : "; ") + std::string("worker ") +
         std::to_string(w.worker) + " ended (" +
@@ -323,16 +323,16 @@ void Service::Impl::WorkersEnded(JobId id,
   wake.notify_all();
 }
 
-std::vector<WorkerExited> Service::Impl::RunWorkerCalls(
-    std::vector<LaunchSpec> starts, std::vector<WorkerStop> stops) {
+std::vector<launch::WorkerExited> Service::Impl::RunWorkerCalls(
+    std::vector<launch::LaunchSpec> starts, std::vector<WorkerStop> stops) {
   for (const WorkerStop& stop : stops) {
     launcher->StopWorkers(stop.id, stop.workers, stop.grace_s);
   }
-  std::vector<WorkerExited> failed;
-  for (const LaunchSpec& spec : starts) {
+  std::vector<launch::WorkerExited> failed;
+  for (const launch::LaunchSpec& spec : starts) {
     const Status s = launcher->StartWorkers(spec);
     if (s.ok()) continue;
-    for (const LaunchWorker& w : spec.workers) {
+    for (const launch::LaunchWorker& w : spec.workers) {
       failed.push_back(
           {spec.id, w.id, std::nullopt, "not started: " + s.error().message});
     }

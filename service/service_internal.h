@@ -168,7 +168,7 @@ inline constexpr int kMinCalibrationSamples = 3;
 // what the launcher is given.
 struct PendingStart {
   Job job;
-  LaunchSpec spec;
+  launch::LaunchSpec spec;
   std::shared_ptr<const SizedModel> model;
   std::function<placer::PlanPictures()> pictures;  // a split's; or empty
 };
@@ -176,10 +176,10 @@ struct PendingStart {
 // The steps of a round (service_rounds.cc) hand these to each other.
 // What the launcher said since the last round (step 1, no lock).
 struct LauncherNews {
-  std::vector<std::pair<JobId, Reconciled>> reconciled;
-  std::vector<Exited> exits;
+  std::vector<std::pair<JobId, launch::Reconciled>> reconciled;
+  std::vector<launch::Exited> exits;
   // Per-worker elastic jobs' workers that ended while their job runs on.
-  std::map<JobId, std::vector<WorkerExited>> worker_exits;
+  std::map<JobId, std::vector<launch::WorkerExited>> worker_exits;
 };
 // What a round plans on (step 2, taken under the lock).
 struct RoundView {
@@ -205,7 +205,7 @@ struct RoundDecisions {
 struct Service::Impl {
   ServiceOptions options;
   std::unique_ptr<Store> store;
-  std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<launch::Launcher> launcher;
   std::unique_ptr<GpuScorer> scorer;
   std::map<std::string, std::unique_ptr<QueuePolicy>> policies;
 
@@ -245,9 +245,9 @@ struct Service::Impl {
   std::map<JobId, Job> unrecorded_starts TESSERA_GUARDED_BY(mu);
   // Exits the store has not taken yet: the job stays running (and
   // reserved) until it has.
-  std::map<JobId, Exited> unrecorded_exits TESSERA_GUARDED_BY(mu);
+  std::map<JobId, launch::Exited> unrecorded_exits TESSERA_GUARDED_BY(mu);
   // `starting` jobs whose launcher could not say at recovery whether they
-  // run (Reconciled::kUnknown): asked again every round.
+  // run (launch::Reconciled::kUnknown): asked again every round.
   std::set<JobId> unreconciled TESSERA_GUARDED_BY(mu);
   std::set<JobId> cancel_requested TESSERA_GUARDED_BY(mu);
   std::set<JobId> preempt_requested TESSERA_GUARDED_BY(mu);
@@ -394,7 +394,7 @@ struct Service::Impl {
     std::vector<int> workers;
     double grace_s = 0;
   };
-  std::vector<LaunchSpec> worker_starts TESSERA_GUARDED_BY(mu);
+  std::vector<launch::LaunchSpec> worker_starts TESSERA_GUARDED_BY(mu);
   std::vector<WorkerStop> worker_stops TESSERA_GUARDED_BY(mu);
   // Reclaimed workers whose process was killed and has not been reaped
   // yet: their job does not grow meanwhile (a new worker could get the
@@ -406,17 +406,17 @@ struct Service::Impl {
   }
   // What `workers` of `job` start with: each its own GPU
   // (CUDA_VISIBLE_DEVICES, TESSERA_GPUS), its share's MPS limits, its id.
-  std::vector<LaunchWorker> WorkerLaunches(const Job& job, const Topology& t,
-                                           const std::vector<int>& workers);
+  std::vector<launch::LaunchWorker> WorkerLaunches(
+      const Job& job, const Topology& t, const std::vector<int>& workers);
   // The processes of `workers` of `job` ended (or never started: `why`):
   // extras are released (their shares freed); the job grows no more when
   // one ended without being asked back.
-  void WorkersEnded(JobId id, const std::vector<WorkerExited>& ended)
+  void WorkersEnded(JobId id, const std::vector<launch::WorkerExited>& ended)
       TESSERA_REQUIRES(mu);
   // The round thread's launcher calls for per-worker jobs (no lock held);
   // starts that failed are handed back as ended workers.
-  std::vector<WorkerExited> RunWorkerCalls(std::vector<LaunchSpec> starts,
-                                           std::vector<WorkerStop> stops)
+  std::vector<launch::WorkerExited> RunWorkerCalls(
+      std::vector<launch::LaunchSpec> starts, std::vector<WorkerStop> stops)
       TESSERA_EXCLUDES(mu);
   // Recover: takes over a running per-worker job's live workers; extras
   // that ended meanwhile are released. False if none is alive.
@@ -454,9 +454,9 @@ struct Service::Impl {
   // What the launcher is given to start `job` on its allocation: all of
   // it, or with `workers` only those workers of a per-worker job (a grow).
   // `sized`: a model job's graph (its plan files), or null.
-  LaunchSpec LaunchSpecFor(const Job& job, const Topology& t,
-                           const SizedModel* sized,
-                           const std::vector<int>* workers = nullptr);
+  launch::LaunchSpec LaunchSpecFor(const Job& job, const Topology& t,
+                                   const SizedModel* sized,
+                                   const std::vector<int>* workers = nullptr);
 
   // Stores `job` (and `event`, in the same transaction); kUnavailable (and
   // store_errors counted) if the store fails. The caller changes its
@@ -471,12 +471,12 @@ struct Service::Impl {
 
   // Ends a running job (its process exited); false if the store failed
   // (the job then stays running and the exit is tried again).
-  bool Finish(const Exited& e) TESSERA_REQUIRES(mu);
+  bool Finish(const launch::Exited& e) TESSERA_REQUIRES(mu);
 
   // What `a` holds on each node, for the launcher: the node that holds the
   // CPU and memory first.
-  static std::vector<LaunchPart> LaunchParts(const Topology& t,
-                                             const Allocation& a);
+  static std::vector<launch::LaunchPart> LaunchParts(const Topology& t,
+                                                     const Allocation& a);
 
   // Back to the queue, in id order.
   void Requeue(Job job) TESSERA_REQUIRES(mu);
@@ -488,7 +488,7 @@ struct Service::Impl {
   std::optional<Job> BeginStart(Job job, const Allocation& allocation,
                                 nlohmann::json plan) TESSERA_REQUIRES(mu);
   // Applies what the launcher said about a `starting` job.
-  void EndStart(JobId id, const Result<Launched>& launched)
+  void EndStart(JobId id, const Result<launch::Launched>& launched)
       TESSERA_REQUIRES(mu);
   // Stores the outcome of a start and moves the job on; false if the
   // store failed (the outcome is kept and tried again).
@@ -519,13 +519,13 @@ struct Service::Impl {
                                           QueueTree* tree_held)
       TESSERA_REQUIRES(round_mu, mu);
   // 5. (no mu) the launcher starts them; (mu) the outcomes, stored.
-  std::vector<Result<Launched>> Launch(std::vector<PendingStart>& starts,
-                                       const Topology& t)
+  std::vector<Result<launch::Launched>> Launch(
+      std::vector<PendingStart>& starts, const Topology& t)
       TESSERA_REQUIRES(round_mu) TESSERA_EXCLUDES(mu);
   // 6. (no mu) the launcher calls decided meanwhile (taken under mu).
   struct LauncherCalls {
     std::vector<JobId> stops, notices;
-    std::vector<LaunchSpec> worker_starts;
+    std::vector<launch::LaunchSpec> worker_starts;
     std::vector<WorkerStop> worker_stops;
   };
   LauncherCalls TakeLauncherCalls() TESSERA_REQUIRES(mu);
@@ -537,7 +537,8 @@ struct Service::Impl {
   // start under way when the service stopped is reconciled, never redone.
   Status Recover() TESSERA_REQUIRES(mu);
   // A `starting` job found (or not) by the launcher: the caller holds mu.
-  void ApplyReconciled(Job job, const Reconciled& r) TESSERA_REQUIRES(mu);
+  void ApplyReconciled(Job job, const launch::Reconciled& r)
+      TESSERA_REQUIRES(mu);
 };
 
 }  // namespace tessera::scheduler

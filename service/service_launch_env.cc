@@ -48,7 +48,7 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(
   if (job.allocation.node >= 0) {
     env["TESSERA_NODE"] = t.nodes[job.allocation.node].name;
     std::string nodes;
-    for (const LaunchPart& p : LaunchParts(t, job.allocation)) {
+    for (const launch::LaunchPart& p : LaunchParts(t, job.allocation)) {
       nodes += (nodes.empty() ? "" : ",") + p.node;
     }
     env["TESSERA_NODES"] = nodes;
@@ -88,9 +88,9 @@ std::map<std::string, std::string> Service::Impl::LaunchEnv(
 
 // A per-worker elastic job's processes (docs/elastic.md, "The two launch
 // modes"): each sees only its worker's GPU, with that share's limits.
-std::vector<LaunchWorker> Service::Impl::WorkerLaunches(
+std::vector<launch::LaunchWorker> Service::Impl::WorkerLaunches(
     const Job& job, const Topology& t, const std::vector<int>& workers) {
-  std::vector<LaunchWorker> out;
+  std::vector<launch::LaunchWorker> out;
   for (const int w : workers) {
     const auto pos =
         std::find(job.elastic.workers.begin(), job.elastic.workers.end(), w);
@@ -98,7 +98,7 @@ std::vector<LaunchWorker> Service::Impl::WorkerLaunches(
     const GpuShare& s =
         job.allocation
             .gpus[static_cast<size_t>(pos - job.elastic.workers.begin())];
-    LaunchWorker launch;
+    launch::LaunchWorker launch;
     launch.id = w;
     launch.env["CUDA_VISIBLE_DEVICES"] = std::to_string(t.gpus[s.gpu].index);
     launch.env["TESSERA_GPUS"] = t.gpus[s.gpu].id;
@@ -122,21 +122,21 @@ std::vector<LaunchWorker> Service::Impl::WorkerLaunches(
 // What `a` holds on each node, for the launcher: the node that holds the
 // CPU and memory first.
 
-std::vector<LaunchPart> Service::Impl::LaunchParts(const Topology& t,
-                                                   const Allocation& a) {
-  std::vector<LaunchPart> parts;
-  auto part_of = [&](int node) -> LaunchPart& {
-    for (LaunchPart& p : parts) {
+std::vector<launch::LaunchPart> Service::Impl::LaunchParts(
+    const Topology& t, const Allocation& a) {
+  std::vector<launch::LaunchPart> parts;
+  auto part_of = [&](int node) -> launch::LaunchPart& {
+    for (launch::LaunchPart& p : parts) {
       if (p.node == t.nodes[node].name) return p;
     }
     parts.push_back({t.nodes[node].name, {}, {}, {}, a.exclusive, 0, 0});
     return parts.back();
   };
-  LaunchPart& first = part_of(a.node);
+  launch::LaunchPart& first = part_of(a.node);
   first.cpu_milli = a.cpu_milli;
   first.memory_mib = a.memory_mib;
   for (const GpuShare& share : a.gpus) {
-    LaunchPart& p = part_of(t.gpus[share.gpu].node);
+    launch::LaunchPart& p = part_of(t.gpus[share.gpu].node);
     p.gpu_indices.push_back(t.gpus[share.gpu].index);
     p.gpu_milli.push_back(share.milli);
     p.gpu_memory_mib.push_back(share.memory_mib);

@@ -7,8 +7,9 @@
 
 namespace tessera::scheduler {
 
-void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
-  if (r.kind == Reconciled::Kind::kRunning && state.Fits(job.allocation) &&
+void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
+  if (r.kind == launch::Reconciled::Kind::kRunning &&
+      state.Fits(job.allocation) &&
       state.Reserve(job.id, job.allocation).ok()) {
     job.state = JobState::kRunning;
     if (job.started_at == 0) job.started_at = Now();
@@ -28,7 +29,7 @@ void Service::Impl::ApplyReconciled(Job job, const Reconciled& r) {
     starting.emplace(job.id, std::move(job));
     return;
   }
-  if (r.kind == Reconciled::Kind::kRunning) {
+  if (r.kind == launch::Reconciled::Kind::kRunning) {
     // Running, but its reservation collides: the state is not what the
     // store says. Stop it rather than run two jobs on one share (the
     // round thread sends the signal).
@@ -89,15 +90,15 @@ Status Service::Impl::Recover() {
     }
     if (job.state == JobState::kStarting) {
       // Maybe started, maybe not: the launcher knows; never start it again.
-      Reconciled r = launcher->Reconcile(job.id);
-      if (r.kind == Reconciled::Kind::kRunning && PerWorker(job) &&
+      launch::Reconciled r = launcher->Reconcile(job.id);
+      if (r.kind == launch::Reconciled::Kind::kRunning && PerWorker(job) &&
           launcher
               ->AdoptWorkers(job.id, job.elastic.workers,
                              job.request.elastic->min)
               .empty()) {
-        r = {Reconciled::Kind::kNotFound, {}, "its workers ended"};
+        r = {launch::Reconciled::Kind::kNotFound, {}, "its workers ended"};
       }
-      if (r.kind == Reconciled::Kind::kUnknown) {
+      if (r.kind == launch::Reconciled::Kind::kUnknown) {
         (void)state.Reserve(job.id, job.allocation);  // held while unknown
         unreconciled.insert(job.id);
         starting.emplace(job.id, std::move(job));

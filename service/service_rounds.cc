@@ -78,7 +78,7 @@ void Service::Impl::RunRound() {
   }
   pending_plans.clear();
   pending_pictures.clear();
-  const std::vector<Result<Launched>> outcomes =
+  const std::vector<Result<launch::Launched>> outcomes =
       Launch(starts, view->snap.state.topology());
   LauncherCalls calls;
   {
@@ -107,7 +107,7 @@ LauncherNews Service::Impl::CollectLauncherEvents() {
     news.reconciled.emplace_back(id, launcher->Reconcile(id));
   }
   news.exits = launcher->Poll();
-  for (WorkerExited& w : launcher->TakeWorkerExits()) {
+  for (launch::WorkerExited& w : launcher->TakeWorkerExits()) {
     news.worker_exits[w.id].push_back(std::move(w));
   }
   return news;
@@ -118,7 +118,7 @@ LauncherNews Service::Impl::CollectLauncherEvents() {
 void Service::Impl::RecordLauncherEvents(const LauncherNews& news) {
   for (const auto& [id, r] : news.reconciled) {
     auto it = starting.find(id);
-    if (r.kind == Reconciled::Kind::kUnknown || it == starting.end()) {
+    if (r.kind == launch::Reconciled::Kind::kUnknown || it == starting.end()) {
       continue;
     }
     unreconciled.erase(id);
@@ -131,7 +131,7 @@ void Service::Impl::RecordLauncherEvents(const LauncherNews& news) {
     RecordStart(outcome);
   }
   for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
-  for (const Exited& e : news.exits) Finish(e);
+  for (const launch::Exited& e : news.exits) Finish(e);
   for (const auto& [id, ended] : news.worker_exits) WorkersEnded(id, ended);
 }
 
@@ -374,9 +374,9 @@ std::optional<PendingStart> Service::Impl::CommitStart(
 
 // 5. The launcher, without the lock: the job's environment (plan files
 // written for a split job), then the start itself.
-std::vector<Result<Launched>> Service::Impl::Launch(
+std::vector<Result<launch::Launched>> Service::Impl::Launch(
     std::vector<PendingStart>& starts, const Topology& t) {
-  std::vector<Result<Launched>> outcomes;
+  std::vector<Result<launch::Launched>> outcomes;
   for (PendingStart& p : starts) {
     if (p.pictures) WritePlanPictures(p.job.id, p.pictures());
     p.spec = LaunchSpecFor(p.job, t, p.model.get());
@@ -385,10 +385,10 @@ std::vector<Result<Launched>> Service::Impl::Launch(
   return outcomes;
 }
 
-LaunchSpec Service::Impl::LaunchSpecFor(const Job& job, const Topology& t,
-                                        const SizedModel* sized,
-                                        const std::vector<int>* workers) {
-  LaunchSpec spec;
+launch::LaunchSpec Service::Impl::LaunchSpecFor(
+    const Job& job, const Topology& t, const SizedModel* sized,
+    const std::vector<int>* workers) {
+  launch::LaunchSpec spec;
   spec.id = job.id;
   spec.name = job.request.name;
   spec.user = job.user;
@@ -419,13 +419,13 @@ Service::Impl::LauncherCalls Service::Impl::TakeLauncherCalls() {
 
 void Service::Impl::Flush(LauncherCalls calls) {
   for (const JobId id : calls.stops) launcher->Stop(id, options.kill_grace_s);
-  const std::vector<WorkerExited> not_started = RunWorkerCalls(
+  const std::vector<launch::WorkerExited> not_started = RunWorkerCalls(
       std::move(calls.worker_starts), std::move(calls.worker_stops));
   for (const JobId id : calls.notices) launcher->Notify(id, SIGUSR1);
   if (!not_started.empty()) {
     MutexLock lock(mu);
-    std::map<JobId, std::vector<WorkerExited>> by_job;
-    for (const WorkerExited& w : not_started) by_job[w.id].push_back(w);
+    std::map<JobId, std::vector<launch::WorkerExited>> by_job;
+    for (const launch::WorkerExited& w : not_started) by_job[w.id].push_back(w);
     for (const auto& [id, ended] : by_job) WorkersEnded(id, ended);
   }
 }

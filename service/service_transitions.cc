@@ -85,7 +85,7 @@ std::string Where(const Topology& t, const Allocation& a) {
 
 }  // namespace
 
-bool Service::Impl::Finish(const Exited& e) {
+bool Service::Impl::Finish(const launch::Exited& e) {
   auto it = running.find(e.id);
   if (it == running.end()) {
     // Its start outcome is not stored yet: the exit waits for it.
@@ -219,7 +219,8 @@ bool Service::Impl::RecordStart(const Job& outcome) {
   return true;
 }
 
-void Service::Impl::EndStart(JobId id, const Result<Launched>& launched) {
+void Service::Impl::EndStart(JobId id,
+                             const Result<launch::Launched>& launched) {
   auto it = starting.find(id);
   if (it == starting.end()) return;
   Job job = it->second;

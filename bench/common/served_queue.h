@@ -47,7 +47,7 @@ struct ServedQueue {
 // returns nullopt. Each bench user may queue 10^8 jobs.
 inline std::optional<ServedQueue> StartServedQueue(
     const ServedQueueOptions& options,
-    std::unique_ptr<scheduler::Launcher> launcher) {
+    std::unique_ptr<launch::Launcher> launcher) {
   const std::string yaml =
       "listen: 127.0.0.1:0\n"
       "pools:\n  - {name: a, policy: fifo}\n"

@@ -31,16 +31,16 @@
 namespace tessera::scheduler {
 namespace {
 
-class SlowLauncher : public Launcher {
+class SlowLauncher : public launch::Launcher {
  public:
   explicit SlowLauncher(double seconds) : seconds_(seconds) {}
-  Result<Launched> Start(const LaunchSpec& spec) override {
+  Result<launch::Launched> Start(const launch::LaunchSpec& spec) override {
     starts_++;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds_));
-    return Launched{100000 + spec.id, 1};
+    return launch::Launched{100000 + spec.id, 1};
   }
   void Stop(JobId, double) override {}
-  std::vector<Exited> Poll() override { return {}; }
+  std::vector<launch::Exited> Poll() override { return {}; }
   bool Adopt(JobId, int64_t, int64_t) override { return false; }
   std::string LogPath(JobId, bool) const override { return "/dev/null"; }
   int starts() const { return starts_; }

@@ -97,9 +97,8 @@ int RunServe(const ServeArgs& args) {
   const Status signals = InstallSignalHandlers();
   if (!signals) return ReportError(signals.error());
 
-  Result<std::unique_ptr<scheduler::Launcher>> launcher =
-      scheduler::MakeLauncher(config->launcher, config->service.log_dir,
-                              config->service.db_path);
+  Result<std::unique_ptr<launch::Launcher>> launcher = launch::MakeLauncher(
+      config->launcher, config->service.log_dir, config->service.db_path);
   if (!launcher) return ReportError(launcher.error().WithContext(args.config));
   Result<std::unique_ptr<scheduler::Service>> service =
       scheduler::Service::Start(config->service, std::move(*launcher));

@@ -26,7 +26,7 @@
 #include "launch/slurm/slurm_state.h"
 #include "launch/subprocess.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -505,4 +505,4 @@ Status CheckSlurmCommands(const SlurmOptions& options) {
   return {};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

@@ -14,7 +14,7 @@
 #include "common/result.h"
 #include "launch/launcher.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 
 // `launcher:` settings of kind slurm (examples/serve-slurm.yaml).
 struct SlurmOptions {
@@ -53,6 +53,6 @@ std::unique_ptr<Launcher> MakeSlurmLauncher(SlurmOptions options,
 // PATH); kBadInput naming the missing one.
 Status CheckSlurmCommands(const SlurmOptions& options);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_SLURM_SLURM_LAUNCHER_H_

@@ -10,7 +10,11 @@
 
 #include "scheduler/mps.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
+
+using scheduler::MpsLimits;
+using scheduler::MpsLimitsFor;
+
 namespace {
 
 // Set per part by the script, or left to Slurm (CUDA_VISIBLE_DEVICES).
@@ -270,4 +274,4 @@ Result<SbatchJob> BuildSbatchJob(
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

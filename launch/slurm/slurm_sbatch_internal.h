@@ -18,7 +18,7 @@
 #include "launch/slurm/slurm_launcher.h"
 #include "launch/slurm/slurm_state.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 
 struct SbatchJob {
   std::vector<std::string> options;  // sbatch's arguments before the script
@@ -43,6 +43,6 @@ int64_t ShardsFor(int milli, int64_t shards_per_gpu);
 // `text` in single quotes for a POSIX shell: it's -> 'it'\''s'.
 std::string ShellQuote(std::string_view text);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_SLURM_SLURM_SBATCH_INTERNAL_H_

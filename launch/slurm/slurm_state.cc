@@ -9,7 +9,7 @@
 #include <cctype>
 #include <charconv>
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
@@ -344,4 +344,4 @@ bool IsTransientSlurmError(std::string_view message) {
   });
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

@@ -16,7 +16,7 @@
 
 #include "common/result.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 
 // One record of `scontrol show job -o -d` (one line per job; a
 // heterogeneous job has one record per component, the leader's first).
@@ -81,6 +81,6 @@ Result<std::map<std::string, SlurmNode>> ParseScontrolNodes(
 // wrong (fail the job).
 bool IsTransientSlurmError(std::string_view message);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_SLURM_SLURM_STATE_H_

@@ -9,9 +9,12 @@
 #include "server/serve_config.h"
 #include "tests/testlib/repo_paths.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
+using scheduler::LoadServeConfig;
+using scheduler::ParseServeConfig;
+using scheduler::ServeConfig;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -143,4 +146,4 @@ TEST(LauncherConfig, MakeLauncherChecksSlurmsCommands) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

@@ -19,7 +19,7 @@
 
 #include "tests/testlib/onnx_model_builder.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using ::testing::HasSubstr;
@@ -298,4 +298,4 @@ TEST(ProcessStartTime, ParsesAfterACommandNameWithParentheses) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

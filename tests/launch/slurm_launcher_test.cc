@@ -15,7 +15,7 @@
 
 #include "tests/testlib/onnx_model_builder.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using ::testing::HasSubstr;
@@ -303,4 +303,4 @@ TEST(SlurmLauncher, CheckSlurmCommands) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using ::testing::Contains;
@@ -224,4 +224,4 @@ TEST(SlurmSbatch, ShellQuote) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

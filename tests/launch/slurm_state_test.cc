@@ -11,7 +11,7 @@
 
 #include "tests/testlib/repo_paths.h"
 
-namespace tessera::scheduler {
+namespace tessera::launch {
 namespace {
 
 using ::testing::ElementsAre;
@@ -192,4 +192,4 @@ TEST(SlurmState, TellsTransientErrorsFromRefusals) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::launch

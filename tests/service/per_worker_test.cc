@@ -67,7 +67,8 @@ class PerWorkerTest : public ::testing::Test {
     o.start_thread = false;
     o.kill_grace_s = 5;
     o.elastic_release_grace_s = 30;
-    auto s = Service::Start(std::move(o), MakeLocalLauncher(dir_.File("logs")));
+    auto s = Service::Start(std::move(o),
+                            launch::MakeLocalLauncher(dir_.File("logs")));
     EXPECT_TRUE(s) << s.error().message;
     return s ? std::move(s).value() : nullptr;
   }

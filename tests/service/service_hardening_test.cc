@@ -75,7 +75,7 @@ TEST_F(HardeningTest, AHangingStartBlocksNoOtherCall) {
   std::condition_variable cv;
   bool release = false, entered = false;
   auto launcher = std::make_unique<ScriptedLauncher>();
-  launcher->start_hook = [&](const LaunchSpec&) {
+  launcher->start_hook = [&](const launch::LaunchSpec&) {
     std::unique_lock lock(mu);
     entered = true;
     cv.notify_all();
@@ -124,7 +124,7 @@ TEST_F(HardeningTest, CancelDuringAStartStopsItOnceStarted) {
   auto released = release.get_future().share();
   bool once = false;
   auto launcher = std::make_unique<ScriptedLauncher>();
-  launcher->start_hook = [&](const LaunchSpec&) {
+  launcher->start_hook = [&](const launch::LaunchSpec&) {
     if (std::exchange(once, true)) return;
     entered.set_value();
     released.wait();
@@ -168,9 +168,10 @@ TEST_F(HardeningTest, StartingJobsAreReconciledNeverRestarted) {
     }
   }
   auto launcher = std::make_unique<ScriptedLauncher>();
-  launcher->reconcile[found] = {Reconciled::Kind::kRunning, {4242, 7}, ""};
+  launcher->reconcile[found] = {
+      launch::Reconciled::Kind::kRunning, {4242, 7}, ""};
   launcher->reconcile[unknown] = {
-      Reconciled::Kind::kUnknown, {}, "Slurm unreachable"};
+      launch::Reconciled::Kind::kUnknown, {}, "Slurm unreachable"};
   auto s = Make(Options(), std::move(launcher));
   ASSERT_TRUE(s);
   auto f = s->Get(found);
@@ -190,7 +191,8 @@ TEST_F(HardeningTest, StartingJobsAreReconciledNeverRestarted) {
   EXPECT_EQ(milli, 800);
   {
     std::lock_guard lock(launcher_->mu);
-    launcher_->reconcile[unknown] = {Reconciled::Kind::kRunning, {99, 1}, ""};
+    launcher_->reconcile[unknown] = {
+        launch::Reconciled::Kind::kRunning, {99, 1}, ""};
   }
   s->Tick();
   EXPECT_EQ(StateOf(*s, unknown), JobState::kRunning);
@@ -243,7 +245,7 @@ TEST_F(HardeningTest, NothingStartsThatTheStoreDoesNotHold) {
 // is recorded running once the store works.
 TEST_F(HardeningTest, AStartTheStoreCannotRecordStaysStarting) {
   auto launcher = std::make_unique<ScriptedLauncher>();
-  launcher->start_hook = [](const LaunchSpec&) {
+  launcher->start_hook = [](const launch::LaunchSpec&) {
     FaultyVfs::Arm(Fault::kDiskFull);
   };
   auto s = Make(Options(), std::move(launcher));
@@ -349,7 +351,7 @@ TEST_F(HardeningTest, RandomFaultsLoseNothingAndStartNothingTwice) {
   for (const Job& j : *all) stored.insert(j.id);
   for (JobId id : acknowledged) EXPECT_TRUE(stored.count(id)) << id;
   std::map<JobId, int> starts;
-  for (const LaunchSpec& spec : launcher_->started) {
+  for (const launch::LaunchSpec& spec : launcher_->started) {
     EXPECT_EQ(++starts[spec.id], 1) << "job " << spec.id << " started twice";
   }
   EXPECT_GT(FaultyVfs::failures(), 0);

@@ -253,7 +253,7 @@ TEST_F(ServiceTest, RandomMixesKeepTheInvariants) {
                                : Fraction(100 + static_cast<int>(rng() % 900),
                                           1024 * (1 + rng() % 15), "b");
     ASSERT_TRUE(s->Submit(alice_, r));
-    for (const LaunchSpec& spec : launcher_->started) {
+    for (const launch::LaunchSpec& spec : launcher_->started) {
       if (rng() % 3 == 0) launcher_->Exit(spec.id, 0);
     }
     s->Tick();

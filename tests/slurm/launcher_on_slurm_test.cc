@@ -41,13 +41,13 @@ class LauncherOnSlurm : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<Launcher> Make() {
-    return MakeSlurmLauncher(options_, dir_.File("logs"));
+  std::unique_ptr<launch::Launcher> Make() {
+    return launch::MakeSlurmLauncher(options_, dir_.File("logs"));
   }
 
-  static LaunchPart Part(const std::string& node, std::vector<int> gpus,
-                         int milli) {
-    LaunchPart p;
+  static launch::LaunchPart Part(const std::string& node, std::vector<int> gpus,
+                                 int milli) {
+    launch::LaunchPart p;
     p.node = node;
     p.gpu_indices = std::move(gpus);
     p.gpu_milli.assign(p.gpu_indices.size(), milli);
@@ -56,9 +56,9 @@ class LauncherOnSlurm : public ::testing::Test {
     return p;
   }
 
-  LaunchSpec Spec(JobId id, std::vector<LaunchPart> parts,
-                  std::vector<std::string> command) {
-    LaunchSpec spec;
+  launch::LaunchSpec Spec(JobId id, std::vector<launch::LaunchPart> parts,
+                          std::vector<std::string> command) {
+    launch::LaunchSpec spec;
     spec.id = id;
     spec.user = "alice";
     spec.command = std::move(command);
@@ -70,10 +70,10 @@ class LauncherOnSlurm : public ::testing::Test {
 
   // Waits for job `id`'s exit; exits of other jobs that Poll returns
   // meanwhile are kept for their own wait.
-  std::optional<Exited> WaitForExit(Launcher& launcher, JobId id,
-                                    double seconds = 30) {
+  std::optional<launch::Exited> WaitForExit(launch::Launcher& launcher,
+                                            JobId id, double seconds = 30) {
     WaitUntil(seconds, [&] {
-      for (Exited& e : launcher.Poll()) exits_[e.id] = std::move(e);
+      for (launch::Exited& e : launcher.Poll()) exits_[e.id] = std::move(e);
       return exits_.count(id) > 0;
     });
     auto it = exits_.find(id);
@@ -100,7 +100,7 @@ class LauncherOnSlurm : public ::testing::Test {
           << Out(id) << logs;
       return std::nullopt;
     }
-    Exited e = it->second;
+    launch::Exited e = it->second;
     exits_.erase(it);
     return e;
   }
@@ -110,8 +110,8 @@ class LauncherOnSlurm : public ::testing::Test {
   }
 
   std::string conf_;
-  SlurmOptions options_;
-  std::map<JobId, Exited> exits_;  // seen by Poll, not yet waited for
+  launch::SlurmOptions options_;
+  std::map<JobId, launch::Exited> exits_;  // seen by Poll, not yet waited for
   testlib::TempDir dir_;
 };
 
@@ -168,7 +168,7 @@ TEST_F(LauncherOnSlurm, TwoFractionsShareOneGpu) {
 
 TEST_F(LauncherOnSlurm, ASplitJobIsOneHeterogeneousJobOverBothNodes) {
   auto launcher = Make();
-  LaunchPart first = Part("n1", {0, 3}, 300);
+  launch::LaunchPart first = Part("n1", {0, 3}, 300);
   first.cpu_milli = 2000;
   auto launched = launcher->Start(Spec(
       1, {first, Part("n2", {1}, 400)},

@@ -105,11 +105,11 @@ class ServeOnSlurm : public ::testing::Test {
     return j;
   }
   // Slurm's records of tessera job `id` (by its job name), all states.
-  std::vector<scheduler::SlurmJob> SlurmJobsOf(int64_t id) {
+  std::vector<launch::SlurmJob> SlurmJobsOf(int64_t id) {
     const auto r = slurm_test::Slurm(
         conf_, {"squeue", "--noheader", "--states=all",
                 "--name=" + prefix_ + "-" + std::to_string(id), "--format=%A"});
-    std::vector<scheduler::SlurmJob> jobs;
+    std::vector<launch::SlurmJob> jobs;
     std::istringstream ids(r.out);
     for (int64_t slurm_id; ids >> slurm_id;) {
       for (auto& j : slurm_test::ShowJob(conf_, slurm_id)) {

@@ -78,9 +78,9 @@ inline std::string TestJobPrefix(const std::string& kind) {
 }
 
 // Runs a Slurm command against the cluster.
-inline scheduler::CommandResult Slurm(const std::string& conf,
-                                      std::vector<std::string> argv) {
-  return scheduler::RunCommand(argv, {{"SLURM_CONF", conf}}, 20);
+inline launch::CommandResult Slurm(const std::string& conf,
+                                   std::vector<std::string> argv) {
+  return launch::RunCommand(argv, {{"SLURM_CONF", conf}}, 20);
 }
 
 // Cancels every live Slurm job whose name starts with `prefix` (a test's
@@ -99,13 +99,13 @@ inline void CancelJobsNamed(const std::string& conf,
 
 // `scontrol show job -o -d ID`'s records (a heterogeneous job's
 // components too), empty if it fails.
-inline std::vector<scheduler::SlurmJob> ShowJob(const std::string& conf,
-                                                int64_t id) {
+inline std::vector<launch::SlurmJob> ShowJob(const std::string& conf,
+                                             int64_t id) {
   const auto r =
       Slurm(conf, {"scontrol", "show", "job", "-o", "-d", std::to_string(id)});
   if (!r.ok()) return {};
-  auto jobs = scheduler::ParseScontrolJobs(r.out);
-  return jobs ? *jobs : std::vector<scheduler::SlurmJob>{};
+  auto jobs = launch::ParseScontrolJobs(r.out);
+  return jobs ? *jobs : std::vector<launch::SlurmJob>{};
 }
 
 // Polls `done` every 50 ms for up to `seconds`.

@@ -19,20 +19,19 @@
 
 namespace tessera::testlib {
 
-class IdleLauncher : public scheduler::Launcher {
+class IdleLauncher : public launch::Launcher {
  public:
   IdleLauncher() = default;
   explicit IdleLauncher(std::string log_dir) : log_dir_(std::move(log_dir)) {}
 
-  Result<scheduler::Launched> Start(
-      const scheduler::LaunchSpec& spec) override {
-    return scheduler::Launched{100000 + spec.id, 1};
+  Result<launch::Launched> Start(const launch::LaunchSpec& spec) override {
+    return launch::Launched{100000 + spec.id, 1};
   }
   void Stop(scheduler::JobId id, double /*grace_s*/) override {
     std::lock_guard lock(mu_);
     exits_.push_back({id, {}, "signal 15"});
   }
-  std::vector<scheduler::Exited> Poll() override {
+  std::vector<launch::Exited> Poll() override {
     std::lock_guard lock(mu_);
     return std::exchange(exits_, {});
   }
@@ -48,7 +47,7 @@ class IdleLauncher : public scheduler::Launcher {
  private:
   const std::string log_dir_;
   std::mutex mu_;  // guards exits_
-  std::vector<scheduler::Exited> exits_;
+  std::vector<launch::Exited> exits_;
 };
 
 }  // namespace tessera::testlib

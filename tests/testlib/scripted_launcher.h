@@ -22,10 +22,10 @@
 
 namespace tessera::scheduler {
 
-class ScriptedLauncher : public Launcher {
+class ScriptedLauncher : public launch::Launcher {
  public:
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    std::function<void(const LaunchSpec&)> hook;
+  Result<launch::Launched> Start(const launch::LaunchSpec& spec) override {
+    std::function<void(const launch::LaunchSpec&)> hook;
     {
       std::unique_lock lock(mu);
       if (fail_next) return *std::exchange(fail_next, std::nullopt);
@@ -34,7 +34,7 @@ class ScriptedLauncher : public Launcher {
     if (hook) hook(spec);  // may block: a slow engine
     std::lock_guard lock(mu);
     started.push_back(spec);
-    return Launched{1000 + spec.id, 1};
+    return launch::Launched{1000 + spec.id, 1};
   }
   void Stop(JobId id, double) override {
     std::lock_guard lock(mu);
@@ -44,7 +44,7 @@ class ScriptedLauncher : public Launcher {
     std::lock_guard lock(mu);
     notified.emplace_back(id, sig);
   }
-  std::vector<Exited> Poll() override {
+  std::vector<launch::Exited> Poll() override {
     std::lock_guard lock(mu);
     return std::exchange(exits, {});
   }
@@ -52,11 +52,11 @@ class ScriptedLauncher : public Launcher {
     std::lock_guard lock(mu);
     return adoptable.count(id) > 0;
   }
-  Reconciled Reconcile(JobId id) override {
+  launch::Reconciled Reconcile(JobId id) override {
     std::lock_guard lock(mu);
     auto it = reconcile.find(id);
     if (it == reconcile.end()) {
-      return {Reconciled::Kind::kNotFound, {}, "it never ran"};
+      return {launch::Reconciled::Kind::kNotFound, {}, "it never ran"};
     }
     return it->second;
   }
@@ -73,14 +73,14 @@ class ScriptedLauncher : public Launcher {
   }
 
   std::mutex mu;  // guards the members below
-  std::vector<LaunchSpec> started;
-  std::vector<Exited> exits;
+  std::vector<launch::LaunchSpec> started;
+  std::vector<launch::Exited> exits;
   std::set<JobId> adoptable;
   std::vector<std::pair<JobId, int>> notified;  // Notify's calls
-  std::map<JobId, Reconciled> reconcile;
+  std::map<JobId, launch::Reconciled> reconcile;
   std::optional<Error> fail_next;  // the next Start's error
   // Called by Start (without mu) before it records the start.
-  std::function<void(const LaunchSpec&)> start_hook;
+  std::function<void(const launch::LaunchSpec&)> start_hook;
 };
 
 // Two nodes: node0 with two 80 GiB GPUs in pool "a", node1 with one 16 GiB
