@@ -13,7 +13,7 @@
 #include "k8s/k8s_pod.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace tessera::scheduler;
+  using namespace tessera::k8s;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (tessera::JsonDepth(text, tessera::kMaxJsonDepth) >
       tessera::kMaxJsonDepth) {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <utility>
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 Result<std::string> ReadToken(const std::string& path) {
@@ -76,4 +76,4 @@ Result<std::unique_ptr<K8sApiClient>> MakeK8sApiClient(
   return std::unique_ptr<K8sApiClient>(new HttpK8sApiClient(config));
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

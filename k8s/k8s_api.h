@@ -11,7 +11,7 @@
 #include "common/result.h"
 #include "k8s/k8s_config.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 
 // Seconds the extender waits for the API server: kube-scheduler gives an
 // extender's call 5 s by default (DefaultExtenderTimeout) and bind spends
@@ -40,6 +40,6 @@ class K8sApiClient {
 // naming the key when a file cannot be read.
 Result<std::unique_ptr<K8sApiClient>> MakeK8sApiClient(const K8sConfig& config);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
 
 #endif  // TESSERA_K8S_K8S_API_H_

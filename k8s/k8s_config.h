@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 
 inline constexpr int kDefaultK8sResyncS = 30;
 
@@ -28,6 +28,6 @@ struct K8sConfig {
   bool allow_unauthenticated = false;
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
 
 #endif  // TESSERA_K8S_K8S_CONFIG_H_

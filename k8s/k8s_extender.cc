@@ -14,7 +14,7 @@
 
 #include "common/json_depth.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
@@ -343,4 +343,4 @@ void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
   route("/k8s/release", &K8sExtender::Release, std::move(may_release));
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

@@ -38,7 +38,7 @@ struct Request;
 struct Response;
 }  // namespace tessera::http
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 
 // An answer: 200 with the protocol's result (its Error set when tessera
 // refuses a valid request), 400 malformed (naming the field), 404 an
@@ -145,6 +145,6 @@ using K8sGate = std::function<bool(const http::Request&, http::Response&)>;
 void RegisterK8sRoutes(http::Router& router, K8sExtender& extender,
                        const K8sGate& may_schedule, K8sGate may_release);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
 
 #endif  // TESSERA_K8S_K8S_EXTENDER_H_

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
@@ -438,4 +438,4 @@ std::string DescribeK8sDemand(const Resources& d) {
          std::to_string(d.memory_mib) + " MiB memory";
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

@@ -17,7 +17,16 @@
 #include "common/result.h"
 #include "scheduler/job.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
+
+// What a job is, from scheduler/: k8s/ maps pods onto jobs.
+using scheduler::Allocation;
+using scheduler::GpuShare;
+using scheduler::Job;
+using scheduler::JobId;
+using scheduler::JobState;
+using scheduler::kFullGpuMilli;
+using scheduler::Resources;
 
 // Extended resources (container resources.limits or .requests), summed
 // over a pod's containers: a fraction of one GPU in milli-GPU (1..1000) and
@@ -124,6 +133,6 @@ struct K8sBindOutcome {
 // "250 milli and 8192 MiB of one GPU, 4000 CPU milli, 16384 MiB memory".
 std::string DescribeK8sDemand(const Resources& demand);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
 
 #endif  // TESSERA_K8S_K8S_POD_H_

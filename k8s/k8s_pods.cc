@@ -12,7 +12,11 @@
 
 #include "scheduler/mps.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
+
+using scheduler::MpsLimits;
+using scheduler::MpsLimitsFor;
+
 namespace {
 
 // The pod requests filter and prioritize saw, kept for their bind (which
@@ -273,4 +277,4 @@ std::vector<K8sPodRef> K8sPods::BoundPods() {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

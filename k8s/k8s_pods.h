@@ -19,7 +19,13 @@
 #include "k8s/k8s_pod.h"
 #include "service/service.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
+
+// The queue service (service/) the pods' reservations are kept in.
+using scheduler::NodeRoom;
+using scheduler::ReserveOutcome;
+using scheduler::Service;
+using scheduler::Topology;
 
 // Job::origin of a bound pod's reservation.
 inline constexpr const char* kK8sOrigin = "k8s";
@@ -65,6 +71,6 @@ class K8sPods {
   std::map<std::string, Pending> pending_;  // by K8sPodRef::Key()
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
 
 #endif  // TESSERA_K8S_K8S_PODS_H_

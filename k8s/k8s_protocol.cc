@@ -8,7 +8,7 @@
 
 #include "k8s/k8s_extender.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
@@ -175,4 +175,4 @@ json BindingJson(const K8sPodRef& pod, const std::string& node,
           {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

@@ -366,7 +366,7 @@ void HttpServer::Impl::Register() {
               }));
   if (k8s) {
     // Releasing a reservation takes an admin's token.
-    RegisterK8sRoutes(
+    k8s::RegisterK8sRoutes(
         router, *k8s,
         [this](const Request& req, Response& res) {
           return MaySchedule(req, res);
@@ -453,7 +453,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
     Service& service, const ServeConfig& config) {
   auto impl = std::make_unique<Impl>(service, config);
   if (config.k8s_extender) {
-    Result<std::unique_ptr<K8sExtender>> k8s =
+    Result<std::unique_ptr<k8s::K8sExtender>> k8s =
         MakeK8sExtender(service, config.k8s);
     if (!k8s) return k8s.error();
     impl->k8s = std::move(k8s).value();

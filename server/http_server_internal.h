@@ -72,7 +72,7 @@ struct HttpServer::Impl {
   void PlanPicture(const Request& req, Response& res);
 
   Service& service;
-  std::unique_ptr<K8sExtender> k8s;  // /k8s/ routes; null unless enabled
+  std::unique_ptr<k8s::K8sExtender> k8s;  // /k8s/ routes; null unless enabled
   const std::vector<UserEntry> users;
   const int64_t max_body_bytes;
   std::string host;

@@ -337,7 +337,7 @@ Status ConfigParser::ParseTop(const Fields& top, ServeConfig* config) const {
 Status ConfigParser::ParseK8s(const Field& f, ServeConfig* config) const {
   Result<Fields> fields = MapFields(f.value, "k8s", kK8sKeys);
   TESSERA_RETURN_IF_ERROR(fields);
-  K8sConfig& k8s = config->k8s;
+  k8s::K8sConfig& k8s = config->k8s;
   if (const Field* pool = Find(*fields, "pool")) {
     Result<std::string> name =
         OneOf(*pool, "k8s", Views(config->service.topology.pools), "pool");

@@ -42,7 +42,7 @@ struct ServeConfig {
   // /k8s/bind) beside the queue API (`k8s_extender: true`, or
   // `tessera serve --k8s-extender`).
   bool k8s_extender = false;
-  K8sConfig k8s;
+  k8s::K8sConfig k8s;
   std::string listen_host = std::string(kDefaultListenHost);
   int listen_port = kDefaultListenPort;  // 0: any free port
   std::vector<UserEntry> users;

@@ -20,10 +20,19 @@
 #include "tests/testlib/onnx_model_builder.h"
 #include "tests/testlib/repo_paths.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
+using scheduler::ClusterState;
+using scheduler::JobFilter;
+using scheduler::JobRequest;
+using scheduler::LoadServeConfig;
+using scheduler::MakeScorer;
+using scheduler::ParseServeConfig;
+using scheduler::ServeConfig;
+using scheduler::ServiceOptions;
+using scheduler::User;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
@@ -725,4 +734,4 @@ TEST(K8sApiClient, RefusesUnreadableFiles) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s

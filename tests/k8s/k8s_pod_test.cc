@@ -13,7 +13,7 @@
 #include "k8s/k8s_pod.h"
 #include "tests/testlib/repo_paths.h"
 
-namespace tessera::scheduler {
+namespace tessera::k8s {
 namespace {
 
 using nlohmann::json;
@@ -263,4 +263,4 @@ TEST(K8sBinding, IsAV1BindingWithTheDecision) {
 }
 
 }  // namespace
-}  // namespace tessera::scheduler
+}  // namespace tessera::k8s
