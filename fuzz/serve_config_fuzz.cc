@@ -8,6 +8,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  (void)tessera::scheduler::ParseServeConfig(text, "fuzz.yaml");
+  (void)tessera::server::ParseServeConfig(text, "fuzz.yaml");
   return 0;
 }

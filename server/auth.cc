@@ -8,7 +8,7 @@
 #include <array>
 #include <memory>
 
-namespace tessera::scheduler {
+namespace tessera::server {
 namespace {
 
 constexpr std::string_view kBearer = "Bearer ";
@@ -81,4 +81,4 @@ std::optional<UserEntry> Authenticate(const std::vector<UserEntry>& users,
   return *found;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server

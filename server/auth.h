@@ -12,7 +12,7 @@
 
 #include "server/serve_config.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 
 // The SHA-256 of `data` as 64 lowercase hex digits.
 std::string Sha256Hex(std::string_view data);
@@ -24,6 +24,6 @@ std::string Sha256Hex(std::string_view data);
 std::optional<UserEntry> Authenticate(const std::vector<UserEntry>& users,
                                       std::string_view authorization);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server
 
 #endif  // TESSERA_SERVER_AUTH_H_

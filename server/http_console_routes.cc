@@ -10,7 +10,7 @@
 #include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 namespace {
 
 using http::Request;
@@ -98,4 +98,4 @@ void HttpServer::Impl::PlanPicture(const Request& req, Response& res) {
   SendCached(req, res, std::move(text), "text/html; charset=utf-8");
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server

@@ -9,7 +9,7 @@
 #include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 namespace {
 
 using http::Request;
@@ -147,4 +147,4 @@ void HttpServer::Impl::Release(const Request& req, Response& res) {
   SendOutcome(res, out, 409, 400);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server

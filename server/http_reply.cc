@@ -9,7 +9,7 @@
 
 #include "common/strings.h"
 
-namespace tessera::scheduler::http_reply {
+namespace tessera::server::http_reply {
 
 using http::Request;
 using http::Response;
@@ -132,4 +132,4 @@ std::optional<json> JsonBody(const Request& req, Response& res) {
   }
 }
 
-}  // namespace tessera::scheduler::http_reply
+}  // namespace tessera::server::http_reply

@@ -17,7 +17,7 @@
 #include "common/result.h"
 #include "http/transport.h"
 
-namespace tessera::scheduler::http_reply {
+namespace tessera::server::http_reply {
 
 inline constexpr const char* kJsonType = "application/json";
 inline constexpr const char* kMetricsType = "text/plain; version=0.0.4";
@@ -73,6 +73,6 @@ http::Handler Guarded(Handler handler) {
   };
 }
 
-}  // namespace tessera::scheduler::http_reply
+}  // namespace tessera::server::http_reply
 
 #endif  // TESSERA_SERVER_HTTP_REPLY_INTERNAL_H_

@@ -18,7 +18,7 @@
 #include "server/http_server_internal.h"
 #include "service/job_json.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 namespace {
 
 using http::Request;
@@ -502,4 +502,4 @@ int HttpServer::port() const { return impl_->port; }
 
 const std::string& HttpServer::host() const { return impl_->host; }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server

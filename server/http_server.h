@@ -13,7 +13,7 @@
 #include "server/serve_config.h"
 #include "service/service.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 
 // Routes (docs/http_api.md; every one but /healthz and the console's files
 // needs "Authorization: Bearer TOKEN"):
@@ -79,6 +79,6 @@ bool K8sOpenToAll(const ServeConfig& config);
 // how to configure them. "" when the extender is off or open to all.
 std::string K8sAuthWarning(const ServeConfig& config);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server
 
 #endif  // TESSERA_SERVER_HTTP_SERVER_H_

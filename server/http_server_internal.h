@@ -19,8 +19,24 @@
 #include "k8s/k8s_extender.h"
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "service/job_json.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
+
+// The jobs the routes read and write (service/, scheduler/).
+using scheduler::GpuInfo;
+using scheduler::IsoTime;
+using scheduler::Job;
+using scheduler::JobEvent;
+using scheduler::JobFilter;
+using scheduler::JobJson;
+using scheduler::JobRequest;
+using scheduler::JobState;
+using scheduler::JobStateName;
+using scheduler::NodeInfo;
+using scheduler::ParseJobRequest;
+using scheduler::ParseJobState;
+using scheduler::UploadedModel;
 
 struct HttpServer::Impl {
   using Request = http::Request;
@@ -82,6 +98,6 @@ struct HttpServer::Impl {
   std::unique_ptr<http::Server> server;
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server
 
 #endif  // TESSERA_SERVER_HTTP_SERVER_INTERNAL_H_

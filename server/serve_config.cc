@@ -26,7 +26,7 @@
 #include "scheduler/policy.h"
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
 namespace {
 
 using estimator::DeviceCatalog;
@@ -685,4 +685,4 @@ Result<ServeConfig> LoadServeConfig(const std::string& path) {
   return ParseServeConfig(*text, path);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server

@@ -17,7 +17,17 @@
 #include "launch/launcher_config.h"
 #include "service/service.h"
 
-namespace tessera::scheduler {
+namespace tessera::server {
+
+// The service a config sets up (service/, scheduler/).
+using scheduler::PolicyConfig;
+using scheduler::QueueSpec;
+using scheduler::Quota;
+using scheduler::Quotas;
+using scheduler::Service;
+using scheduler::ServiceOptions;
+using scheduler::Topology;
+using scheduler::User;
 
 // A user who may call the API: who they are, and the SHA-256 of their
 // bearer token (64 lowercase hex digits; the token itself is never stored).
@@ -74,6 +84,6 @@ struct ListenAddress {
 };
 Result<ListenAddress> ParseListenAddress(std::string_view text);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::server
 
 #endif  // TESSERA_SERVER_SERVE_CONFIG_H_

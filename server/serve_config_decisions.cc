@@ -10,7 +10,7 @@
 
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
 namespace {
 
 constexpr std::string_view kLawKeys[] = {"alpha", "sharing"};
@@ -68,4 +68,4 @@ Status ConfigParser::ParseInterference(const Field& f,
   return {};
 }
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal

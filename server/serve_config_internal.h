@@ -17,12 +17,23 @@
 #include "common/result.h"
 #include "common/yaml_reader.h"
 #include "estimator/device_catalog.h"
+#include "scheduler/admission.h"
 #include "scheduler/policy.h"
 #include "scheduler/topology.h"
 #include "server/serve_config.h"
 #include "service/service.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
+
+// What the config's sections become (scheduler/).
+using scheduler::GpuInfo;
+using scheduler::InterferenceLaw;
+using scheduler::kFullGpuMilli;
+using scheduler::NodeInfo;
+using scheduler::PolicyNames;
+using scheduler::QueueAmount;
+using scheduler::QueueTree;
+using scheduler::ScorerNames;
 
 using Field = YamlReader::Field;
 using Fields = YamlReader::Fields;
@@ -80,6 +91,6 @@ class ConfigParser : public YamlReader {
   std::vector<std::string> policies_, scorers_;
 };
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal
 
 #endif  // TESSERA_SERVER_SERVE_CONFIG_INTERNAL_H_

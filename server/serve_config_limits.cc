@@ -9,7 +9,7 @@
 
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
 namespace {
 
 constexpr std::string_view kLimitKeys[] = {"max_body_bytes",
@@ -61,4 +61,4 @@ Status ConfigParser::ParseLimits(const Field& f, ServeConfig* config) const {
   return {};
 }
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal

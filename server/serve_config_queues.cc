@@ -11,7 +11,7 @@
 #include "common/units.h"
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
 namespace {
 
 constexpr std::string_view kQueueKeys[] = {"name", "guaranteed", "limit",
@@ -123,4 +123,4 @@ Status ConfigParser::ParseQueues(const Field& f, ServeConfig* config) const {
   return {};
 }
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal

@@ -12,7 +12,7 @@
 #include "common/units.h"
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
 namespace {
 
 constexpr std::string_view kQuotasKeys[] = {"default", "users", "teams"};
@@ -102,4 +102,4 @@ Status ConfigParser::ParseQuota(const Field& f, const std::string& label,
   return {};
 }
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal

@@ -9,7 +9,7 @@
 #include "http/transport.h"
 #include "server/serve_config_internal.h"
 
-namespace tessera::scheduler::serve_config_internal {
+namespace tessera::server::serve_config_internal {
 namespace {
 
 constexpr std::string_view kTlsKeys[] = {"cert_file", "key_file",
@@ -39,4 +39,4 @@ Status ConfigParser::ParseTls(const Field& f, ServeConfig* config) const {
   return {};
 }
 
-}  // namespace tessera::scheduler::serve_config_internal
+}  // namespace tessera::server::serve_config_internal

@@ -38,7 +38,7 @@ struct ServedQueueOptions {
 struct ServedQueue {
   std::unique_ptr<scheduler::Service> service;
   // After the service, so that it is destroyed (and stopped) first.
-  std::unique_ptr<scheduler::HttpServer> server;
+  std::unique_ptr<server::HttpServer> server;
 
   int port() const { return server->port(); }
 };
@@ -59,13 +59,13 @@ inline std::optional<ServedQueue> StartServedQueue(
       options.role +
       ", token_sha256: "
       "0000000000000000000000000000000000000000000000000000000000000000}\n";
-  auto config = scheduler::ParseServeConfig(yaml, "bench");
+  auto config = server::ParseServeConfig(yaml, "bench");
   if (!config) {
     std::fprintf(stderr, "%s\n", config.error().message.c_str());
     return std::nullopt;
   }
   // The token's hash, computed by the server's own code path.
-  config->users[0].token_sha256 = scheduler::Sha256Hex(kBenchToken);
+  config->users[0].token_sha256 = server::Sha256Hex(kBenchToken);
   config->service.db_path = options.db_path;
   config->service.log_dir = options.log_dir;
   ServedQueue queue;
@@ -76,7 +76,7 @@ inline std::optional<ServedQueue> StartServedQueue(
     return std::nullopt;
   }
   queue.service = std::move(*service);
-  auto server = scheduler::HttpServer::Start(*queue.service, *config);
+  auto server = server::HttpServer::Start(*queue.service, *config);
   if (!server) {
     std::fprintf(stderr, "%s\n", server.error().message.c_str());
     return std::nullopt;

@@ -19,7 +19,7 @@
 namespace tessera::cli {
 namespace {
 
-using scheduler::ServeConfig;
+using server::ServeConfig;
 
 // SIGINT/SIGTERM write a byte here; the main thread waits on it. (Blocking
 // the signals and sigwait()ing instead would hand the blocked mask down to
@@ -60,7 +60,7 @@ std::string Url(const std::string& host, int port, bool tls) {
          std::to_string(port);
 }
 
-std::string Describe(const ServeConfig& config) {
+std::string Describe(const server::ServeConfig& config) {
   const scheduler::Topology& t = config.service.topology;
   std::string pools;
   for (const std::string& pool : t.pools) {
@@ -83,12 +83,12 @@ std::string Describe(const ServeConfig& config) {
 }  // namespace
 
 int RunServe(const ServeArgs& args) {
-  Result<ServeConfig> config = scheduler::LoadServeConfig(args.config);
+  Result<server::ServeConfig> config = server::LoadServeConfig(args.config);
   if (!config) return ReportError(config.error());
   if (!args.db.empty()) config->service.db_path = args.db;
   if (!args.listen.empty()) {
-    Result<scheduler::ListenAddress> address =
-        scheduler::ParseListenAddress(args.listen);
+    Result<server::ListenAddress> address =
+        server::ParseListenAddress(args.listen);
     if (!address) return ReportError(address.error().WithContext("--listen"));
     config->listen_host = address->host;
     config->listen_port = address->port;
@@ -103,8 +103,8 @@ int RunServe(const ServeArgs& args) {
   Result<std::unique_ptr<scheduler::Service>> service =
       scheduler::Service::Start(config->service, std::move(*launcher));
   if (!service) return ReportError(service.error());
-  Result<std::unique_ptr<scheduler::HttpServer>> server =
-      scheduler::HttpServer::Start(**service, *config);
+  Result<std::unique_ptr<server::HttpServer>> server =
+      server::HttpServer::Start(**service, *config);
   if (!server) return ReportError(server.error());
 
   std::cerr << "tessera: serving on "
@@ -119,7 +119,7 @@ int RunServe(const ServeArgs& args) {
               << (api.empty() ? "records only (no k8s.api_server)"
                               : "binds through " + api)
               << std::endl;
-    const std::string warning = scheduler::K8sAuthWarning(*config);
+    const std::string warning = server::K8sAuthWarning(*config);
     if (!warning.empty()) {
       std::cerr << "tessera: warning: " << warning << std::endl;
     }

@@ -121,7 +121,7 @@ Result<Setup> Prepare(const SimulateArgs& args) {
   auto duration = scheduler::ParseDurationDistribution(args.duration);
   if (!duration) return duration.error();
   s.duration = *duration;
-  auto config = scheduler::LoadServeConfig(args.config);
+  auto config = server::LoadServeConfig(args.config);
   if (!config) return config.error();
   s.topology = config->service.topology;
   s.headroom = config->service.model_headroom;

@@ -27,12 +27,12 @@ using nlohmann::json;
 using scheduler::ClusterState;
 using scheduler::JobFilter;
 using scheduler::JobRequest;
-using scheduler::LoadServeConfig;
 using scheduler::MakeScorer;
-using scheduler::ParseServeConfig;
-using scheduler::ServeConfig;
 using scheduler::ServiceOptions;
 using scheduler::User;
+using server::LoadServeConfig;
+using server::ParseServeConfig;
+using server::ServeConfig;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
@@ -656,7 +656,7 @@ TEST(K8sServeConfig, ReadsTheK8sSettings) {
       "[{kind: t4}]}]\n"
       "users: [{name: root, role: admin, token_sha256: "
       "d275bd62ab1cecf3dc756b6825fc6ff53cc04a15035eb9e322d67d9531262284}]\n";
-  Result<ServeConfig> c = ParseServeConfig(
+  Result<server::ServeConfig> c = server::ParseServeConfig(
       base +
           "k8s_extender: true\n"
           "k8s: {pool: a, api_server: 'https://10.0.0.1:6443/', token_file: "
@@ -671,13 +671,14 @@ TEST(K8sServeConfig, ReadsTheK8sSettings) {
   EXPECT_EQ(c->k8s.token_file,
             "/var/run/secrets/kubernetes.io/serviceaccount/token");
   EXPECT_EQ(c->k8s.resync_s, 10);
-  c = ParseServeConfig(base, "serve.yaml");
+  c = server::ParseServeConfig(base, "serve.yaml");
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->k8s_extender);
   EXPECT_EQ(c->k8s.api_server, "");
   EXPECT_EQ(c->k8s.resync_s, kDefaultK8sResyncS);
   auto error = [&](const std::string& k8s) {
-    Result<ServeConfig> r = ParseServeConfig(base + k8s, "serve.yaml");
+    Result<server::ServeConfig> r =
+        server::ParseServeConfig(base + k8s, "serve.yaml");
     return r ? "" : r.error().message;
   };
   EXPECT_THAT(error("k8s: {pool: c}\n"), HasSubstr("unknown pool 'c'"));
@@ -693,7 +694,8 @@ TEST(K8sServeConfig, ReadsTheK8sSettings) {
 
 TEST(K8sServeConfig, TheExamplesAgreeWithEachOther) {
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/";
-  Result<ServeConfig> c = LoadServeConfig(dir + "serve-k8s.yaml");
+  Result<server::ServeConfig> c =
+      server::LoadServeConfig(dir + "serve-k8s.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_TRUE(c->k8s_extender);
   EXPECT_EQ(c->k8s.pool, "k8s");

@@ -12,15 +12,15 @@
 namespace tessera::launch {
 namespace {
 
-using scheduler::LoadServeConfig;
-using scheduler::ParseServeConfig;
-using scheduler::ServeConfig;
+using server::LoadServeConfig;
+using server::ParseServeConfig;
+using server::ServeConfig;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A minimal valid config with `launcher` appended (line 4 onwards).
-Result<ServeConfig> WithLauncher(const std::string& launcher) {
-  return ParseServeConfig(
+Result<server::ServeConfig> WithLauncher(const std::string& launcher) {
+  return server::ParseServeConfig(
       "nodes: [{name: n1, cpu_milli: 1000, memory: 1GiB, gpus: [{kind: t4}]}]\n"
       "users: [{name: a, token_sha256: "
       "bba775a1794a2ccaa524798e32cea98187c9a32d80433d760a92d449bfddff66}]\n"
@@ -122,8 +122,8 @@ TEST(LauncherConfig, ErrorsNameTheLineAndKey) {
 }
 
 TEST(LauncherConfig, TheSlurmExampleParses) {
-  auto config = LoadServeConfig(std::string(TESSERA_SOURCE_DIR) +
-                                "/examples/serve-slurm.yaml");
+  auto config = server::LoadServeConfig(std::string(TESSERA_SOURCE_DIR) +
+                                        "/examples/serve-slurm.yaml");
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->launcher.kind, "slurm");
   EXPECT_EQ(config->launcher.slurm.partition, "gpu");

@@ -33,7 +33,7 @@ std::string Header(const Reply& r, const std::string& name) {
 class ConsoleRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServeConfig config = OneGpuConfig(dir_, "127.0.0.1");
+    server::ServeConfig config = OneGpuConfig(dir_, "127.0.0.1");
     Topology& t = config.service.topology;
     t.nodes[0].gpus.push_back(1);
     t.gpus.push_back({"node0/gpu1", 0, 1, "a100-80gb", 80 * 1024});
@@ -41,9 +41,9 @@ class ConsoleRoutesTest : public ::testing::Test {
     config.service.model_roots = {std::string(TESSERA_SOURCE_DIR) +
                                   "/models/zoo"};
     config.users.push_back(
-        {User{"bob", "", false, ""}, Sha256Hex("bob-token")});
+        {User{"bob", "", false, ""}, server::Sha256Hex("bob-token")});
     config.users.push_back(
-        {User{"root", "", true, ""}, Sha256Hex("root-token")});
+        {User{"root", "", true, ""}, server::Sha256Hex("root-token")});
     auto served = StartServed(config);
     ASSERT_TRUE(served) << served.error().message;
     served_ = std::move(*served);

@@ -61,7 +61,7 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout,
 class HttpLimitsTest : public ::testing::Test {
  protected:
   void StartServer(int header_timeout_s, int per_client, int total) {
-    ServeConfig config = OneGpuConfig(dir_, "127.0.0.1");
+    server::ServeConfig config = OneGpuConfig(dir_, "127.0.0.1");
     config.max_body_bytes = 4096;
     config.header_timeout_s = header_timeout_s;
     config.max_connections_per_client = per_client;
@@ -94,7 +94,7 @@ class HttpLimitsTest : public ::testing::Test {
 
   testlib::TempDir dir_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<server::HttpServer> server_;
   int port_ = 0;
 };
 

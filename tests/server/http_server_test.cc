@@ -41,7 +41,7 @@ std::string Submission(int milli, int64_t mib, const std::string& pool = "") {
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServeConfig config;
+    server::ServeConfig config;
     Topology& t = config.service.topology;
     t.pools = {"a"};
     t.nodes.push_back({"node0", "a", 64000, 256 * kGiBInMiB, {0, 1}, false});
@@ -56,16 +56,17 @@ class HttpServerTest : public ::testing::Test {
     config.service.max_upload_bytes = int64_t{1} << 20;
     config.service.model_roots = {std::string(TESSERA_SOURCE_DIR) +
                                   "/models/zoo"};
-    config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")},
-                    {User{"bob", "", false, ""}, Sha256Hex("bob-token")},
-                    {User{"root", "", true, ""}, Sha256Hex("root-token")}};
+    config.users = {
+        {User{"alice", "", false, ""}, server::Sha256Hex("alice-token")},
+        {User{"bob", "", false, ""}, server::Sha256Hex("bob-token")},
+        {User{"root", "", true, ""}, server::Sha256Hex("root-token")}};
     auto service = Service::Start(
         config.service,
         std::make_unique<testlib::IdleLauncher>(dir_.path().string()));
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     config_ = config;
-    auto server = HttpServer::Start(*service_, config);
+    auto server = server::HttpServer::Start(*service_, config);
     ASSERT_TRUE(server) << server.error().message;
     server_ = std::move(*server);
     port_ = server_->port();
@@ -81,9 +82,9 @@ class HttpServerTest : public ::testing::Test {
   }
 
   testlib::TempDir dir_;
-  ServeConfig config_;
+  server::ServeConfig config_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<server::HttpServer> server_;
   int port_ = 0;
 };
 
@@ -503,9 +504,9 @@ TEST_F(HttpServerTest, OnlyAdminsDrainNodes) {
 }
 
 TEST_F(HttpServerTest, APortInUseIsAnError) {
-  ServeConfig taken = config_;
+  server::ServeConfig taken = config_;
   taken.listen_port = port_;
-  auto second = HttpServer::Start(*service_, taken);
+  auto second = server::HttpServer::Start(*service_, taken);
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(second.error().message,

@@ -140,16 +140,16 @@ class K8sAuthTest : public ::testing::Test {
   // a rogue client's connection must not kill the test with SIGPIPE.
   static void SetUpTestSuite() { std::signal(SIGPIPE, SIG_IGN); }
 
-  ServeConfig Config(const std::string& host) const {
-    ServeConfig config = OneGpuConfig(dir_, host);
+  server::ServeConfig Config(const std::string& host) const {
+    server::ServeConfig config = OneGpuConfig(dir_, host);
     config.service.start_thread = false;
     config.k8s_extender = true;
     config.users.push_back(
-        {User{"sched", "", false, ""}, Sha256Hex("sched-token"), true});
+        {User{"sched", "", false, ""}, server::Sha256Hex("sched-token"), true});
     return config;
   }
 
-  void Start(const ServeConfig& config) {
+  void Start(const server::ServeConfig& config) {
     server_.reset();
     service_.reset();
     auto served = StartServed(config);
@@ -158,8 +158,8 @@ class K8sAuthTest : public ::testing::Test {
     server_ = std::move(served->server);
   }
 
-  ServeConfig TlsConfig(const std::string& host) const {
-    ServeConfig config = Config(host);
+  server::ServeConfig TlsConfig(const std::string& host) const {
+    server::ServeConfig config = Config(host);
     config.tls = {pki_.server_cert, pki_.server_key_file, pki_.ca_file};
     return config;
   }
@@ -188,7 +188,7 @@ class K8sAuthTest : public ::testing::Test {
   testlib::TempDir dir_;
   Pki pki_{dir_};
   std::unique_ptr<Service> service_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<server::HttpServer> server_;
 };
 
 TEST_F(K8sAuthTest, HttpsServesTheQueueApiWithTokens) {
@@ -249,14 +249,15 @@ TEST_F(K8sAuthTest, OffLoopbackTokensOfSchedulersAndAdminsWork) {
   auto bad = PlainFilter({{"Authorization", "Bearer nobody"}});
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 401);
-  EXPECT_THAT(K8sAuthWarning(Config("0.0.0.0")),
+  EXPECT_THAT(server::K8sAuthWarning(Config("0.0.0.0")),
               HasSubstr("bearer tokens of k8s-scheduler"));
 }
 
 TEST_F(K8sAuthTest, OffLoopbackWithoutCredentialsEverythingIs401) {
-  ServeConfig config = Config("0.0.0.0");
+  server::ServeConfig config = Config("0.0.0.0");
   config.users.pop_back();  // no k8s-scheduler, no admin
-  EXPECT_THAT(K8sAuthWarning(config), HasSubstr("answer 401 to every call"));
+  EXPECT_THAT(server::K8sAuthWarning(config),
+              HasSubstr("answer 401 to every call"));
   Start(config);
   auto none = PlainFilter();
   ASSERT_TRUE(none);
@@ -264,9 +265,9 @@ TEST_F(K8sAuthTest, OffLoopbackWithoutCredentialsEverythingIs401) {
 }
 
 TEST_F(K8sAuthTest, AllowUnauthenticatedOpensTheExtender) {
-  ServeConfig config = Config("0.0.0.0");
+  server::ServeConfig config = Config("0.0.0.0");
   config.k8s.allow_unauthenticated = true;
-  EXPECT_EQ(K8sAuthWarning(config), "");
+  EXPECT_EQ(server::K8sAuthWarning(config), "");
   Start(config);
   auto none = PlainFilter();
   ASSERT_TRUE(none);
@@ -274,7 +275,7 @@ TEST_F(K8sAuthTest, AllowUnauthenticatedOpensTheExtender) {
 }
 
 TEST_F(K8sAuthTest, OnLoopbackTheExtenderNeedsNoCredentials) {
-  EXPECT_EQ(K8sAuthWarning(Config("127.0.0.1")), "");
+  EXPECT_EQ(server::K8sAuthWarning(Config("127.0.0.1")), "");
   Start(Config("127.0.0.1"));
   auto none = PlainFilter();
   ASSERT_TRUE(none);
@@ -287,12 +288,12 @@ TEST_F(K8sAuthTest, OnLoopbackTheExtenderNeedsNoCredentials) {
 }
 
 TEST_F(K8sAuthTest, TlsFilesThatDoNotLoadAreBadInput) {
-  ServeConfig config = TlsConfig("127.0.0.1");
+  server::ServeConfig config = TlsConfig("127.0.0.1");
   config.tls.cert_file = dir_.File("missing.pem");
   auto service =
       Service::Start(config.service, std::make_unique<testlib::IdleLauncher>());
   ASSERT_TRUE(service);
-  auto server = HttpServer::Start(**service, config);
+  auto server = server::HttpServer::Start(**service, config);
   ASSERT_FALSE(server);
   EXPECT_EQ(server.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(server.error().message, HasSubstr("tls.cert_file"));

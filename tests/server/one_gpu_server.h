@@ -17,9 +17,9 @@
 namespace tessera::scheduler {
 
 // Listening on an ephemeral port of `host`.
-inline ServeConfig OneGpuConfig(const testlib::TempDir& dir,
-                                const std::string& host) {
-  ServeConfig config;
+inline server::ServeConfig OneGpuConfig(const testlib::TempDir& dir,
+                                        const std::string& host) {
+  server::ServeConfig config;
   Topology& t = config.service.topology;
   t.pools = {"a"};
   t.nodes.push_back({"node0", "a", 64000, 256 * 1024, {0}, false});
@@ -28,23 +28,24 @@ inline ServeConfig OneGpuConfig(const testlib::TempDir& dir,
   config.service.log_dir = dir.File("logs");
   config.listen_host = host;
   config.listen_port = 0;
-  config.users = {{User{"alice", "", false, ""}, Sha256Hex("alice-token")}};
+  config.users = {
+      {User{"alice", "", false, ""}, server::Sha256Hex("alice-token")}};
   return config;
 }
 
 struct Served {
   std::unique_ptr<Service> service;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<server::HttpServer> server;
 };
 
 // The service, then the server on `config`; the error of whichever failed.
-inline Result<Served> StartServed(const ServeConfig& config) {
+inline Result<Served> StartServed(const server::ServeConfig& config) {
   Served s;
   auto service =
       Service::Start(config.service, std::make_unique<testlib::IdleLauncher>());
   if (!service) return service.error();
   s.service = std::move(*service);
-  auto server = HttpServer::Start(*s.service, config);
+  auto server = server::HttpServer::Start(*s.service, config);
   if (!server) return server.error();
   s.server = std::move(*server);
   return s;

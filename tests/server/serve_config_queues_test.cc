@@ -27,24 +27,25 @@ std::string Config(const std::string& queues) {
 }
 
 std::string Error(const std::string& queues) {
-  auto c = ParseServeConfig(Config(queues), "serve.yaml");
+  auto c = server::ParseServeConfig(Config(queues), "serve.yaml");
   return c ? std::string("ok") : c.error().message;
 }
 
 TEST(ServeConfigQueues, ParsesTheTree) {
-  auto c = ParseServeConfig(Config("queues:\n"
-                                   "  - name: org\n"
-                                   "    guaranteed: {gpu_milli: 3000, "
-                                   "gpu_memory: 120GiB}\n"
-                                   "    children:\n"
-                                   "      - name: team-a\n"
-                                   "        guaranteed: {gpu_milli: 2000}\n"
-                                   "        limit: {gpu_milli: 3000}\n"
-                                   "        weight: 2\n"
-                                   "        children: [{name: alice}]\n"
-                                   "      - {name: team-b, guaranteed: "
-                                   "{gpu_milli: 1000}}\n"),
-                            "serve.yaml");
+  auto c =
+      server::ParseServeConfig(Config("queues:\n"
+                                      "  - name: org\n"
+                                      "    guaranteed: {gpu_milli: 3000, "
+                                      "gpu_memory: 120GiB}\n"
+                                      "    children:\n"
+                                      "      - name: team-a\n"
+                                      "        guaranteed: {gpu_milli: 2000}\n"
+                                      "        limit: {gpu_milli: 3000}\n"
+                                      "        weight: 2\n"
+                                      "        children: [{name: alice}]\n"
+                                      "      - {name: team-b, guaranteed: "
+                                      "{gpu_milli: 1000}}\n"),
+                               "serve.yaml");
   ASSERT_TRUE(c) << c.error().message;
   const std::vector<QueueSpec>& q = c->service.queues;
   ASSERT_EQ(q.size(), 1u);

@@ -28,8 +28,8 @@ std::string Lines(std::initializer_list<std::string_view> lines) {
   return out;
 }
 
-Result<ServeConfig> Parse(const std::string& yaml) {
-  return ParseServeConfig(yaml, "serve.yaml");
+Result<server::ServeConfig> Parse(const std::string& yaml) {
+  return server::ParseServeConfig(yaml, "serve.yaml");
 }
 
 // A valid configuration whose line `line` (1-based) is replaced by `with`.
@@ -66,8 +66,8 @@ std::string Valid(int line = 0, const std::string& with = "") {
 }
 
 TEST(ServeConfig, ExampleFileParses) {
-  Result<ServeConfig> config =
-      LoadServeConfig(std::string(TESSERA_SOURCE_DIR) + "/examples/serve.yaml");
+  Result<server::ServeConfig> config = server::LoadServeConfig(
+      std::string(TESSERA_SOURCE_DIR) + "/examples/serve.yaml");
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->listen_host, "127.0.0.1");
   EXPECT_EQ(config->listen_port, 8471);
@@ -96,12 +96,14 @@ TEST(ServeConfig, ExampleFileParses) {
   EXPECT_TRUE(config->users[1].user.admin);
   // The documented demo tokens (docs/cli.md) are the ones whose hashes the file
   // holds.
-  EXPECT_EQ(config->users[0].token_sha256, Sha256Hex("alice-demo-token"));
-  EXPECT_EQ(config->users[1].token_sha256, Sha256Hex("root-demo-token"));
+  EXPECT_EQ(config->users[0].token_sha256,
+            server::Sha256Hex("alice-demo-token"));
+  EXPECT_EQ(config->users[1].token_sha256,
+            server::Sha256Hex("root-demo-token"));
 }
 
 TEST(ServeConfig, DefaultsWithoutPoolsAndLimits) {
-  Result<ServeConfig> config = Parse(Lines({
+  Result<server::ServeConfig> config = Parse(Lines({
       "nodes:",
       "  - {name: n, cpu_milli: 1000, memory: 1GiB,",
       "     gpus: [{kind: t4}, {kind: a100-80gb, memory: 40GiB}]}",
@@ -109,8 +111,8 @@ TEST(ServeConfig, DefaultsWithoutPoolsAndLimits) {
       std::string("  - {name: u, token_sha256: ") + std::string(kHashA) + "}",
   }));
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_EQ(config->listen_host, kDefaultListenHost);
-  EXPECT_EQ(config->listen_port, kDefaultListenPort);
+  EXPECT_EQ(config->listen_host, server::kDefaultListenHost);
+  EXPECT_EQ(config->listen_port, server::kDefaultListenPort);
   EXPECT_EQ(config->service.topology.pools,
             std::vector<std::string>{"default"});
   EXPECT_EQ(config->service.policies.at("default").name, "fifo");
@@ -125,7 +127,7 @@ TEST(ServeConfig, DefaultsWithoutPoolsAndLimits) {
 }
 
 TEST(ServeConfig, ReadsTopLevelSettings) {
-  Result<ServeConfig> config =
+  Result<server::ServeConfig> config =
       Parse(Lines({"listen: '[::1]:0'", "db: /tmp/q.db", "log_dir: /tmp/logs",
                    "scorer: fgd", "kill_grace_s: 2.5",
                    "limits: {max_body_bytes: 4096, max_queued_per_user: 7,",
@@ -148,14 +150,14 @@ TEST(ServeConfig, ReadsTopLevelSettings) {
 }
 
 TEST(ServeConfig, ReadsConnectionLimitsTlsAndExtenderAccess) {
-  Result<ServeConfig> defaults = Parse(Valid());
+  Result<server::ServeConfig> defaults = Parse(Valid());
   ASSERT_TRUE(defaults) << defaults.error().message;
   EXPECT_EQ(defaults->header_timeout_s, 10);
   EXPECT_EQ(defaults->max_connections_per_client, 256);
   EXPECT_FALSE(defaults->tls.enabled());
   EXPECT_FALSE(defaults->k8s.allow_unauthenticated);
 
-  Result<ServeConfig> config = Parse(
+  Result<server::ServeConfig> config = Parse(
       Lines({"limits: {header_timeout_s: 3, body_timeout_s: 7, "
              "max_connections_per_client: 5, max_connections: 50}",
              "tls: {cert_file: s.pem, key_file: k.pem, client_ca_file: ca.pem}",
@@ -177,7 +179,8 @@ TEST(ServeConfig, ReadsConnectionLimitsTlsAndExtenderAccess) {
 TEST(ServeConfig, TokenHashIsStoredLowercase) {
   std::string upper(kHashB);
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
-  Result<ServeConfig> config = Parse(Valid(21, "    token_sha256: " + upper));
+  Result<server::ServeConfig> config =
+      Parse(Valid(21, "    token_sha256: " + upper));
   ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->users[1].token_sha256, kHashB);
 }
@@ -231,7 +234,7 @@ TEST(ServeConfig, ErrorsNameLineAndField) {
        "serve.yaml:9: nodes[0].gpus[0].count:", ""},
   };
   for (const BadCase& c : cases) {
-    Result<ServeConfig> config = Parse(Valid(c.line, c.replacement));
+    Result<server::ServeConfig> config = Parse(Valid(c.line, c.replacement));
     ASSERT_FALSE(config) << c.what;
     EXPECT_EQ(config.error().code, ErrorCode::kBadInput) << c.what;
     EXPECT_THAT(config.error().message, StartsWith(c.expected)) << c.what;
@@ -272,19 +275,19 @@ TEST(ServeConfig, TopLevelErrors) {
       {"", "serve.yaml: the configuration is empty"},
   };
   for (const Case& c : cases) {
-    Result<ServeConfig> config = Parse(c.yaml);
+    Result<server::ServeConfig> config = Parse(c.yaml);
     ASSERT_FALSE(config) << c.yaml;
     EXPECT_THAT(config.error().message, StartsWith(c.expected)) << c.yaml;
   }
 }
 
 TEST(ServeConfig, ReadsTheSplitOrWaitSettings) {
-  Result<ServeConfig> defaults = Parse(Valid());
+  Result<server::ServeConfig> defaults = Parse(Valid());
   ASSERT_TRUE(defaults) << defaults.error().message;
   EXPECT_TRUE(defaults->service.interference.empty());
   EXPECT_TRUE(defaults->service.calibrate_interference);
   EXPECT_EQ(defaults->service.model_default_work_s, 3600);
-  Result<ServeConfig> config = Parse(
+  Result<server::ServeConfig> config = Parse(
       Lines({"interference: {a100-80gb: {alpha: 0.5}, t4: {sharing: mps}}",
              "calibrate_interference: false", "model_default_work_s: 600"}) +
       Valid());
@@ -315,31 +318,32 @@ TEST(ServeConfig, ReadsTheSplitOrWaitSettings) {
       {"model_default_work_s: 0\n", "serve.yaml:1: model_default_work_s:"},
   };
   for (const Case& c : cases) {
-    Result<ServeConfig> bad = Parse(c.yaml + Valid());
+    Result<server::ServeConfig> bad = Parse(c.yaml + Valid());
     ASSERT_FALSE(bad) << c.yaml;
     EXPECT_THAT(bad.error().message, StartsWith(c.expected)) << c.yaml;
   }
 }
 
 TEST(ServeConfig, MissingFileIsBadInput) {
-  Result<ServeConfig> config = LoadServeConfig("/nonexistent/serve.yaml");
+  Result<server::ServeConfig> config =
+      server::LoadServeConfig("/nonexistent/serve.yaml");
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(config.error().message, HasSubstr("no such file"));
 }
 
 TEST(ListenAddress, ParsesHostAndPort) {
-  Result<ListenAddress> v4 = ParseListenAddress("0.0.0.0:8080");
+  Result<server::ListenAddress> v4 = server::ParseListenAddress("0.0.0.0:8080");
   ASSERT_TRUE(v4) << v4.error().message;
   EXPECT_EQ(v4->host, "0.0.0.0");
   EXPECT_EQ(v4->port, 8080);
-  Result<ListenAddress> v6 = ParseListenAddress("[::1]:0");
+  Result<server::ListenAddress> v6 = server::ParseListenAddress("[::1]:0");
   ASSERT_TRUE(v6) << v6.error().message;
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->port, 0);
   for (std::string_view bad :
        {"8471", ":8471", "host:", "h:x", "h:-1", "h:65536", "::1:80"}) {
-    EXPECT_FALSE(ParseListenAddress(bad)) << bad;
+    EXPECT_FALSE(server::ParseListenAddress(bad)) << bad;
   }
 }
 
