@@ -53,31 +53,18 @@ class FairShare final : public QueuePolicy {
       milli[AccountOf(job)] += MilliOf(decision.start.back().second);
     }
     // Each account's waiting jobs in submission order, and a cursor.
-    std::map<std::string, std::vector<const QueuedJob*>> waiting;
+    Waiting waiting;
     for (const QueuedJob& job : queue) {
       if (!Holds(sim, job.id)) waiting[AccountOf(job)].push_back(&job);
     }
     std::map<std::string, size_t> next;
     int misses = 0;
     while (misses < kMaxMissesPerRound) {
-      const std::string* best = nullptr;
-      double best_share = 0;
-      for (const auto& [account, jobs] : waiting) {
-        if (next[account] >= jobs.size()) continue;
-        const double share =
-            static_cast<double>(milli[account]) / Weight(account);
-        const QueuedJob* job = jobs[next[account]];
-        if (!best || share < best_share ||
-            (share == best_share &&
-             job->submitted_at < waiting[*best][next[*best]]->submitted_at)) {
-          best = &account;
-          best_share = share;
-        }
-      }
-      if (!best) break;
-      const QueuedJob& job = *waiting[*best][next[*best]++];
-      if (TryStart(sim, job, allocate, decision)) {
-        milli[*best] += MilliOf(decision.start.back().second);
+      const std::string* account = nullptr;
+      const QueuedJob* job = NextTurn(waiting, next, milli, &account);
+      if (!job) break;
+      if (TryStart(sim, *job, allocate, decision)) {
+        milli[*account] += MilliOf(decision.start.back().second);
       } else {
         ++misses;
       }
@@ -100,44 +87,58 @@ class FairShare final : public QueuePolicy {
       }
     }
     std::vector<size_t> order;
-    std::map<std::string, std::vector<size_t>> waiting;
+    Waiting waiting;
     for (size_t i = 0; i < queue.size(); ++i) {
       const QueuedJob& job = queue[i];
       if (now - job.submitted_at > kFairShareMaxWaitS) {
         order.push_back(i);
         milli[AccountOf(job)] += DemandMilli(job.demand);
-      }
-    }
-    for (size_t i = 0; i < queue.size(); ++i) {
-      if (now - queue[i].submitted_at <= kFairShareMaxWaitS) {
-        waiting[AccountOf(queue[i])].push_back(i);
+      } else {
+        waiting[AccountOf(job)].push_back(&job);
       }
     }
     std::map<std::string, size_t> next;
-    while (order.size() < queue.size()) {
-      const std::string* best = nullptr;
-      double best_share = 0;
-      for (const auto& [account, jobs] : waiting) {
-        if (next[account] >= jobs.size()) continue;
-        const double share =
-            static_cast<double>(milli[account]) / Weight(account);
-        const QueuedJob& job = queue[jobs[next[account]]];
-        if (!best || share < best_share ||
-            (share == best_share &&
-             job.submitted_at <
-                 queue[waiting[*best][next[*best]]].submitted_at)) {
-          best = &account;
-          best_share = share;
-        }
-      }
-      const size_t i = waiting[*best][next[*best]++];
-      order.push_back(i);
-      milli[*best] += DemandMilli(queue[i].demand);
+    const std::string* account = nullptr;
+    while (const QueuedJob* job = NextTurn(waiting, next, milli, &account)) {
+      order.push_back(static_cast<size_t>(job - queue.data()));
+      milli[*account] += DemandMilli(job->demand);
     }
     return order;
   }
 
  private:
+  // Each account's waiting jobs, in submission order.
+  using Waiting = std::map<std::string, std::vector<const QueuedJob*>>;
+
+  // The job whose turn it is: the next of the account with the smallest
+  // weighted share (`milli` over its weight) among those with jobs left,
+  // on a tie the one whose next job was submitted first. Moves that
+  // account's cursor (`next`) on and names it in `account`; null when no
+  // account has jobs left.
+  const QueuedJob* NextTurn(const Waiting& waiting,
+                            std::map<std::string, size_t>& next,
+                            std::map<std::string, int64_t>& milli,
+                            const std::string** account) const {
+    const std::string* best = nullptr;
+    const QueuedJob* best_job = nullptr;
+    double best_share = 0;
+    for (const auto& [name, jobs] : waiting) {
+      if (next[name] >= jobs.size()) continue;
+      const double share = static_cast<double>(milli[name]) / Weight(name);
+      const QueuedJob* job = jobs[next[name]];
+      if (!best || share < best_share ||
+          (share == best_share && job->submitted_at < best_job->submitted_at)) {
+        best = &name;
+        best_job = job;
+        best_share = share;
+      }
+    }
+    if (!best) return nullptr;
+    ++next[*best];
+    *account = best;
+    return best_job;
+  }
+
   // What a job asks of GPU compute, in milli-GPUs.
   static int64_t DemandMilli(const Resources& d) {
     return d.gpus > 0 ? int64_t{d.gpus} * kFullGpuMilli : d.gpu_milli;
