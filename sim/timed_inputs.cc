@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "common/strings.h"
 #include "sim/replay.h"
 
 namespace tessera::scheduler {
@@ -27,15 +28,6 @@ int QosPriority(const std::string& qos) {
 std::string PodName(const TracePod& pod, size_t index) {
   return "pod '" + pod.name + "' (number " + std::to_string(index + 1) +
          " in the list)";
-}
-
-uint64_t Fnv1a64(std::string_view name) {
-  uint64_t h = 14695981039346656037ULL;
-  for (const char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 }  // namespace
