@@ -465,25 +465,15 @@ Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
   TESSERA_RETURN_IF_ERROR(CheckElasticInput(topology, pods, options));
   auto timed = ElasticTimedPods(pods, base);
   if (!timed) return timed.error();
-  PolicyConfig config;
-  config.name = base.queue_policy;
-  config.preemption = base.preemption;
-  auto policy = MakePolicy(config);
-  if (!policy) return policy.error();
-  const Workload own =
-      base.workload != nullptr ? Workload{} : PodWorkload(pods);
-  ScorerOptions scorer_options;
-  scorer_options.workload = base.workload != nullptr ? base.workload : &own;
-  scorer_options.seed = base.seed;
-  auto scorer = MakeScorer(base.scorer, scorer_options);
-  if (!scorer) return scorer.error();
+  auto deciders = MakeTimedDeciders(base, pods);
+  if (!deciders) return deciders.error();
 
   ElasticTimedRun run;
   run.elastic = elastic;
   ElasticMarks marks = MarkElasticPods(pods, options, elastic, *timed);
   run.elastic_pods = marks.count;
-  ElasticReplay replay(topology, *timed, std::move(marks.pods), **scorer,
-                       **policy, options, run);
+  ElasticReplay replay(topology, *timed, std::move(marks.pods),
+                       *deciders->scorer, *deciders->policy, options, run);
   TESSERA_RETURN_IF_ERROR(replay.Run());
   SummarizeElasticPods(marks, run);
   run.seconds =

@@ -59,6 +59,28 @@ double TimedEvents::NextDeparture() {
   return departures_.empty() ? kNever : departures_.top().time;
 }
 
+Result<TimedDeciders> MakeTimedDeciders(const TimedOptions& options,
+                                        const std::vector<TracePod>& pods) {
+  TimedDeciders out;
+  PolicyConfig config;
+  config.name = options.queue_policy;
+  config.preemption = options.preemption;
+  auto policy = MakePolicy(config);
+  if (!policy) return policy.error();
+  out.policy = std::move(policy).value();
+  ScorerOptions scorer_options;
+  scorer_options.workload = options.workload;
+  if (scorer_options.workload == nullptr) {
+    out.own_workload = std::make_unique<Workload>(PodWorkload(pods));
+    scorer_options.workload = out.own_workload.get();
+  }
+  scorer_options.seed = options.seed;
+  auto scorer = MakeScorer(options.scorer, scorer_options);
+  if (!scorer) return scorer.error();
+  out.scorer = std::move(scorer).value();
+  return out;
+}
+
 Result<TimedEvents::End> TimedEvents::Run(const Hooks& hooks) {
   End end{first_arrival_, first_arrival_};
   double next_report = 0;

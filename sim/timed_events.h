@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <vector>
 
@@ -69,6 +70,18 @@ class TimedEvents {
       departures_;
   std::vector<int> epoch_;  // per pod: departures scheduled or cancelled
 };
+
+// The queue policy and node scorer a timed replay runs with, as `options`
+// name them; the scorer's workload is `options.workload`, or else the
+// pods' own, kept here (the fragmentation scorers hold a reference to it,
+// so it is declared before them and outlives them).
+struct TimedDeciders {
+  std::unique_ptr<Workload> own_workload;  // null when options carry one
+  std::unique_ptr<QueuePolicy> policy;
+  std::unique_ptr<GpuScorer> scorer;
+};
+Result<TimedDeciders> MakeTimedDeciders(const TimedOptions& options,
+                                        const std::vector<TracePod>& pods);
 
 // The state both timed replays keep: the pods (pod p is job p + 1), the
 // cluster, the node order and admission options, the queue in (submitted_at,

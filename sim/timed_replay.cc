@@ -603,19 +603,8 @@ Result<TimedRun> RunTimed(const Topology& topology,
     if (!t) return t.error();
     tree = std::move(t).value();
   }
-  PolicyConfig config;
-  config.name = options.queue_policy;
-  config.preemption = options.preemption;
-  auto policy = MakePolicy(config);
-  if (!policy) return policy.error();
-  const Workload own =
-      options.workload != nullptr ? Workload{} : PodWorkload(pods);
-  ScorerOptions scorer_options;
-  scorer_options.workload =
-      options.workload != nullptr ? options.workload : &own;
-  scorer_options.seed = options.seed;
-  auto scorer = MakeScorer(options.scorer, scorer_options);
-  if (!scorer) return scorer.error();
+  auto deciders = MakeTimedDeciders(options, pods);
+  if (!deciders) return deciders.error();
 
   std::vector<char> model(pods.size(), 0);
   for (size_t i = 0; i < pods.size(); ++i) {
@@ -632,8 +621,8 @@ Result<TimedRun> RunTimed(const Topology& topology,
   if (options.model_pods_pct > 0) {
     run.admission = TimedAdmissionName(options.admission);
   }
-  Replay replay(topology, *timed, std::move(model), **scorer, **policy, options,
-                run);
+  Replay replay(topology, *timed, std::move(model), *deciders->scorer,
+                *deciders->policy, options, run);
   if (tree) replay.SetTree(std::move(*tree));
   TESSERA_RETURN_IF_ERROR(replay.Run());
   run.seconds =

@@ -180,6 +180,23 @@ int AddPlacementColumns(const IlpInputs& in, Mip& mip, IlpModel& model) {
   return -1;
 }
 
+// v ≥ x_plus − x_minus (a placement column that does not exist is 0): a
+// row only when x_plus exists, since v ≥ 0 − x_minus always holds. True if
+// it added one.
+bool AddAtLeastDifference(int v, int x_plus, int x_minus, Mip& mip,
+                          IlpModel& model) {
+  if (x_plus < 0) return false;
+  std::vector<int> cols = {v, x_plus};
+  std::vector<double> coefs = {1.0, -1.0};
+  if (x_minus >= 0) {
+    cols.push_back(x_minus);
+    coefs.push_back(1.0);
+  }
+  mip.AddRow(cols, coefs, 'G', 0.0);
+  ++model.rows;
+  return true;
+}
+
 // The s and r columns of node a on device d, with the rows that bound them
 // from below by each successor unit's placement; false when no row was
 // needed (neither a nor any successor can be on d).
@@ -189,30 +206,8 @@ bool AddCommRows(const IlpInputs& in, int a, int d, int s, int r, Mip& mip,
   bool used = false;
   for (const int w : model.succ_units[a]) {
     const int xw = model.x[w * in.devices + d];
-    // s ≥ x[a] − x[w]: needed only when a can be on d.
-    if (xa >= 0) {
-      std::vector<int> cols = {s, xa};
-      std::vector<double> coefs = {1.0, -1.0};
-      if (xw >= 0) {
-        cols.push_back(xw);
-        coefs.push_back(1.0);
-      }
-      mip.AddRow(cols, coefs, 'G', 0.0);
-      ++model.rows;
-      used = true;
-    }
-    // r ≥ x[w] − x[a]: needed only when w can be on d.
-    if (xw >= 0) {
-      std::vector<int> cols = {r, xw};
-      std::vector<double> coefs = {1.0, -1.0};
-      if (xa >= 0) {
-        cols.push_back(xa);
-        coefs.push_back(1.0);
-      }
-      mip.AddRow(cols, coefs, 'G', 0.0);
-      ++model.rows;
-      used = true;
-    }
+    used |= AddAtLeastDifference(s, xa, xw, mip, model);  // s ≥ x[a] − x[w]
+    used |= AddAtLeastDifference(r, xw, xa, mip, model);  // r ≥ x[w] − x[a]
   }
   return used;
 }
