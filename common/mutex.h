@@ -36,20 +36,13 @@
   TESSERA_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define TESSERA_ACQUIRED_BEFORE(...) \
   TESSERA_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
-#define TESSERA_ASSERT_CAPABILITY(x) \
-  TESSERA_THREAD_ANNOTATION(assert_capability(x))
 
 namespace tessera {
 
 class TESSERA_CAPABILITY("mutex") Mutex {
  public:
-  void Lock() TESSERA_ACQUIRE() { m_.lock(); }
-  void Unlock() TESSERA_RELEASE() { m_.unlock(); }
-  // For code the analysis cannot follow (a callback called with the lock
-  // held): tells it the lock is held. Checks nothing at run time.
-  void AssertHeld() const TESSERA_ASSERT_CAPABILITY(this) {}
-
-  // BasicLockable, for std::condition_variable_any (MutexLock's waits).
+  // BasicLockable, so that std::condition_variable_any can release it
+  // during MutexLock's waits.
   void lock() TESSERA_ACQUIRE() { m_.lock(); }
   void unlock() TESSERA_RELEASE() { m_.unlock(); }
 
@@ -60,19 +53,11 @@ class TESSERA_CAPABILITY("mutex") Mutex {
 // Holds `mu` for its scope; waits release it meanwhile.
 class TESSERA_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex& mu) TESSERA_ACQUIRE(mu) : mu_(mu) { mu_.Lock(); }
-  ~MutexLock() TESSERA_RELEASE() { mu_.Unlock(); }
+  explicit MutexLock(Mutex& mu) TESSERA_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~MutexLock() TESSERA_RELEASE() { mu_.unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
-  // Waits on `cv` until `done()` (called with the lock held) or `deadline`;
-  // returns done()'s last value.
-  template <class Clock, class Duration, class Predicate>
-  bool WaitUntil(std::condition_variable_any& cv,
-                 const std::chrono::time_point<Clock, Duration>& deadline,
-                 Predicate done) {
-    return cv.wait_until(mu_, deadline, done);
-  }
   // Waits on `cv` until notified (or spuriously woken) or `deadline`;
   // false if the deadline passed.
   template <class Clock, class Duration>
@@ -80,15 +65,13 @@ class TESSERA_SCOPED_CAPABILITY MutexLock {
                  const std::chrono::time_point<Clock, Duration>& deadline) {
     return cv.wait_until(mu_, deadline) == std::cv_status::no_timeout;
   }
+  // Waits on `cv` until `done()` (called with the lock held) or `timeout`;
+  // returns done()'s last value.
   template <class Rep, class Period, class Predicate>
   bool WaitFor(std::condition_variable_any& cv,
                const std::chrono::duration<Rep, Period>& timeout,
                Predicate done) {
     return cv.wait_for(mu_, timeout, done);
-  }
-  template <class Predicate>
-  void Wait(std::condition_variable_any& cv, Predicate done) {
-    cv.wait(mu_, done);
   }
 
  private:

@@ -358,7 +358,7 @@ std::optional<PendingStart> Service::Impl::CommitStart(
   // (DecideModelStart, this round).
   nlohmann::json plan;
   if (auto p = pending_plans.find(id); p != pending_plans.end()) {
-    plan = p->second;
+    plan = std::move(p->second);
   }
   std::optional<Job> begun =
       BeginStart(std::move(job), allocation, std::move(plan));
@@ -439,10 +439,9 @@ void Service::Impl::Loop() {
     }
     RunRound();
     MutexLock lock(mu);
-    lock.WaitFor(wake, std::chrono::duration<double>(options.tick_s), [&] {
-      mu.AssertHeld();  // a predicate of the wait: called with mu held
-      return stopping || dirty;
-    });
+    // The predicate is called with mu held (the wait's own rule).
+    lock.WaitFor(wake, std::chrono::duration<double>(options.tick_s),
+                 [&]() TESSERA_REQUIRES(mu) { return stopping || dirty; });
   }
 }
 
