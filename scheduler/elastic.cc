@@ -242,6 +242,20 @@ std::vector<ExtrasBack> ExtrasInTheWay(
   return out;
 }
 
+std::optional<Allocation> StartBesideExtras(const ClusterState& s,
+                                            const Allocation& planned,
+                                            const Replacer& replace,
+                                            const std::set<int>& waited_for) {
+  if (s.Fits(planned)) return planned;
+  if (!replace) return std::nullopt;
+  std::optional<Allocation> now = replace(s);
+  if (!now || !s.Fits(*now)) return std::nullopt;
+  for (const GpuShare& g : now->gpus) {
+    if (waited_for.count(g.gpu)) return std::nullopt;
+  }
+  return now;
+}
+
 std::vector<size_t> GrowOrder(const std::vector<ElasticHolding>& jobs) {
   std::vector<size_t> order;
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -8,6 +8,7 @@
 // today's gangs. Plain functions on the cluster state; the service's
 // rounds (service/service_elastic.cc) and the replays call them.
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -110,6 +111,23 @@ struct ExtrasBack {
 std::vector<ExtrasBack> ExtrasInTheWay(const ClusterState& s,
                                        const Allocation& a,
                                        const std::vector<ElasticHolding>& jobs);
+
+// Where a start the policy planned at `planned` (on PlanOnGuaranteed's
+// state) goes in `s`, the state as held, extras included: `planned` when
+// it fits there; else where `replace` places the job in `s`, on capacity
+// free now and on no GPU in `waited_for`, so that no extra is taken back
+// for it; else nullopt: it needs the extras in its way back
+// (ExtrasInTheWay). `replace` may be empty: a split job's plan is for the
+// GPUs it was planned on. `waited_for` holds the GPUs of the round's
+// earlier starts that wait for extras given back: free GPUs of their plan
+// stay theirs, or a later start placed beside extras could take them and
+// the earlier one would wait again, round after round.
+using Replacer =
+    std::function<std::optional<Allocation>(const ClusterState& s)>;
+std::optional<Allocation> StartBesideExtras(const ClusterState& s,
+                                            const Allocation& planned,
+                                            const Replacer& replace,
+                                            const std::set<int>& waited_for);
 
 // The order elastic jobs grow in: below their max, oldest first (by start,
 // then id). Indices into `jobs`.

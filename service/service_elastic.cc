@@ -178,7 +178,7 @@ bool Service::Impl::AskBackFor(const Allocation& allocation,
   return asked;
 }
 
-bool Service::Impl::MakeRoom(const RoundSnapshot& snap, const Job& job,
+bool Service::Impl::MakeRoom(RoundView& view, const Job& job,
                              const std::string& pool, Allocation& allocation) {
   if (state.Fits(allocation)) return true;
   const bool extras =
@@ -189,13 +189,20 @@ bool Service::Impl::MakeRoom(const RoundSnapshot& snap, const Job& job,
                    static_cast<size_t>(e.request.elastic->min);
       });
   if (!extras) return true;  // a stale plan: BeginStart puts it back
+  Replacer replace;
   if (!job.request.model) {
-    if (std::optional<Allocation> now = Allocate(snap, state, job)) {
-      allocation = std::move(*now);
-      return true;
-    }
+    replace = [&](const ClusterState& s) TESSERA_REQUIRES(round_mu) {
+      return Allocate(view.snap, s, job);
+    };
   }
-  return !AskBackFor(allocation, pool);
+  if (std::optional<Allocation> now =
+          StartBesideExtras(state, allocation, replace, view.waited_for)) {
+    allocation = std::move(*now);
+    return true;
+  }
+  if (!AskBackFor(allocation, pool)) return true;
+  for (const GpuShare& g : allocation.gpus) view.waited_for.insert(g.gpu);
+  return false;
 }
 
 void Service::Impl::ReclaimOverdue(double now) {

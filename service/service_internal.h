@@ -187,6 +187,9 @@ struct RoundView {
   std::vector<JobId> to_load;  // model jobs whose graph is not loaded yet
   bool reclaiming = false;     // reclaim victims still stopping (their grace)
   std::set<JobId> owners;      // queued jobs that reclaimed room
+  // GPUs of this round's starts that wait for extras asked back: no later
+  // start is placed on them (StartBesideExtras).
+  std::set<int> waited_for;
 };
 // One pool's policy's decision and how long it took (step 3, no lock).
 struct PoolDecision {
@@ -365,11 +368,12 @@ struct Service::Impl {
       TESSERA_REQUIRES(mu);
   // A start the policy planned (`allocation`) against the state now: kept
   // if it fits; if elastic extras of `pool` are in the way, replaced by a
-  // placement on what is free now when there is one, else the extras are
-  // asked back and false returned (the job waits). Holds round_mu and mu.
-  bool MakeRoom(const RoundSnapshot& snap, const Job& job,
-                const std::string& pool, Allocation& allocation)
-      TESSERA_REQUIRES(round_mu, mu);
+  // placement on what is free now when there is one (StartBesideExtras,
+  // off the GPUs `view.waited_for` keeps for earlier starts), else the
+  // extras are asked back, its GPUs added to `view.waited_for` and false
+  // returned (the job waits). Holds round_mu and mu.
+  bool MakeRoom(RoundView& view, const Job& job, const std::string& pool,
+                Allocation& allocation) TESSERA_REQUIRES(round_mu, mu);
   // Extras whose release_by has passed are reclaimed.
   void ReclaimOverdue(double now) TESSERA_REQUIRES(mu);
   // Free capacity goes to running elastic jobs, in GrowOrder, up to max.
@@ -508,11 +512,11 @@ struct Service::Impl {
   RoundDecisions Plan(RoundView& view, double now) TESSERA_REQUIRES(round_mu)
       TESSERA_EXCLUDES(mu);
   // 4. (mu) the decisions against the state now: preemptions asked, each
-  // start reserved and stored as `starting`; then elastic jobs grow.
+  // start reserved and stored as `starting`.
   std::vector<PendingStart> Commit(RoundView& view, RoundDecisions& plan)
       TESSERA_REQUIRES(round_mu, mu);
   void RequestPreemptions(const PoolDecision& pd) TESSERA_REQUIRES(mu);
-  std::optional<PendingStart> CommitStart(const RoundSnapshot& snap,
+  std::optional<PendingStart> CommitStart(RoundView& view,
                                           const std::string& pool, JobId id,
                                           const Allocation& chosen,
                                           service_internal::Holdings* held,

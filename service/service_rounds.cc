@@ -11,7 +11,8 @@
 //   4. (mu) Commit: the decisions checked against the state now, each
 //      start reserved and stored as `starting` before the launcher sees it;
 //   5. (no mu) Launch: the launcher starts them (sbatch may hang for
-//      seconds); then (mu) the outcomes, stored;
+//      seconds); then (mu) the outcomes, stored, and the running elastic
+//      jobs, those just started among them, grow into free GPUs;
 //   6. (no mu) Flush: stops, worker starts and notices decided meanwhile.
 // So no API call waits on a launcher, a model or a policy, and a crash at
 // any point leaves each job either not started or `starting` in the store,
@@ -86,6 +87,9 @@ void Service::Impl::RunRound() {
     for (size_t i = 0; i < starts.size(); ++i) {
       EndStart(starts[i].job.id, outcomes[i]);
     }
+    // After the round's starts, the jobs it started among them: free GPUs
+    // of their nodes go to the running elastic jobs (docs/elastic.md).
+    GrowElastic();
     calls = TakeLauncherCalls();
   }
   Flush(std::move(calls));
@@ -155,7 +159,8 @@ RoundView Service::Impl::TakeSnapshot(double now) {
       RoundSnapshot{PlanningState(), queue, {}, {}, {}, 0, {}, {}, {}},
       {},
       !reclaim_victims.empty(),
-      reclaimers};
+      reclaimers,
+      {}};
   RoundSnapshot& snap = view.snap;
   for (const auto& [id, j] : running) snap.running.push_back(j);
   snap.held = snap.running;
@@ -303,12 +308,11 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     }
     for (const auto& [id, chosen] : pd.decision.start) {
       std::optional<PendingStart> p =
-          CommitStart(view.snap, pd.pool, id, chosen, quotas ? &held : nullptr,
+          CommitStart(view, pd.pool, id, chosen, quotas ? &held : nullptr,
                       plan.queue_tree ? &tree_held : nullptr);
       if (p) starts.push_back(std::move(*p));
     }
   }
-  GrowElastic();
   return starts;
 }
 
@@ -330,13 +334,13 @@ void Service::Impl::RequestPreemptions(const PoolDecision& pd) {
 // neither (else a job the tree refused would still hold the flat quota
 // against this round's later starts).
 std::optional<PendingStart> Service::Impl::CommitStart(
-    const RoundSnapshot& snap, const std::string& pool, JobId id,
+    RoundView& view, const std::string& pool, JobId id,
     const Allocation& chosen, Holdings* held, QueueTree* tree_held) {
   auto it = std::find_if(queue.begin(), queue.end(),
                          [&](const Job& j) { return j.id == id; });
   if (it == queue.end()) return std::nullopt;  // cancelled meanwhile
   Allocation allocation = chosen;
-  if (!MakeRoom(snap, *it, pool, allocation)) return std::nullopt;
+  if (!MakeRoom(view, *it, pool, allocation)) return std::nullopt;
   if (held) {
     std::string why = held->Over(options.quotas, *it, HeldBy(allocation));
     if (!why.empty()) {

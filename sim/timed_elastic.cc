@@ -1,9 +1,9 @@
 // RunTimedElastic: the timed replay's event loop (arrivals, departures, a
 // policy round after each batch of events at one instant) with elastic
-// jobs: the policy plans on the state with every extra free, extras in the
-// way of its starts are taken back at once, and free GPUs on an elastic
-// job's node go to the running elastic jobs, oldest first, after every
-// round. Without elastic pods it is RunTimed's loop (tested equal).
+// jobs: the policy plans on the state with every extra free, its starts go
+// beside the extras where they fit now, else the extras in their way are
+// taken back at once, and free GPUs on an elastic job's node go to the
+// running elastic jobs, oldest first, after every round. Without elastic pods it is RunTimed's loop (tested equal).
 #include "sim/timed_elastic.h"
 
 #include <algorithm>
@@ -26,6 +26,9 @@ namespace tessera::scheduler {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// Policy passes in one round at most (ElasticReplay::Round): each takes
+// extras back, so a few suffice; the bound keeps a round finite.
+constexpr int kMaxPasses = 10;
 
 int64_t GpuMilliOf(const Allocation& a) {
   int64_t milli = 0;
@@ -185,8 +188,11 @@ class ElasticReplay : private TimedReplayBase {
 
   // Takes back, at once, the extras in the way of `a` (ExtrasInTheWay; the
   // service asks for them with notice, a replay has no grace to give).
-  void TakeBackFor(const Allocation& a, double now) {
-    for (const ExtrasBack& back : ExtrasInTheWay(state_, a, Holdings())) {
+  // Whether there were any.
+  bool TakeBackFor(const Allocation& a, double now) {
+    const std::vector<ExtrasBack> in_the_way =
+        ExtrasInTheWay(state_, a, Holdings());
+    for (const ExtrasBack& back : in_the_way) {
       const auto p = static_cast<int>(back.id - 1);
       ElasticPod& e = *elastic_[p];
       const Allocation next =
@@ -196,6 +202,7 @@ class ElasticReplay : private TimedReplayBase {
       ++run_.shrinks;
       run_.workers_taken_back += static_cast<int64_t>(back.workers.size());
     }
+    return !in_the_way.empty();
   }
 
   // Free GPUs on an elastic pod's node to the running elastic pods, in
@@ -220,61 +227,92 @@ class ElasticReplay : private TimedReplayBase {
     }
   }
 
+  // A policy round, then growth. A start planned on extras is placed
+  // beside them if it fits now, else they are taken back (StartBesideExtras,
+  // the service's rule); one that fits even then nowhere (an earlier start
+  // of the round took its GPUs) stays queued. When extras were taken back
+  // for it, the round is planned again at the same instant, and nothing
+  // grows meanwhile: the service, which asks for them with notice, plans
+  // again once they are gone (with no grace, at once).
   Status Round(double now) {
     if (!queue_.empty()) {
       ++run_.rounds;
-      const Allocator allocate = [this](const ClusterState& s,
-                                        const QueuedJob& job) {
-        const auto p = static_cast<int>(job.id - 1);
-        if (elastic_[p]) {
-          return ElasticStartAllocation(s, pool_, elastic_[p]->worker,
-                                        elastic_[p]->request, scorer_,
-                                        admission_, pods_[p].request.gpu_kinds);
-        }
-        return FindAllocation(s, pool_, pods_[p].request, scorer_, admission_);
-      };
-      // A round that preempts starts nothing (PlanPastPreemptions).
-      const Decision d = PlanPastPreemptions(
-          [&] {
-            const bool any_elastic = std::any_of(
-                running_.begin(), running_.end(), [this](const RunningJob& r) {
-                  return elastic_[r.id - 1].has_value();
-                });
-            return any_elastic
-                       ? policy_.Schedule(queue_, running_,
-                                          PlanOnGuaranteed(state_, Holdings()),
-                                          allocate, now)
-                       : policy_.Schedule(queue_, running_, state_, allocate,
-                                          now);
-          },
-          [&](int p) {
-            Stop(p, now);
-            ++run_.preemptions;
-            Enqueue(p, now);
-          });
-      for (const auto& [id, allocation] : d.start) {
-        const auto p = static_cast<int>(id - 1);
-        if (running_at_[p] < 0 && !state_.Fits(allocation)) {
-          TakeBackFor(allocation, now);
-        }
-        if (running_at_[p] >= 0 || !state_.Reserve(id, allocation).ok()) {
-          return Internal("elastic timed replay: the " +
-                          std::string(policy_.name()) + " policy started job " +
-                          std::to_string(id) +
-                          " where it does not fit even with the extras in "
-                          "its way taken back");
-        }
-        Start(p, now);
-      }
-      if (!d.start.empty()) {
-        std::erase_if(queue_, [this](const QueuedJob& q) {
-          return running_at_[q.id - 1] >= 0;
-        });
+      for (int pass = 0; pass < kMaxPasses; ++pass) {
+        Result<bool> again = Plan(now);
+        TESSERA_RETURN_IF_ERROR(again);
+        if (!*again) break;
       }
     }
     Grow(now);
     if (options_.base.on_round) options_.base.on_round(now, state_);
     return {};
+  }
+
+  // One pass of the policy over the queue; whether a start waits for
+  // extras taken back in this pass.
+  Result<bool> Plan(double now) {
+    const Allocator allocate = [this](const ClusterState& s,
+                                      const QueuedJob& job) {
+      const auto p = static_cast<int>(job.id - 1);
+      if (elastic_[p]) {
+        return ElasticStartAllocation(s, pool_, elastic_[p]->worker,
+                                      elastic_[p]->request, scorer_, admission_,
+                                      pods_[p].request.gpu_kinds);
+      }
+      return FindAllocation(s, pool_, pods_[p].request, scorer_, admission_);
+    };
+    // A round that preempts starts nothing (PlanPastPreemptions).
+    const Decision d = PlanPastPreemptions(
+        [&] {
+          const bool any_elastic = std::any_of(
+              running_.begin(), running_.end(), [this](const RunningJob& r) {
+                return elastic_[r.id - 1].has_value();
+              });
+          return any_elastic
+                     ? policy_.Schedule(queue_, running_,
+                                        PlanOnGuaranteed(state_, Holdings()),
+                                        allocate, now)
+                     : policy_.Schedule(queue_, running_, state_, allocate,
+                                        now);
+        },
+        [&](int p) {
+          Stop(p, now);
+          ++run_.preemptions;
+          Enqueue(p, now);
+        });
+    bool waits = false;
+    std::set<int> waited_for;  // GPUs of starts that wait for extras
+    for (const auto& [id, allocation] : d.start) {
+      const auto p = static_cast<int>(id - 1);
+      if (running_at_[p] >= 0) {
+        return Internal("elastic timed replay: the " +
+                        std::string(policy_.name()) + " policy started job " +
+                        std::to_string(id) + ", which runs already");
+      }
+      const QueuedJob& job = pods_[p].job;
+      std::optional<Allocation> at = StartBesideExtras(
+          state_, allocation,
+          [&](const ClusterState& s) { return allocate(s, job); }, waited_for);
+      if (!at) {
+        const bool took = TakeBackFor(allocation, now);
+        if (!state_.Fits(allocation)) {
+          if (took) {
+            waits = true;
+            for (const GpuShare& g : allocation.gpus) waited_for.insert(g.gpu);
+          }
+          continue;
+        }
+        at = allocation;
+      }
+      (void)state_.Reserve(id, *at);
+      Start(p, now);
+    }
+    if (!d.start.empty()) {
+      std::erase_if(queue_, [this](const QueuedJob& q) {
+        return running_at_[q.id - 1] >= 0;
+      });
+    }
+    return waits;
   }
 
   void Summarize() {

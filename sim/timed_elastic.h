@@ -7,9 +7,10 @@
 // replayed gang-only and elastic. The decisions are the scheduler's own,
 // the service's code: the policy plans on PlanOnGuaranteed's state, an
 // elastic job starts where ElasticStartAllocation puts its `min` workers,
-// the extras in a start's way (ExtrasInTheWay) are taken back at once and
-// free GPUs of an elastic job's node are grown into in GrowOrder
-// (FreeWorkerGpus, WithWorkers).
+// a start planned on extras goes beside them if it fits on free GPUs
+// (StartBesideExtras), else the extras in its way (ExtrasInTheWay) are
+// taken back at once, and free GPUs of an elastic job's node are grown
+// into in GrowOrder (FreeWorkerGpus, WithWorkers).
 
 #include <cstdint>
 #include <vector>
@@ -78,8 +79,7 @@ struct ElasticTimedRun {
 // below 1, scaling_efficiency outside (0, 1], model pods or queues set,
 // elastic_pods of another size than the pods or marking a pod that does
 // not ask whole GPUs;
-// kInternal if a start does not fit even with the extras in its way taken
-// back.
+// kInternal if the policy starts a pod that runs already.
 Result<ElasticTimedRun> RunTimedElastic(const Topology& topology,
                                         const std::vector<TracePod>& pods,
                                         const ElasticTimedOptions& options,

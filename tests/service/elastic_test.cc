@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "scheduler/elastic.h"
@@ -159,24 +160,26 @@ TEST_F(ElasticServiceTest, StartsWithMinAndGrowsAsCapacityFrees) {
   auto e = s->Submit(alice_, ElasticJob(1, 4));
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_EQ(e->demand.gpus, 1);  // the guaranteed part
-  Tick(*s);                      // starts with its minimum
+  // Starts with its minimum and, after the round's starts, the free GPU
+  // goes to it in the same round.
+  Tick(*s);
   Job job = Get(*s, e->id);
   ASSERT_EQ(job.state, JobState::kRunning);
-  EXPECT_EQ(job.allocation.gpus.size(), 1u);
-  EXPECT_EQ(job.elastic.workers, std::vector<int>({0}));
-  EXPECT_EQ(job.elastic.version, 1);
   ASSERT_EQ(launcher_->started.size(), 2u);
+  EXPECT_EQ(launcher_->started[1].parts.at(0).gpu_indices.size(), 1u);
   EXPECT_EQ(
       launcher_->started[1].env.at("TESSERA_ALLOCATION_FILE"),
       dir_.File("logs") + "/" + std::to_string(e->id) + ".allocation.json");
   EXPECT_EQ(launcher_->started[1].env.at("TESSERA_ELASTIC_MAX"), "4");
-
-  Tick(*s);  // the free GPU goes to it
-  job = Get(*s, e->id);
   EXPECT_EQ(job.allocation.gpus.size(), 2u);
   EXPECT_EQ(job.elastic.workers, std::vector<int>({0, 1}));
   EXPECT_EQ(job.elastic.version, 2);
+  ASSERT_EQ(job.elastic.history.size(), 2u);
+  EXPECT_EQ(job.elastic.history[0].action, "start");
+  EXPECT_EQ(job.elastic.history[1].action, "grow");
   EXPECT_EQ(Notices(e->id), 1u);
+  Tick(*s);  // nothing free: nothing changes
+  EXPECT_EQ(Get(*s, e->id).elastic.version, 2);
 
   launcher_->Exit(a->id, 0);
   Tick(*s);  // the other job's two GPUs too
@@ -355,11 +358,16 @@ TEST_F(ElasticServiceTest, FractionalWorkers) {
   Tick(*s);
   Job job = Get(*s, e->id);
   ASSERT_EQ(job.state, JobState::kRunning);
-  ASSERT_EQ(job.allocation.gpus.size(), 2u);
-  EXPECT_NE(job.allocation.gpus[0].gpu, job.allocation.gpus[1].gpu);
-  EXPECT_EQ(job.allocation.gpus[0].milli, 250);
-  Tick(*s);
-  EXPECT_EQ(Get(*s, e->id).allocation.gpus.size(), 3u);
+  // Its two guaranteed workers, and a third grown in the same round.
+  ASSERT_EQ(launcher_->started.size(), 1u);
+  EXPECT_EQ(launcher_->started[0].parts.at(0).gpu_indices.size(), 2u);
+  ASSERT_EQ(job.allocation.gpus.size(), 3u);
+  std::set<int> gpus;
+  for (const GpuShare& g : job.allocation.gpus) {
+    gpus.insert(g.gpu);
+    EXPECT_EQ(g.milli, 250);
+  }
+  EXPECT_EQ(gpus.size(), 3u);
 }
 
 }  // namespace

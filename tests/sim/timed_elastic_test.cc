@@ -315,9 +315,10 @@ TEST(TimedElastic, RefusesBadOptions) {
   EXPECT_THAT(message(o), HasSubstr("--quotas"));
 }
 
-// The openb default trace on 2% of its cluster at 2x the load, all
+// The openb default trace on 1% of its cluster at 2x the load, all
 // multi-GPU pods elastic: every pod starts, the cluster holds after every
-// round, and the elastic pods grew and gave back.
+// round, and the elastic pods grew and gave back. (On 2% every start
+// finds room beside the extras: none is taken back.)
 TEST(TimedElastic, TheOpenbDefaultTraceOnASmallerCluster) {
   const std::string dir = tessera::repo::OpenbDir();
   const std::string pods_file = dir + "/openb_pod_list_default.csv";
@@ -327,7 +328,7 @@ TEST(TimedElastic, TheOpenbDefaultTraceOnASmallerCluster) {
   auto pods = LoadTracePods(pods_file);
   ASSERT_TRUE(nodes && pods);
   const Topology t =
-      SampleCluster(TraceTopology(nodes->rows, "openb", 0), 0.02, 42);
+      SampleCluster(TraceTopology(nodes->rows, "openb", 0), 0.01, 42);
   ElasticTimedOptions o;
   o.base.scorer = "fgd";
   o.base.queue_policy = "fifo";
