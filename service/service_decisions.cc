@@ -39,6 +39,19 @@ int64_t MaxGpuMemory(const Topology& t, const std::string& pool) {
 
 }  // namespace
 
+namespace service_internal {
+
+nlohmann::json DecisionRecordJson(const DecisionRecord& r, const Topology& t) {
+  nlohmann::json j = DecisionJson(r.decision, t);
+  j["decided_at"] = r.decided_at;
+  j["work_from"] = r.work_from;
+  j["interference"] = InterferenceName(r.law);
+  j["summary"] = r.summary;
+  return j;
+}
+
+}  // namespace service_internal
+
 std::pair<double, std::string> Service::Impl::WorkOf(
     const Job& job, const SizedModel* sized) const {
   if (job.request.work_steps > 0 && sized && sized->step_s > 0) {
@@ -197,15 +210,12 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
     }
     return Occupant{estimator::kTrainingBusyFraction, ends_at(id) - snap.now};
   });
-  nlohmann::json j = DecisionJson(d, t);
-  j["decided_at"] = snap.now;
-  j["work_from"] = work_from;
-  j["interference"] = InterferenceName(r.law);
-  j["summary"] = DescribeDecision(d, t, snap.now);
   // The first decision of the round is the one on the cluster as it is:
   // policies call the allocator again on imagined states (backfill's
   // reservation with running jobs gone, preemption trials).
-  pending_decisions.try_emplace(job.id, DecisionRecord{std::move(j)});
+  pending_decisions.try_emplace(
+      job.id, DecisionRecord{d, snap.now, work_from, r.law,
+                             DescribeDecision(d, t, snap.now)});
   const OptionForecast* chosen = d.Chosen();
   if (!chosen || d.waits()) return std::nullopt;
   if (chosen->option == StartOption::kSplit) {
@@ -240,8 +250,10 @@ nlohmann::json Service::Impl::InterferenceJson() const {
 nlohmann::json Service::DecisionOf(JobId id) {
   MutexLock lock(impl_->mu);
   auto it = impl_->start_decisions.find(id);
-  return it == impl_->start_decisions.end() ? nlohmann::json(nullptr)
-                                            : it->second.json;
+  return it == impl_->start_decisions.end()
+             ? nlohmann::json(nullptr)
+             : service_internal::DecisionRecordJson(it->second,
+                                                    impl_->state.topology());
 }
 
 Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {

@@ -26,6 +26,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
+#include "scheduler/start_decision.h"
 #include "service/metrics_internal.h"
 #include "service/service.h"
 #include "service/store_internal.h"
@@ -137,10 +138,18 @@ struct RoundSnapshot {
 
 namespace service_internal {
 
-// A split-or-wait decision as GET /v1/jobs/{id} shows it.
+// A split-or-wait decision as the round made it (DecideModelStart): the
+// forecast itself and what the API shows beside it. Kept typed; its JSON
+// (docs/http_api.md, "decision") is written when asked for.
 struct DecisionRecord {
-  nlohmann::json json;
+  StartDecision decision;
+  double decided_at = 0;  // Unix seconds
+  std::string work_from;  // where its work estimate came from (WorkOf)
+  InterferenceLaw law;    // of the pool's GPU kind, then
+  std::string summary;    // DescribeDecision's line
 };
+// GET /v1/jobs/{id}'s "decision" and the queue view's.
+nlohmann::json DecisionRecordJson(const DecisionRecord& r, const Topology& t);
 
 // A running job's progress reports (POST /v1/jobs/{id}/progress).
 struct JobProgress {

@@ -18,6 +18,8 @@ namespace tessera::scheduler {
 namespace {
 
 using nlohmann::json;
+using service_internal::DecisionRecord;
+using service_internal::DecisionRecordJson;
 
 // Queued jobs of one pool explained node by node; the ones after these get
 // only their position (the node scan is O(nodes) per job).
@@ -115,14 +117,13 @@ Wait NoRoom(const PoolView& v, const Job& j) {
 
 // Why the `i`th queued job of the pool waits: a quota (`quota_wait`, or
 // null), the split-or-wait `decision`, the jobs ahead of it, or room.
-Wait ExplainWait(const PoolView& v, size_t i, const json& decision,
+Wait ExplainWait(const PoolView& v, size_t i, const DecisionRecord* decision,
                  const std::string* quota_wait) {
   const Job& j = *v.queued[i];
   if (quota_wait) return {"quota", "held back by a quota: " + *quota_wait};
-  if (decision.is_object() && decision.value("chosen", json()).is_string() &&
-      decision["chosen"].get<std::string>().rfind("wait", 0) == 0) {
-    return {"decision", "the split-or-wait decision chose to wait: " +
-                            decision.value("summary", std::string())};
+  if (decision && decision->decision.waits()) {
+    return {"decision",
+            "the split-or-wait decision chose to wait: " + decision->summary};
   }
   if (i >= kExplained) {
     return {"behind",
@@ -221,16 +222,17 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
       json q = Summary(j, t);
       q["position"] = i + 1;
       q["waiting_s"] = std::max(0.0, now - j.submitted_at);
-      json decision = nullptr;
+      const DecisionRecord* decision = nullptr;
       if (auto d = m.start_decisions.find(j.id); d != m.start_decisions.end()) {
-        decision = d->second.json;
+        decision = &d->second;
       }
       const auto qw = m.quota_waits.find(j.id);
       const Wait wait = ExplainWait(
           v, i, decision, qw != m.quota_waits.end() ? &qw->second : nullptr);
       q["why_code"] = wait.code;
       q["why"] = wait.why;
-      q["decision"] = decision;
+      q["decision"] =
+          decision ? DecisionRecordJson(*decision, t) : json(nullptr);
       auto [start, estimate] = EstimateStart(v, j, wait, now, ends_at);
       q["estimated_start"] = std::move(start);
       q["estimate"] = std::move(estimate);

@@ -3,7 +3,8 @@
 // jobs: the policy plans on the state with every extra free, its starts go
 // beside the extras where they fit now, else the extras in their way are
 // taken back at once, and free GPUs on an elastic job's node go to the
-// running elastic jobs, oldest first, after every round. Without elastic pods it is RunTimed's loop (tested equal).
+// running elastic jobs, oldest first, after every round. Without elastic pods
+// it is RunTimed's loop (tested equal).
 #include "sim/timed_elastic.h"
 
 #include <algorithm>

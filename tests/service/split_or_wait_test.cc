@@ -117,6 +117,14 @@ TEST_F(SplitOrWaitTest, WaitsForAWholeGpuThatFreesSoon) {
   EXPECT_DOUBLE_EQ(wait["finish_s"].get<double>(), 1060 + 3600);
   EXPECT_GT(d["options"][0]["finish_s"].get<double>(), 1060 + 3600);
   EXPECT_THAT(d["summary"].get<std::string>(), HasSubstr("-> waiting"));
+  // The queue view says why, and shows the same decision.
+  const nlohmann::json q = s->QueueJson("");
+  const nlohmann::json& queued = q["pools"][0]["queued"];
+  ASSERT_EQ(queued.size(), 1u) << q.dump();
+  EXPECT_EQ(queued[0]["why_code"], "decision");
+  EXPECT_THAT(queued[0]["why"].get<std::string>(),
+              HasSubstr("the split-or-wait decision chose to wait: "));
+  EXPECT_EQ(queued[0]["decision"], d);
 
   // a ends: the whole GPU is free, and the job takes it.
   now_ = 1060;
