@@ -106,8 +106,7 @@ Result<json> QueueClient::SendJson(const std::string& method,
 }
 
 Result<json> QueueClient::Submit(const scheduler::JobRequest& request) const {
-  return SendJson("POST", "/v1/jobs",
-                  scheduler::JobRequestJson(request).dump());
+  return SendJson("POST", "/v1/jobs", service::JobRequestJson(request).dump());
 }
 
 Result<json> QueueClient::UploadModel(const std::string& onnx_bytes) const {

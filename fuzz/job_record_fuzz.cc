@@ -13,10 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr,
                                                  /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
-  auto job = tessera::scheduler::ParseJobRecord(j);
+  auto job = tessera::service::ParseJobRecord(j);
   if (!job) return 0;
-  const nlohmann::json again = tessera::scheduler::JobRecordJson(*job);
-  auto job2 = tessera::scheduler::ParseJobRecord(again);
-  if (!job2 || tessera::scheduler::JobRecordJson(*job2) != again) std::abort();
+  const nlohmann::json again = tessera::service::JobRecordJson(*job);
+  auto job2 = tessera::service::ParseJobRecord(again);
+  if (!job2 || tessera::service::JobRecordJson(*job2) != again) std::abort();
   return 0;
 }

@@ -12,10 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr,
                                                  /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
-  auto r = tessera::scheduler::ParseJobRequest(j);
+  auto r = tessera::service::ParseJobRequest(j);
   if (!r) return 0;
-  const nlohmann::json again = tessera::scheduler::JobRequestJson(*r);
-  auto r2 = tessera::scheduler::ParseJobRequest(again);
-  if (!r2 || tessera::scheduler::JobRequestJson(*r2) != again) std::abort();
+  const nlohmann::json again = tessera::service::JobRequestJson(*r);
+  auto r2 = tessera::service::ParseJobRequest(again);
+  if (!r2 || tessera::service::JobRequestJson(*r2) != again) std::abort();
   return 0;
 }

@@ -7,7 +7,7 @@
 #include "sim/trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace tessera::scheduler;
+  using namespace tessera::sim;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   for (const bool strict : {false, true}) {
     (void)ParseTraceNodes(text, "fuzz_node_list.csv", {.strict = strict});

@@ -22,10 +22,10 @@
 namespace tessera::k8s {
 
 // The queue service (service/) the pods' reservations are kept in.
-using scheduler::NodeRoom;
-using scheduler::ReserveOutcome;
-using scheduler::Service;
 using scheduler::Topology;
+using service::NodeRoom;
+using service::ReserveOutcome;
+using service::Service;
 
 // Job::origin of a bound pod's reservation.
 inline constexpr const char* kK8sOrigin = "k8s";

@@ -25,18 +25,18 @@ namespace tessera::server {
 
 // The jobs the routes read and write (service/, scheduler/).
 using scheduler::GpuInfo;
-using scheduler::IsoTime;
 using scheduler::Job;
-using scheduler::JobEvent;
-using scheduler::JobFilter;
-using scheduler::JobJson;
 using scheduler::JobRequest;
 using scheduler::JobState;
 using scheduler::JobStateName;
 using scheduler::NodeInfo;
-using scheduler::ParseJobRequest;
 using scheduler::ParseJobState;
-using scheduler::UploadedModel;
+using service::IsoTime;
+using service::JobEvent;
+using service::JobFilter;
+using service::JobJson;
+using service::ParseJobRequest;
+using service::UploadedModel;
 
 struct HttpServer::Impl {
   using Request = http::Request;

@@ -22,12 +22,12 @@ namespace tessera::server {
 // The service a config sets up (service/, scheduler/).
 using scheduler::PolicyConfig;
 using scheduler::QueueSpec;
-using scheduler::Quota;
-using scheduler::Quotas;
-using scheduler::Service;
-using scheduler::ServiceOptions;
 using scheduler::Topology;
-using scheduler::User;
+using service::Quota;
+using service::Quotas;
+using service::Service;
+using service::ServiceOptions;
+using service::User;
 
 // A user who may call the API: who they are, and the SHA-256 of their
 // bearer token (64 lowercase hex digits; the token itself is never stored).

@@ -4,7 +4,15 @@
 
 #include "service/job_json.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::ElasticChange;
+using scheduler::ElasticModeName;
+using scheduler::ElasticRequest;
+using scheduler::GpuInfo;
+using scheduler::GpuShare;
+using scheduler::JobStateName;
 
 using nlohmann::json;
 
@@ -131,4 +139,4 @@ Status ParseElasticStateRecord(const json& j, ElasticState* e) {
   return {};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -14,7 +14,18 @@
 #include <string_view>
 #include <utility>
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::ElasticMode;
+using scheduler::ElasticRequest;
+using scheduler::GpuShare;
+using scheduler::IsUploadId;
+using scheduler::kFullGpuMilli;
+using scheduler::ModelRequest;
+using scheduler::ParseElasticMode;
+using scheduler::ParseJobState;
+
 namespace {
 
 using nlohmann::json;
@@ -633,4 +644,4 @@ Result<Job> ParseJobRecord(const json& j) {
   return job;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

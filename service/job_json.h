@@ -10,7 +10,15 @@
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// The jobs and the cluster the JSON describes (scheduler/).
+using scheduler::Allocation;
+using scheduler::ElasticState;
+using scheduler::Job;
+using scheduler::JobRequest;
+using scheduler::Resources;
+using scheduler::Topology;
 
 // "2026-11-22T23:04:05Z" (UTC), or null for 0 (not yet).
 nlohmann::json IsoTime(double unix_s);
@@ -57,6 +65,6 @@ nlohmann::json ElasticAllocationJson(const Job& job, const Topology& topology);
 nlohmann::json ElasticStateRecordJson(const ElasticState& e);
 Status ParseElasticStateRecord(const nlohmann::json& j, ElasticState* e);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service
 
 #endif  // TESSERA_SERVICE_JOB_JSON_H_

@@ -8,7 +8,14 @@
 
 #include "service/job_json.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::ElasticModeName;
+using scheduler::GpuShare;
+using scheduler::JobStateName;
+using scheduler::ModelRequest;
+
 namespace {
 
 using nlohmann::json;
@@ -157,4 +164,4 @@ json JobRecordJson(const Job& job) {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -3,7 +3,10 @@
 
 #include <sstream>
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::Topology;
 
 void Histogram::Observe(double seconds) {
   for (size_t i = 0; i < kBounds.size(); ++i) {
@@ -87,4 +90,4 @@ std::string Metrics::Render(
   return out.str();
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

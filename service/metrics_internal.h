@@ -10,7 +10,10 @@
 
 #include "scheduler/topology.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// The cluster's state the gauges read (scheduler/).
+using scheduler::ClusterState;
 
 // A cumulative histogram with fixed bucket bounds in seconds.
 class Histogram {
@@ -41,6 +44,6 @@ struct Metrics {
       const std::map<std::pair<std::string, std::string>, int64_t>& jobs) const;
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service
 
 #endif  // TESSERA_SERVICE_METRICS_INTERNAL_H_

@@ -16,7 +16,17 @@
 #include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::CouldEverFit;
+using scheduler::ElasticGuaranteedDemand;
+using scheduler::GpuInfo;
+using scheduler::JobStateName;
+using scheduler::MakePolicy;
+using scheduler::MakeScorer;
+using scheduler::ModelDemand;
+using scheduler::SizeModel;
 
 using service_internal::PoolKind;
 using service_internal::WallClock;
@@ -373,4 +383,4 @@ std::string Service::CheckInvariants() {
   return broken;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

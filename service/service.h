@@ -24,7 +24,20 @@
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// The jobs, the cluster and the policy the service runs (scheduler/).
+using scheduler::InterferenceLaw;
+using scheduler::Job;
+using scheduler::JobId;
+using scheduler::JobRequest;
+using scheduler::JobState;
+using scheduler::kDefaultMaxModelBytes;
+using scheduler::kDefaultMaxUploadBytes;
+using scheduler::PolicyConfig;
+using scheduler::QueueSpec;
+using scheduler::Resources;
+using scheduler::Topology;
 
 struct User {
   std::string name;
@@ -266,6 +279,6 @@ class Service {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service
 
 #endif  // TESSERA_SERVICE_SERVICE_H_

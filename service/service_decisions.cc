@@ -8,7 +8,29 @@
 
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::AdmissionOptions;
+using scheduler::CapacityFreesAt;
+using scheduler::DecideStart;
+using scheduler::DecisionJson;
+using scheduler::DescribeDecision;
+using scheduler::FindAllocation;
+using scheduler::FractionSpeed;
+using scheduler::GpuInfo;
+using scheduler::GpuShare;
+using scheduler::InterferenceName;
+using scheduler::kFullGpuMilli;
+using scheduler::kMinSliverMilli;
+using scheduler::OptionForecast;
+using scheduler::PlacementRequest;
+using scheduler::SplitAcrossSlivers;
+using scheduler::SplitSpeed;
+using scheduler::SquaredCv;
+using scheduler::StartCandidate;
+using scheduler::StartOption;
+using scheduler::StartRequest;
 
 using service_internal::DecisionRecord;
 using service_internal::InterferenceFit;
@@ -320,4 +342,4 @@ Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -18,7 +18,20 @@
 #include "service/job_json.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::ExtrasBack;
+using scheduler::ExtrasInTheWay;
+using scheduler::FreeWorkerGpus;
+using scheduler::GpuShare;
+using scheduler::GrowOrder;
+using scheduler::PlanOnGuaranteed;
+using scheduler::Replacer;
+using scheduler::SharesNode;
+using scheduler::StartBesideExtras;
+using scheduler::WithoutWorkers;
+using scheduler::WithWorkers;
 
 namespace {
 
@@ -437,4 +450,4 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
   return ElasticAllocationJson(m.running.at(id), m.state.topology());
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

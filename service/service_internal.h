@@ -31,7 +31,26 @@
 #include "service/service.h"
 #include "service/store_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// The queue, its decisions and the cluster's state (scheduler/).
+using scheduler::AdmissionCache;
+using scheduler::Allocation;
+using scheduler::Decision;
+using scheduler::ElasticHolding;
+using scheduler::ElasticMode;
+using scheduler::ElasticState;
+using scheduler::GpuScorer;
+using scheduler::ModelFiles;
+using scheduler::NodeInfo;
+using scheduler::Occupant;
+using scheduler::QueuedJob;
+using scheduler::QueuePolicy;
+using scheduler::QueueTree;
+using scheduler::RunningJob;
+using scheduler::SizedModel;
+using scheduler::StartDecision;
+using scheduler::TreePlan;
 
 // Seconds the service waits after a launcher could not reach its engine
 // before it starts jobs again: long enough not to hammer a controller that
@@ -554,6 +573,6 @@ struct Service::Impl {
       TESSERA_REQUIRES(mu);
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service
 
 #endif  // TESSERA_SERVICE_SERVICE_INTERNAL_H_

@@ -11,7 +11,13 @@
 #include "service/service_internal.h"
 #include "split/split.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::ElasticModeName;
+using scheduler::GpuShare;
+using scheduler::MpsLimits;
+using scheduler::MpsLimitsFor;
 
 // The environment a job starts with (docs/scheduler.md, "Launching").
 
@@ -176,4 +182,4 @@ void Service::Impl::WritePlanPictures(
   }
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

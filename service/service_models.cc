@@ -14,7 +14,12 @@
 #include "graph/graph.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::kMaxModelFields;
+using scheduler::kMaxModelNodes;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -136,4 +141,4 @@ Result<UploadedModel> Service::UploadModel(const User& /*user*/,
   return uploaded;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

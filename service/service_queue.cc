@@ -14,7 +14,17 @@
 #include "service/job_json.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::CapacityFreesAt;
+using scheduler::CouldEverFitOnNode;
+using scheduler::FindAllocation;
+using scheduler::JobStateName;
+using scheduler::kFullGpuMilli;
+using scheduler::PlacementRequest;
+using scheduler::StartRequest;
+
 namespace {
 
 using nlohmann::json;
@@ -260,4 +270,4 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
   return {{"now", IsoTime(now)}, {"pools", std::move(pools)}};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -7,7 +7,17 @@
 #include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::GuaranteedPart;
+using scheduler::kNoLimit;
+using scheduler::PlanTreeRound;
+using scheduler::QueueAmount;
+using scheduler::QueueReport;
+using scheduler::TreeJob;
+using scheduler::TreePending;
+using scheduler::TreeTrial;
 
 using service_internal::EstimateHeld;
 using service_internal::HeldBy;
@@ -255,4 +265,4 @@ nlohmann::json Service::Impl::QueuesJson() const {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

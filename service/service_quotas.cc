@@ -7,7 +7,10 @@
 
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::GpuShare;
 
 bool Quotas::empty() const {
   const auto unset = [](const Quota& q) {
@@ -216,4 +219,4 @@ nlohmann::json Service::Impl::QuotaJson() const {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -5,7 +5,7 @@
 
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
 
 void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
   if (r.kind == launch::Reconciled::Kind::kRunning &&
@@ -133,4 +133,4 @@ Status Service::Impl::Recover() {
   return {};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

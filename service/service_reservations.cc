@@ -8,7 +8,14 @@
 
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::CouldEverFitOnNode;
+using scheduler::FitOnNode;
+using scheduler::JobStateName;
+using scheduler::PlacementRequest;
+using scheduler::ScoredAllocation;
 
 namespace service_internal {
 
@@ -183,4 +190,4 @@ std::vector<Job> Service::Reservations(const std::string& origin) {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

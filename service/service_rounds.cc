@@ -24,7 +24,11 @@
 #include "scheduler/elastic.h"
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::Allocator;
+using scheduler::ScheduleWithTree;
 
 using service_internal::EstimateHeld;
 using service_internal::HeldBy;
@@ -449,4 +453,4 @@ void Service::Impl::Loop() {
   }
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -6,7 +6,17 @@
 
 #include "service/service_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::AdmissionOptions;
+using scheduler::ElasticStartAllocation;
+using scheduler::FindAllocation;
+using scheduler::GpuShare;
+using scheduler::IsTerminal;
+using scheduler::JobStateName;
+using scheduler::PlacementRequest;
+using scheduler::SizeModel;
 
 using service_internal::PoolKind;
 
@@ -253,4 +263,4 @@ void Service::Impl::EndStart(JobId id,
   RecordStart(job);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -23,7 +23,11 @@
 
 #include "service/job_json.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::JobStateName;
+
 namespace {
 
 // Bump when the schema changes; a database of another version is refused
@@ -449,4 +453,4 @@ Result<std::vector<Job>> Store::List(const std::string& state,
   return m.ReadAll(m.list);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service

@@ -15,7 +15,7 @@
 #include "scheduler/job.h"
 #include "service/service.h"
 
-namespace tessera::scheduler {
+namespace tessera::service {
 
 class Store {
  public:
@@ -55,6 +55,6 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::service
 
 #endif  // TESSERA_SERVICE_STORE_INTERNAL_H_

@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 namespace {
 
 // Each run's mean JCT over the jobs every admission completed on its
@@ -137,4 +137,4 @@ std::optional<double> Crossover(const std::vector<ModelSummary>& all,
   return std::nullopt;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -10,7 +10,7 @@
 
 #include "sim/model_workload.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 
 // The runs of one (admission, interference law) over the seeds, averaged.
 struct ModelSummary {
@@ -55,6 +55,6 @@ PairedRatio CompareSeedBySeed(const std::vector<ModelSimResult>& results,
                               Admission a, Admission b,
                               const InterferenceLaw& law);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_MODEL_ANALYSIS_H_

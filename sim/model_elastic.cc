@@ -6,7 +6,11 @@
 
 #include "sim/timed_replay.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::kFullGpuMilli;
+using scheduler::NodeInfo;
 
 std::vector<TracePod> ModelJobPods(const std::vector<ModelJobKind>& kinds,
                                    const std::vector<ModelJob>& jobs,
@@ -84,4 +88,4 @@ Result<ElasticComparison> CompareModelElastic(
   return CompareElastic(t, pods, o, threads);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

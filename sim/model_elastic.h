@@ -21,7 +21,7 @@
 #include "sim/timed_elastic.h"
 #include "sim/trace.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 
 struct ModelElasticOptions {
   // This % of the jobs whose model fits one GPU are sweeps, picked by the
@@ -58,6 +58,6 @@ Result<ElasticComparison> CompareModelElastic(
     const std::vector<ModelJob>& jobs, const ModelElasticOptions& options,
     int threads = 0);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_MODEL_ELASTIC_H_

@@ -15,7 +15,43 @@
 #include "scheduler/policy.h"
 #include "sim/model_workload.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::AdmissionCache;
+using scheduler::AdmissionOptions;
+using scheduler::Allocator;
+using scheduler::CapacityFreesAt;
+using scheduler::CouldEverFit;
+using scheduler::DecideStart;
+using scheduler::Decision;
+using scheduler::FindAllocation;
+using scheduler::GpuScorer;
+using scheduler::GpuShare;
+using scheduler::InterferenceRate;
+using scheduler::JobId;
+using scheduler::kFullGpuMilli;
+using scheduler::MakePolicy;
+using scheduler::MakeScorer;
+using scheduler::NodeInfo;
+using scheduler::Occupant;
+using scheduler::OptionForecast;
+using scheduler::ParallelFor;
+using scheduler::PlacementRequest;
+using scheduler::PolicyConfig;
+using scheduler::QueuedJob;
+using scheduler::QueuePolicy;
+using scheduler::RunningJob;
+using scheduler::ScorerOptions;
+using scheduler::SquaredCv;
+using scheduler::StartCandidate;
+using scheduler::StartDecision;
+using scheduler::StartOption;
+using scheduler::StartRequest;
+using scheduler::TypicalTask;
+using scheduler::TypicalWorkload;
+using scheduler::Workload;
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -634,4 +670,4 @@ Result<std::vector<ModelSimResult>> RunModelExperiment(
   return results;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

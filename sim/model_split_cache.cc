@@ -8,7 +8,18 @@
 #include "scheduler/model_jobs.h"
 #include "sim/model_workload.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::Gang;
+using scheduler::GpuShare;
+using scheduler::JobId;
+using scheduler::kFullGpuMilli;
+using scheduler::kMinSliverMilli;
+using scheduler::NodeInfo;
+using scheduler::SplitAcrossSlivers;
+using scheduler::UsableBytes;
+
 namespace {
 
 // What SplitAcrossSlivers (model_jobs.h) takes as a sliver: a GPU nobody
@@ -186,4 +197,4 @@ int64_t SplitCache::filtered() const {
   return filtered_;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

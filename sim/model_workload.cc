@@ -15,7 +15,16 @@
 #include "scheduler/parallel.h"
 #include "sim/model_workload.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::kFullGpuMilli;
+using scheduler::ModelDemand;
+using scheduler::ModelRequest;
+using scheduler::NodeInfo;
+using scheduler::ParallelFor;
+using scheduler::SizeModel;
+
 namespace {
 
 // A finite number, the whole of `text`.
@@ -250,4 +259,4 @@ const GpuInfo* PoolGpu(const Topology& topology, std::string_view pool) {
   return nullptr;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -30,7 +30,16 @@
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// The cluster, the models' sizes and their interference (scheduler/).
+using scheduler::Allocation;
+using scheduler::ClusterState;
+using scheduler::GpuInfo;
+using scheduler::InterferenceLaw;
+using scheduler::Resources;
+using scheduler::SizedModel;
+using scheduler::Topology;
 
 // A job's run time alone, in seconds: "fixed:S", "exp:MEAN",
 // "uniform:LO,HI", or "lognormal:MU,SIGMA" (of ln seconds).
@@ -254,6 +263,6 @@ Result<std::string> ResolveModelPool(const Topology& topology,
 // jobs on it).
 const GpuInfo* PoolGpu(const Topology& topology, std::string_view pool);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_MODEL_WORKLOAD_H_

@@ -12,7 +12,20 @@
 #include "scheduler/parallel.h"
 #include "sim/replay_bound_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::AdmissionCache;
+using scheduler::AdmissionOptions;
+using scheduler::ClusterState;
+using scheduler::FindAllocation;
+using scheduler::JobId;
+using scheduler::kFullGpuMilli;
+using scheduler::MakeScorer;
+using scheduler::MeasureFragmentation;
+using scheduler::ParallelFor;
+using scheduler::ScorerOptions;
+
 namespace {
 
 // A pod's GPU request in milli (whole GPUs count 1000 each).
@@ -163,4 +176,4 @@ double PhysicalLimitAt(const std::vector<SnapshotRun>& runs, size_t l) {
       .mean;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -19,7 +19,7 @@
 #include "scheduler/topology.h"
 #include "sim/trace.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 
 struct SnapshotOptions {
   std::string scorer = "fgd";  // ScorerNames()
@@ -89,6 +89,6 @@ double PhysicalLimitAt(const std::vector<SnapshotRun>& runs, size_t l);
 // The GPU milli of the cluster.
 int64_t GpuCapacityMilli(const Topology& topology);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_REPLAY_H_

@@ -14,7 +14,11 @@
 #include "common/isolated.h"
 #include "placer/solver/glpk.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::kFullGpuMilli;
+
 namespace {
 
 // Column generation stops after this many patterns; the LP value is a
@@ -161,4 +165,4 @@ double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
   return static_cast<double>(gpus) * kFullGpuMilli;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -14,12 +14,12 @@
 
 #include "sim/trace.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 
 // The largest GPU milli that `pods` could hold on `gpus` GPUs. Thread-safe.
 double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
                             int64_t gpus);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_REPLAY_BOUND_INTERNAL_H_

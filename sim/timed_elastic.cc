@@ -23,7 +23,27 @@
 #include "sim/replay.h"
 #include "sim/timed_events.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::Allocation;
+using scheduler::Allocator;
+using scheduler::ElasticGuaranteedDemand;
+using scheduler::ElasticHolding;
+using scheduler::ElasticRequest;
+using scheduler::ElasticStartAllocation;
+using scheduler::ExtrasBack;
+using scheduler::ExtrasInTheWay;
+using scheduler::FindAllocation;
+using scheduler::FreeWorkerGpus;
+using scheduler::GpuShare;
+using scheduler::GrowOrder;
+using scheduler::kFullGpuMilli;
+using scheduler::ParallelFor;
+using scheduler::PlanOnGuaranteed;
+using scheduler::WithoutWorkers;
+using scheduler::WithWorkers;
+
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -547,4 +567,4 @@ Result<ElasticComparison> CompareElastic(const Topology& topology,
                            std::move(runs[1]->value())};
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

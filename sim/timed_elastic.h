@@ -20,7 +20,7 @@
 #include "sim/timed_replay.h"
 #include "sim/trace.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
 
 struct ElasticTimedOptions {
   // The replay's scorer, queue policy, preemption, seed, load factor,
@@ -96,6 +96,6 @@ Result<ElasticComparison> CompareElastic(const Topology& topology,
                                          const ElasticTimedOptions& options,
                                          int threads = 0);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_TIMED_ELASTIC_H_

@@ -11,7 +11,15 @@
 
 #include "sim/replay.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::CouldEverFit;
+using scheduler::MakePolicy;
+using scheduler::MakeScorer;
+using scheduler::PolicyConfig;
+using scheduler::ScorerOptions;
+
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -158,4 +166,4 @@ void TimedReplayBase::RemoveRunning(int p) {
   events_.CancelDeparture(p);
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -18,7 +18,17 @@
 #include "scheduler/policy.h"
 #include "sim/timed_replay.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// The queue's policy, scorer and admission, as the service runs them
+// (scheduler/).
+using scheduler::AdmissionCache;
+using scheduler::AdmissionOptions;
+using scheduler::Decision;
+using scheduler::GpuScorer;
+using scheduler::JobId;
+using scheduler::QueuePolicy;
+using scheduler::RunningJob;
 
 class TimedEvents {
  public:
@@ -139,6 +149,6 @@ class TimedReplayBase {
   TimedEvents events_;  // arrivals and departures
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_TIMED_EVENTS_H_

@@ -14,7 +14,13 @@
 #include "common/strings.h"
 #include "sim/replay.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::GpuInfo;
+using scheduler::JobId;
+using scheduler::NodeInfo;
+
 namespace {
 
 // The trace's QoS classes as queue priorities: latency-sensitive (and
@@ -137,4 +143,4 @@ Topology SampleCluster(const Topology& topology, double fraction,
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -21,7 +21,24 @@
 #include "sim/timed_events.h"
 #include "sim/timed_tree_internal.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::CapacityFreesAt;
+using scheduler::DecideStart;
+using scheduler::FindAllocation;
+using scheduler::GpuShare;
+using scheduler::InterferenceRate;
+using scheduler::kFullGpuMilli;
+using scheduler::NodeInfo;
+using scheduler::Occupant;
+using scheduler::OptionForecast;
+using scheduler::ParallelFor;
+using scheduler::SquaredCv;
+using scheduler::StartDecision;
+using scheduler::StartOption;
+using scheduler::StartRequest;
+
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -665,4 +682,4 @@ Result<std::vector<TimedRun>> RunTimedAll(
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

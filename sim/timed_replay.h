@@ -23,7 +23,13 @@
 #include "scheduler/topology.h"
 #include "sim/trace.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// The queue the replay drives (scheduler/).
+using scheduler::ClusterState;
+using scheduler::InterferenceLaw;
+using scheduler::QueuedJob;
+using scheduler::QueueSpec;
 
 // A trace pod as the queue sees it. The mapping (docs/simulate_timed.md):
 // arrival = creation_time; duration = deletion_time - scheduled_time, or
@@ -238,6 +244,6 @@ AdmissionComparison CompareAdmissions(const TimedRun& fixed,
 // The delay statistics of `delays` (any order; empty gives zeros).
 DelayStats SummarizeDelays(std::vector<double> delays);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_TIMED_REPLAY_H_

@@ -5,7 +5,17 @@
 #include <map>
 #include <utility>
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::GpuShare;
+using scheduler::NodeInfo;
+using scheduler::PlanTreeRound;
+using scheduler::QueueAmount;
+using scheduler::ScheduleWithTree;
+using scheduler::TreePending;
+using scheduler::TreeTrial;
+
 namespace {
 
 // What an allocation holds, as a quota counts it.
@@ -127,4 +137,4 @@ Decision TimedTree::MarkStarts(Decision d, double now) {
   return out;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -19,7 +19,18 @@
 #include "scheduler/topology.h"
 #include "sim/timed_replay.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// The queue tree and its rounds (scheduler/).
+using scheduler::Allocation;
+using scheduler::Allocator;
+using scheduler::Decision;
+using scheduler::JobId;
+using scheduler::QueuePolicy;
+using scheduler::QueueTree;
+using scheduler::RunningJob;
+using scheduler::TreeJob;
+using scheduler::TreePlan;
 
 // What a round under the tree reads of the replay. The references are the
 // replay's own state, which `reclaim` changes while the round runs.
@@ -71,6 +82,6 @@ class TimedTree {
   std::set<JobId> reclaimers_;  // queued pods room was reclaimed for
 };
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_TIMED_TREE_INTERNAL_H_

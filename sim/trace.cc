@@ -8,7 +8,14 @@
 #include "common/strings.h"
 #include "common/yaml_reader.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What this file uses of scheduler/, beyond what its headers name.
+using scheduler::kFullGpuMilli;
+using scheduler::NodeInfo;
+using scheduler::TypicalTask;
+using scheduler::TypicalWorkload;
+
 namespace {
 
 // The pieces of `s` between `sep`s, as strings.
@@ -269,4 +276,4 @@ Workload PodWorkload(const std::vector<TracePod>& pods, double coverage) {
   return w;
 }
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim

@@ -16,7 +16,13 @@
 #include "scheduler/job.h"
 #include "scheduler/topology.h"
 
-namespace tessera::scheduler {
+namespace tessera::sim {
+
+// What a trace's nodes and pods become (scheduler/).
+using scheduler::PlacementRequest;
+using scheduler::Resources;
+using scheduler::Topology;
+using scheduler::Workload;
 
 // openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model.
 struct TraceNode {
@@ -87,6 +93,6 @@ PlacementRequest PodRequest(const TracePod& pod);
 // with the CPU and memory its GPU pods ask per GPU milli.
 Workload PodWorkload(const std::vector<TracePod>& pods, double coverage = 0.95);
 
-}  // namespace tessera::scheduler
+}  // namespace tessera::sim
 
 #endif  // TESSERA_SIM_TRACE_H_

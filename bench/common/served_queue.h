@@ -36,7 +36,7 @@ struct ServedQueueOptions {
 };
 
 struct ServedQueue {
-  std::unique_ptr<scheduler::Service> service;
+  std::unique_ptr<service::Service> service;
   // After the service, so that it is destroyed (and stopped) first.
   std::unique_ptr<server::HttpServer> server;
 
@@ -69,8 +69,7 @@ inline std::optional<ServedQueue> StartServedQueue(
   config->service.db_path = options.db_path;
   config->service.log_dir = options.log_dir;
   ServedQueue queue;
-  auto service =
-      scheduler::Service::Start(config->service, std::move(launcher));
+  auto service = service::Service::Start(config->service, std::move(launcher));
   if (!service) {
     std::fprintf(stderr, "%s\n", service.error().message.c_str());
     return std::nullopt;

@@ -24,6 +24,14 @@
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
+
+// The openb trace's loaders (sim/).
+using sim::LoadTraceNodes;
+using sim::LoadTracePods;
+using sim::PodDemand;
+using sim::TracePod;
+using sim::TraceTopology;
+
 namespace {
 
 // The trace's GPU nodes (32 GiB per GPU: the trace gives no GPU memory and

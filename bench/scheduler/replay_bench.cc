@@ -27,7 +27,7 @@
 
 namespace {
 
-using namespace tessera::scheduler;  // NOLINT(google-build-using-namespace)
+using namespace tessera::sim;  // NOLINT(google-build-using-namespace)
 
 std::vector<std::string> List(const std::string& s) {
   std::vector<std::string> out;

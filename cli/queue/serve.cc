@@ -100,8 +100,8 @@ int RunServe(const ServeArgs& args) {
   Result<std::unique_ptr<launch::Launcher>> launcher = launch::MakeLauncher(
       config->launcher, config->service.log_dir, config->service.db_path);
   if (!launcher) return ReportError(launcher.error().WithContext(args.config));
-  Result<std::unique_ptr<scheduler::Service>> service =
-      scheduler::Service::Start(config->service, std::move(*launcher));
+  Result<std::unique_ptr<service::Service>> service =
+      service::Service::Start(config->service, std::move(*launcher));
   if (!service) return ReportError(service.error());
   Result<std::unique_ptr<server::HttpServer>> server =
       server::HttpServer::Start(**service, *config);

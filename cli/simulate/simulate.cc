@@ -23,7 +23,7 @@
 namespace tessera::cli {
 namespace {
 
-using scheduler::SnapshotRun;
+using sim::SnapshotRun;
 
 // Skipped rows and unplaceable pods listed by name before "and N more".
 constexpr size_t kListed = 5;
@@ -49,7 +49,7 @@ void WarnList(const std::string& what, const std::vector<std::string>& items) {
 }
 
 using Stat = MeanRange;
-using scheduler::OverSeeds;
+using sim::OverSeeds;
 
 nlohmann::json StatJson(const Stat& s) {
   return {{"mean", s.mean}, {"min", s.min}, {"max", s.max}};
@@ -64,7 +64,7 @@ struct PolicyRuns {
 // The physical limit at level `l`, mean over seeds (the first policy's runs
 // carry it; it depends on the seed only).
 double LimitAt(const std::vector<PolicyRuns>& all, size_t l) {
-  return scheduler::PhysicalLimitAt(all.front().runs, l);
+  return sim::PhysicalLimitAt(all.front().runs, l);
 }
 
 nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
@@ -154,8 +154,7 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
             << Fixed(args.inflation_pct, 0) << "% of capacity\n\n"
             << "GPU allocation (% of capacity) when the arrived requests "
                "reach each level, mean over seeds:\n";
-  const std::vector<scheduler::LevelPoint>& first =
-      all.front().runs.front().levels;
+  const std::vector<sim::LevelPoint>& first = all.front().runs.front().levels;
   std::vector<std::string> header = {"policy"};
   for (const auto& l : first)
     header.push_back(std::to_string(l.level_pct) + "%");
@@ -256,8 +255,7 @@ Status PlotSnapshot(const SimulateArgs& args, const TraceInput& in,
   ChartSeries limit;
   limit.name = "physical limit";
   limit.dashed = true;
-  const std::vector<scheduler::LevelPoint>& levels =
-      all.front().runs.front().levels;
+  const std::vector<sim::LevelPoint>& levels = all.front().runs.front().levels;
   for (size_t l = 0; l < levels.size(); ++l) {
     limit.points.emplace_back(levels[l].level_pct, LimitAt(all, l));
   }
@@ -277,7 +275,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
   std::vector<PolicyRuns> all;
   Progress progress("simulate");
   for (const std::string& policy : *policies) {
-    scheduler::SnapshotOptions options;
+    sim::SnapshotOptions options;
     options.scorer = policy;
     options.seeds = args.seeds;
     options.first_seed = args.first_seed;
@@ -287,7 +285,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
     PolicyRuns p{policy, {}, 0};
     const double start = MonotonicSeconds();
     auto runs =
-        scheduler::RunSnapshot(in->topology, in->pods, options, [&](int done) {
+        sim::RunSnapshot(in->topology, in->pods, options, [&](int done) {
           progress.Stage(policy + ": " + std::to_string(done) + "/" +
                          std::to_string(args.seeds) + " seeds");
         });
@@ -335,24 +333,24 @@ Result<std::vector<std::string>> PolicyList(const std::string& policy) {
 Result<TraceInput> LoadTraceInput(const SimulateArgs& args) {
   if (args.nodes.empty()) return BadInput("--nodes: a node list CSV is needed");
   if (args.pods.empty()) return BadInput("--pods: a pod list CSV is needed");
-  scheduler::TraceOptions options;
+  sim::TraceOptions options;
   options.strict = args.strict;
-  auto nodes = scheduler::LoadTraceNodes(args.nodes, options);
+  auto nodes = sim::LoadTraceNodes(args.nodes, options);
   if (!nodes) return nodes.error();
-  auto pods = scheduler::LoadTracePods(args.pods, options);
+  auto pods = sim::LoadTracePods(args.pods, options);
   if (!pods) return pods.error();
   WarnList("rows skipped", nodes->skipped);
   WarnList("rows skipped", pods->skipped);
   TraceInput in;
-  in.topology = scheduler::TraceTopology(nodes->rows, "trace", 0,
-                                         /*cpu_nodes=*/true);
+  in.topology = sim::TraceTopology(nodes->rows, "trace", 0,
+                                   /*cpu_nodes=*/true);
   if (in.topology.gpus.empty()) {
     return BadInput(args.nodes + ": no node has GPUs");
   }
   if (pods->rows.empty()) return BadInput(args.pods + ": no pods");
   std::vector<std::string> never;
-  for (const scheduler::TracePod& p : pods->rows) {
-    if (!scheduler::CouldEverFit(in.topology, "", scheduler::PodRequest(p))) {
+  for (const sim::TracePod& p : pods->rows) {
+    if (!scheduler::CouldEverFit(in.topology, "", sim::PodRequest(p))) {
       never.push_back(p.name + " (" + std::to_string(p.cpu_milli) +
                       " CPU milli, " + std::to_string(p.memory_mib) + " MiB, " +
                       std::to_string(p.num_gpu) + " x " +
@@ -406,10 +404,10 @@ Result<TimedInput> LoadTimedInput(const SimulateArgs& args) {
   TimedInput out{std::move(*in), 0};
   out.all_nodes = out.trace.topology.nodes.size();
   if (args.cluster_fraction < 1) {
-    out.trace.topology = scheduler::SampleCluster(
+    out.trace.topology = sim::SampleCluster(
         out.trace.topology, args.cluster_fraction, args.first_seed);
   }
-  if (auto timed = scheduler::MakeTimedPods(out.trace.pods); !timed) {
+  if (auto timed = sim::MakeTimedPods(out.trace.pods); !timed) {
     return timed.error().WithContext(args.pods);
   }
   return out;

@@ -94,7 +94,7 @@ int RunSimulate(const SimulateArgs& args);
 // (a count and the first few) unless args.strict, which fails on the first.
 struct TraceInput {
   scheduler::Topology topology;
-  std::vector<scheduler::TracePod> pods;
+  std::vector<sim::TracePod> pods;
 };
 Result<TraceInput> LoadTraceInput(const SimulateArgs& args);
 

@@ -20,8 +20,8 @@
 namespace tessera::cli {
 namespace {
 
-using scheduler::ElasticComparison;
-using scheduler::ElasticTimedRun;
+using sim::ElasticComparison;
+using sim::ElasticTimedRun;
 
 struct Pair {
   std::string scorer, queue_policy;
@@ -183,7 +183,7 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
   Progress progress("simulate --mode timed --elastic");
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
-      scheduler::ElasticTimedOptions o;
+      sim::ElasticTimedOptions o;
       o.base.scorer = scorer;
       o.base.queue_policy = queue_policy;
       o.base.seed = args.first_seed;
@@ -196,7 +196,7 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
         progress.Stage(scorer + " " + queue_policy + ": " +
                        Fixed(100 * done, 0) + "% done");
       };
-      auto c = scheduler::CompareElastic(in.topology, in.pods, o, args.threads);
+      auto c = sim::CompareElastic(in.topology, in.pods, o, args.threads);
       if (!c) return ReportError(c.error());
       pairs.push_back({scorer, queue_policy, std::move(c).value()});
     }

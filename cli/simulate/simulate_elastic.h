@@ -19,9 +19,9 @@ namespace tessera::cli {
 
 // One run's figures: started, makespan_s, mean_jct_s, mean_elastic_jct_s,
 // mean_wait_s, ..., grows, shrinks, rounds, seconds.
-nlohmann::json ElasticRunJson(const scheduler::ElasticTimedRun& r);
+nlohmann::json ElasticRunJson(const sim::ElasticTimedRun& r);
 // Elastic over gang: makespan, mean_jct, mean_elastic_jct, mean_wait.
-nlohmann::json ElasticRatioJson(const scheduler::ElasticComparison& c);
+nlohmann::json ElasticRatioJson(const sim::ElasticComparison& c);
 
 // A table whose first columns are `labels`' headers, then the runs'
 // figures; AddElasticRows adds a gang row, an elastic row and an
@@ -29,7 +29,7 @@ nlohmann::json ElasticRatioJson(const scheduler::ElasticComparison& c);
 TextTable ElasticTable(const std::vector<std::string>& label_headers,
                        const std::string& elastic_jct_header);
 void AddElasticRows(TextTable& table, const std::vector<std::string>& labels,
-                    const scheduler::ElasticComparison& c);
+                    const sim::ElasticComparison& c);
 
 // `--mode models --elastic PCT` (cli/simulate/simulate_models_elastic.cc): the
 // flags checked before the models are sized, then per seed the same jobs
@@ -39,7 +39,7 @@ int RunSimulateModelsElastic(const SimulateArgs& args,
                              const scheduler::Topology& topology,
                              const std::string& pool,
                              const scheduler::GpuInfo& gpu,
-                             const std::vector<scheduler::ModelJobKind>& kinds);
+                             const std::vector<sim::ModelJobKind>& kinds);
 
 }  // namespace tessera::cli
 

@@ -28,15 +28,15 @@ namespace tessera::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using scheduler::Admission;
-using scheduler::Crossover;
-using scheduler::FindSummary;
 using scheduler::InterferenceLaw;
-using scheduler::ModelJobKind;
-using scheduler::ModelSimResult;
-using scheduler::ModelSummary;
-using scheduler::Summarize;
-using Summary = scheduler::ModelSummary;
+using sim::Admission;
+using sim::Crossover;
+using sim::FindSummary;
+using sim::ModelJobKind;
+using sim::ModelSimResult;
+using sim::ModelSummary;
+using sim::Summarize;
+using Summary = sim::ModelSummary;
 
 constexpr const char* kZoo = "models/zoo";
 
@@ -47,7 +47,7 @@ struct Setup {
   scheduler::GpuInfo gpu;
   int pool_gpus = 0;
   double headroom = 0;
-  scheduler::DurationDistribution duration;
+  sim::DurationDistribution duration;
   std::vector<std::string> models;
   std::vector<InterferenceLaw> laws;  // several: a sweep of linear laws
 };
@@ -118,17 +118,17 @@ Status CheckArgs(const SimulateArgs& args) {
 Result<Setup> Prepare(const SimulateArgs& args) {
   TESSERA_RETURN_IF_ERROR(CheckArgs(args));
   Setup s;
-  auto duration = scheduler::ParseDurationDistribution(args.duration);
+  auto duration = sim::ParseDurationDistribution(args.duration);
   if (!duration) return duration.error();
   s.duration = *duration;
   auto config = server::LoadServeConfig(args.config);
   if (!config) return config.error();
   s.topology = config->service.topology;
   s.headroom = config->service.model_headroom;
-  auto pool = scheduler::ResolveModelPool(s.topology, args.pool);
+  auto pool = sim::ResolveModelPool(s.topology, args.pool);
   if (!pool) return pool.error();
   s.pool = *pool;
-  const scheduler::GpuInfo* gpu = scheduler::PoolGpu(s.topology, s.pool);
+  const scheduler::GpuInfo* gpu = sim::PoolGpu(s.topology, s.pool);
   if (gpu == nullptr) {
     return BadInput(args.config + ": pool '" + s.pool + "' has no GPUs");
   }
@@ -198,7 +198,7 @@ std::string Conclusion(const std::vector<Summary>& all, Admission a,
 struct TesseraVsBest {
   std::string best_name;
   double best = 0, tessera = 0;
-  scheduler::PairedRatio paired;
+  sim::PairedRatio paired;
 };
 TesseraVsBest CompareWithBest(const std::vector<ModelSimResult>& results,
                               const std::vector<Summary>& all,
@@ -208,7 +208,7 @@ TesseraVsBest CompareWithBest(const std::vector<ModelSimResult>& results,
   // Only admissions that ran the jobs tessera ran: one that never runs the
   // jobs no single GPU holds keeps them out of everyone's queue.
   const double ran = FindSummary(all, Admission::kTessera, law).completed;
-  for (const Admission a : scheduler::kFixedAdmissions) {
+  for (const Admission a : sim::kFixedAdmissions) {
     if (FindSummary(all, a, law).completed < ran - 0.5) continue;
     const double j = FindSummary(all, a, law).jct_common;
     if (v.best_name.empty() || j < v.best) {
@@ -218,13 +218,12 @@ TesseraVsBest CompareWithBest(const std::vector<ModelSimResult>& results,
     }
   }
   v.tessera = FindSummary(all, Admission::kTessera, law).jct_common;
-  v.paired =
-      scheduler::CompareSeedBySeed(results, Admission::kTessera, best, law);
+  v.paired = sim::CompareSeedBySeed(results, Admission::kTessera, best, law);
   return v;
 }
 
 // "1.004x +- 0.006"
-std::string RatioText(const scheduler::PairedRatio& p) {
+std::string RatioText(const sim::PairedRatio& p) {
   return Fixed(p.mean, 3) + "x +- " + Fixed(2 * p.standard_error, 3);
 }
 
@@ -233,7 +232,7 @@ std::string TesseraConclusion(const std::vector<ModelSimResult>& results,
                               const std::vector<InterferenceLaw>& laws) {
   int worse = 0, better = 0;
   for (const InterferenceLaw& law : laws) {
-    const scheduler::PairedRatio p = CompareWithBest(results, all, law).paired;
+    const sim::PairedRatio p = CompareWithBest(results, all, law).paired;
     // Worse: beyond two standard errors and by more than half a percent
     // (at alpha 0 every admission but whole runs the same jobs at full
     // speed, and tiny differences in GPU choice are not worth a claim).
@@ -258,9 +257,8 @@ nlohmann::ordered_json KindsJson(const Setup& s,
          {"memory_mib", k.demand_mib},
          {"step_ms", k.step_s * 1e3},
          {"gpu_busy_fraction", k.busy_fraction},
-         {"fraction_milli",
-          scheduler::FractionDemand(k, s.gpu.memory_mib).gpu_milli},
-         {"whole_gpus", scheduler::WholeDemand(k, s.gpu.memory_mib).gpus}});
+         {"fraction_milli", sim::FractionDemand(k, s.gpu.memory_mib).gpu_milli},
+         {"whole_gpus", sim::WholeDemand(k, s.gpu.memory_mib).gpus}});
   }
   return out;
 }
@@ -368,8 +366,8 @@ void PrintKinds(const Setup& s, const std::vector<ModelJobKind>& kinds) {
       {"kind", "memory", "GPU share", "whole GPUs", "step ms", "GPU busy"},
       {false, true, true, true, true, true});
   for (const ModelJobKind& k : kinds) {
-    const auto f = scheduler::FractionDemand(k, s.gpu.memory_mib);
-    const auto w = scheduler::WholeDemand(k, s.gpu.memory_mib);
+    const auto f = sim::FractionDemand(k, s.gpu.memory_mib);
+    const auto w = sim::WholeDemand(k, s.gpu.memory_mib);
     t.AddRow(
         {k.name, HumanBytes(k.demand_mib << 20),
          k.demand_mib > s.gpu.memory_mib ? "-" : std::to_string(f.gpu_milli),
@@ -387,7 +385,7 @@ void PrintResults(const std::vector<Summary>& all, const InterferenceLaw& law) {
               {false, true, true, true, true, true, true, true, true, true,
                true, true, true});
   const double whole = FindSummary(all, Admission::kWhole, law).jct_common;
-  for (const Admission a : scheduler::kAdmissions) {
+  for (const Admission a : sim::kAdmissions) {
     const Summary& x = FindSummary(all, a, law);
     t.AddRow({std::string(AdmissionName(a)), Fixed(x.completed, 1),
               Fixed(x.never_ran, 1), Fixed(x.split_jobs, 1),
@@ -487,7 +485,7 @@ Status Plot(const SimulateArgs& args, const Setup& s,
                      " seeds, band: min to max";
     chart.x_label = "interference alpha (time x (1 + alpha (k - 1)))";
     chart.y_label = "mean JCT of the jobs all four completed (hours)";
-    for (const Admission a : scheduler::kAdmissions) {
+    for (const Admission a : sim::kAdmissions) {
       ChartSeries series;
       series.name = std::string(AdmissionName(a));
       for (const InterferenceLaw& law : s.laws) {
@@ -537,7 +535,7 @@ int RunSimulateModels(const SimulateArgs& args) {
   Progress progress("simulate models");
   Timing timing;
   double start = MonotonicSeconds();
-  auto kinds = scheduler::SizeModelJobKinds(
+  auto kinds = sim::SizeModelJobKinds(
       s.models, args.batches, s.gpu.kind, s.headroom, args.threads,
       [&](int done, int total) {
         progress.Stage("sizing " + std::to_string(done) + "/" +
@@ -553,7 +551,7 @@ int RunSimulateModels(const SimulateArgs& args) {
     return RunSimulateModelsElastic(args, s.topology, s.pool, s.gpu, *kinds);
   }
 
-  scheduler::ModelExperimentOptions options;
+  sim::ModelExperimentOptions options;
   options.workload.jobs = args.jobs;
   options.workload.arrival_per_hour = args.arrival_per_hour;
   options.workload.duration = s.duration;
@@ -565,9 +563,9 @@ int RunSimulateModels(const SimulateArgs& args) {
   options.seeds = args.seeds;
   options.first_seed = args.first_seed;
   options.threads = args.threads;
-  scheduler::SplitCache cache;
+  sim::SplitCache cache;
   start = MonotonicSeconds();
-  auto results = scheduler::RunModelExperiment(
+  auto results = sim::RunModelExperiment(
       s.topology, *kinds, options, cache, [&](int done, int total) {
         progress.Stage("runs " + std::to_string(done) + "/" +
                        std::to_string(total));

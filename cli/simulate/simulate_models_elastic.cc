@@ -70,14 +70,15 @@ Status CheckModelsElasticArgs(const SimulateArgs& args) {
   return {};
 }
 
-int RunSimulateModelsElastic(
-    const SimulateArgs& args, const scheduler::Topology& topology,
-    const std::string& pool, const scheduler::GpuInfo& gpu,
-    const std::vector<scheduler::ModelJobKind>& kinds) {
+int RunSimulateModelsElastic(const SimulateArgs& args,
+                             const scheduler::Topology& topology,
+                             const std::string& pool,
+                             const scheduler::GpuInfo& gpu,
+                             const std::vector<sim::ModelJobKind>& kinds) {
   const Workers workers = *ParseWorkers(args.elastic_workers);
-  auto duration = scheduler::ParseDurationDistribution(args.duration);
+  auto duration = sim::ParseDurationDistribution(args.duration);
   if (!duration) return ReportError(duration.error());
-  scheduler::ModelWorkloadOptions workload;
+  sim::ModelWorkloadOptions workload;
   workload.jobs = args.jobs;
   workload.arrival_per_hour = args.arrival_per_hour;
   workload.duration = *duration;
@@ -85,16 +86,16 @@ int RunSimulateModelsElastic(
   struct SeedRun {
     uint64_t seed = 0;
     int64_t sweeps = 0;
-    scheduler::ElasticComparison c;
+    sim::ElasticComparison c;
   };
   std::vector<SeedRun> runs;
   Progress progress("simulate models --elastic");
   for (int i = 0; i < args.seeds; ++i) {
     const uint64_t seed = args.first_seed + static_cast<uint64_t>(i);
     progress.Stage("seed " + std::to_string(seed));
-    const std::vector<scheduler::ModelJob> jobs = scheduler::GenerateModelJobs(
-        static_cast<int>(kinds.size()), workload, seed);
-    scheduler::ModelElasticOptions o;
+    const std::vector<sim::ModelJob> jobs =
+        sim::GenerateModelJobs(static_cast<int>(kinds.size()), workload, seed);
+    sim::ModelElasticOptions o;
     o.pct = args.elastic;
     o.min_workers = workers.min;
     o.max_workers = workers.max;
@@ -103,8 +104,7 @@ int RunSimulateModelsElastic(
     o.queue_policy = args.queue_policy;
     o.pool = pool;
     o.seed = seed;
-    auto c =
-        scheduler::CompareModelElastic(topology, kinds, jobs, o, args.threads);
+    auto c = sim::CompareModelElastic(topology, kinds, jobs, o, args.threads);
     if (!c) {
       progress.Done();
       return ReportError(c.error());
@@ -123,11 +123,11 @@ int RunSimulateModelsElastic(
   }
   if (args.json) {
     nlohmann::json kinds_json = nlohmann::json::array();
-    for (const scheduler::ModelJobKind& k : kinds) {
+    for (const sim::ModelJobKind& k : kinds) {
       kinds_json.push_back(
           {{"name", k.name},
            {"memory_mib", k.demand_mib},
-           {"whole_gpus", scheduler::WholeDemand(k, gpu.memory_mib).gpus}});
+           {"whole_gpus", sim::WholeDemand(k, gpu.memory_mib).gpus}});
     }
     nlohmann::json results = nlohmann::json::array();
     for (const SeedRun& r : runs) {

@@ -23,11 +23,11 @@
 namespace tessera::cli {
 namespace {
 
-using scheduler::AdmissionComparison;
-using scheduler::DelayStats;
 using scheduler::InterferenceLaw;
-using scheduler::TimedAdmission;
-using scheduler::TimedRun;
+using sim::AdmissionComparison;
+using sim::DelayStats;
+using sim::TimedAdmission;
+using sim::TimedRun;
 
 constexpr double kDay = 86400, kHour = 3600;
 
@@ -39,18 +39,18 @@ struct TraceDelays {
   double span_s = 0;  // last creation - first creation
 };
 
-TraceDelays TraceOwnDelays(const std::vector<scheduler::TracePod>& pods) {
+TraceDelays TraceOwnDelays(const std::vector<sim::TracePod>& pods) {
   TraceDelays t;
   std::vector<double> delays;
   double first = 1e300, last = -1e300;
-  for (const scheduler::TracePod& p : pods) {
+  for (const sim::TracePod& p : pods) {
     first = std::min(first, p.creation_time);
     last = std::max(last, p.creation_time);
     if (p.scheduled_time >= 0)
       delays.push_back(p.scheduled_time - p.creation_time);
   }
   t.scheduled = static_cast<int64_t>(delays.size());
-  t.delay_s = scheduler::SummarizeDelays(std::move(delays));
+  t.delay_s = sim::SummarizeDelays(std::move(delays));
   t.span_s = pods.empty() ? 0 : last - first;
   return t;
 }
@@ -81,16 +81,16 @@ std::vector<scheduler::QueueSpec> EqualQueues(const scheduler::Topology& t,
 // weight 1. What an admin would set from last quarter's use; here it is the
 // replayed trace's own (foresight).
 std::vector<scheduler::QueueSpec> GpuHourQueues(
-    const scheduler::Topology& t, const std::vector<scheduler::TracePod>& pods,
-    int teams, scheduler::TeamSplit split) {
+    const scheduler::Topology& t, const std::vector<sim::TracePod>& pods,
+    int teams, sim::TeamSplit split) {
   std::vector<scheduler::QueueSpec> out = EqualQueues(t, teams);
   if (teams <= 0) return out;
   std::vector<double> use(teams, 0.0);
   double all = 0;
-  for (const scheduler::TracePod& p : pods) {
+  for (const sim::TracePod& p : pods) {
     const double u = static_cast<double>(p.num_gpu) * p.gpu_milli *
                      std::max(0.0, p.deletion_time - p.creation_time);
-    use[scheduler::TeamOf(p, teams, split)] += u;
+    use[sim::TeamOf(p, teams, split)] += u;
     all += u;
   }
   if (!(all > 0)) return out;
@@ -118,9 +118,9 @@ std::string QueueLabel(const TimedRun& r) {
   return r.queue_policy + "+quotas(" + r.quota_guarantees + ")";
 }
 
-scheduler::TeamSplit SplitOf(const SimulateArgs& args) {
-  return args.team_split == "skewed" ? scheduler::TeamSplit::kSkewed
-                                     : scheduler::TeamSplit::kHash;
+sim::TeamSplit SplitOf(const SimulateArgs& args) {
+  return args.team_split == "skewed" ? sim::TeamSplit::kSkewed
+                                     : sim::TeamSplit::kHash;
 }
 
 // Per team: pods that started, their mean and p95 queueing delay.
@@ -128,19 +128,18 @@ struct TeamDelays {
   int64_t started = 0;
   DelayStats delay_s;
 };
-std::vector<TeamDelays> ByTeam(const std::vector<scheduler::TracePod>& pods,
+std::vector<TeamDelays> ByTeam(const std::vector<sim::TracePod>& pods,
                                const TimedRun& r, int teams,
-                               scheduler::TeamSplit split) {
+                               sim::TeamSplit split) {
   std::vector<std::vector<double>> delays(teams);
   for (size_t i = 0; i < pods.size() && i < r.pod_delay_s.size(); ++i) {
     if (r.pod_delay_s[i] < 0) continue;
-    delays[scheduler::TeamOf(pods[i], teams, split)].push_back(
-        r.pod_delay_s[i]);
+    delays[sim::TeamOf(pods[i], teams, split)].push_back(r.pod_delay_s[i]);
   }
   std::vector<TeamDelays> out(teams);
   for (int k = 0; k < teams; ++k) {
     out[k].started = static_cast<int64_t>(delays[k].size());
-    out[k].delay_s = scheduler::SummarizeDelays(std::move(delays[k]));
+    out[k].delay_s = sim::SummarizeDelays(std::move(delays[k]));
   }
   return out;
 }
@@ -227,7 +226,7 @@ std::string Change(double a, double b) {
   return (pct >= 0 ? "+" : "") + Fixed(pct, 1) + "%";
 }
 
-nlohmann::json ModelStatsJson(const scheduler::ModelPodStats& m) {
+nlohmann::json ModelStatsJson(const sim::ModelPodStats& m) {
   return {{"pods", m.pods},
           {"fractional", m.fractional},
           {"finished", m.finished},
@@ -312,8 +311,7 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
   if (model.admissions.empty()) return out;
   nlohmann::json compared = nlohmann::json::array();
   for (const Pair& p : Pairs(runs)) {
-    const AdmissionComparison c =
-        scheduler::CompareAdmissions(*p.fixed, *p.tessera);
+    const AdmissionComparison c = sim::CompareAdmissions(*p.fixed, *p.tessera);
     compared.push_back(
         {{"policy", p.fixed->scorer},
          {"queue_policy", p.fixed->queue_policy},
@@ -345,7 +343,7 @@ nlohmann::json TimedJson(const SimulateArgs& args, const TraceInput& in,
 
 void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
                     const std::vector<TimedRun>& runs) {
-  const scheduler::ModelPodStats& m = runs.front().model;
+  const sim::ModelPodStats& m = runs.front().model;
   std::cout << "\nModel pods: " << WithThousands(m.pods) << " ("
             << args.model_pods << "% of the GPU pods by name; "
             << WithThousands(m.fractional) << " ask a fraction of a GPU), busy "
@@ -379,8 +377,7 @@ void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
        "later", "others' delay fixed", "tessera", "makespan change"},
       {false, false, true, true, true, true, true, true, true, true});
   for (const Pair& p : pairs) {
-    const AdmissionComparison c =
-        scheduler::CompareAdmissions(*p.fixed, *p.tessera);
+    const AdmissionComparison c = sim::CompareAdmissions(*p.fixed, *p.tessera);
     diff.AddRow({p.fixed->scorer, p.fixed->queue_policy,
                  HumanDuration(c.fixed_jct_s), HumanDuration(c.tessera_jct_s),
                  Change(c.fixed_jct_s, c.tessera_jct_s),
@@ -400,9 +397,9 @@ void PrintModelPods(const SimulateArgs& args, const ModelPodArgs& model,
 // by side, the same arrivals in every row), else one row per team and run.
 void PrintTeams(const SimulateArgs& args, const TraceInput& in,
                 const std::vector<TimedRun>& runs) {
-  const scheduler::TeamSplit split = SplitOf(args);
+  const sim::TeamSplit split = SplitOf(args);
   std::cout << "\nTeams: the pods split into " << args.teams << " by ";
-  if (split == scheduler::TeamSplit::kSkewed && args.teams > 1) {
+  if (split == sim::TeamSplit::kSkewed && args.teams > 1) {
     const int small = (args.teams + 1) / 2;
     std::cout << "size: fractional-GPU pods to team0.." << small - 1
               << ", whole-GPU pods to team" << small << ".." << args.teams - 1
@@ -412,8 +409,8 @@ void PrintTeams(const SimulateArgs& args, const TraceInput& in,
   }
   std::cout << ".\n  Pods per team:";
   std::vector<int64_t> count(args.teams, 0);
-  for (const scheduler::TracePod& p : in.pods) {
-    ++count[scheduler::TeamOf(p, args.teams, split)];
+  for (const sim::TracePod& p : in.pods) {
+    ++count[sim::TeamOf(p, args.teams, split)];
   }
   for (int k = 0; k < args.teams; ++k) std::cout << " " << count[k];
   std::cout << ".\n";
@@ -630,12 +627,12 @@ int RunSimulateTimed(const SimulateArgs& args) {
       EqualQueues(in.topology, args.teams);
   const std::vector<scheduler::QueueSpec> by_use =
       GpuHourQueues(in.topology, in.pods, args.teams, SplitOf(args));
-  std::vector<scheduler::TimedOptions> options;
+  std::vector<sim::TimedOptions> options;
   for (const std::string& scorer : *scorers) {
     for (const std::string& queue_policy : *queue_policies) {
       for (const std::string& quota_mode : quota_modes)
         for (const std::optional<TimedAdmission>& admission : admissions) {
-          scheduler::TimedOptions o;
+          sim::TimedOptions o;
           o.teams = args.teams;
           o.team_split = SplitOf(args);
           if (quota_mode != "none") {
@@ -657,7 +654,7 @@ int RunSimulateTimed(const SimulateArgs& args) {
   }
   Progress progress("simulate --mode timed");
   const std::string count = std::to_string(options.size());
-  auto runs = scheduler::RunTimedAll(
+  auto runs = sim::RunTimedAll(
       in.topology, in.pods, options, args.threads, [&](double done) {
         progress.Stage(count + (options.size() == 1 ? " run, " : " runs, ") +
                        Fixed(100 * done, 0) + "% done");

@@ -106,7 +106,7 @@ TEST_F(QueueClientTest, SubmitsInTheServicesShapeWithTheToken) {
   EXPECT_EQ(last_auth_, "Bearer secret");
   // What the service parses back is what was asked.
   Result<scheduler::JobRequest> parsed =
-      scheduler::ParseJobRequest(json::parse(last_body_));
+      service::ParseJobRequest(json::parse(last_body_));
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->name, "train");
   EXPECT_EQ(parsed->resources->gpu_milli, 250);

@@ -25,14 +25,14 @@ namespace {
 
 using nlohmann::json;
 using scheduler::ClusterState;
-using scheduler::JobFilter;
 using scheduler::JobRequest;
 using scheduler::MakeScorer;
-using scheduler::ServiceOptions;
-using scheduler::User;
 using server::LoadServeConfig;
 using server::ParseServeConfig;
 using server::ServeConfig;
+using service::JobFilter;
+using service::ServiceOptions;
+using service::User;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;

@@ -7,6 +7,10 @@
 #include <vector>
 
 namespace tessera::scheduler {
+
+// The service the server fronts (service/).
+using service::User;
+
 namespace {
 
 std::vector<server::UserEntry> Users() {

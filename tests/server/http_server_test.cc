@@ -23,6 +23,11 @@
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
+
+// The service the server fronts (service/).
+using service::Service;
+using service::User;
+
 namespace {
 
 using nlohmann::json;

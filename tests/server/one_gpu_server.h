@@ -16,6 +16,10 @@
 
 namespace tessera::scheduler {
 
+// The service the server fronts (service/).
+using service::Service;
+using service::User;
+
 // Listening on an ephemeral port of `host`.
 inline server::ServeConfig OneGpuConfig(const testlib::TempDir& dir,
                                         const std::string& host) {

@@ -19,6 +19,14 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::JobRequestJson;
+using service::ParseJobRequest;
+using service::Service;
+using service::ServiceOptions;
+using service::User;
+
 namespace {
 
 using nlohmann::json;

@@ -9,6 +9,15 @@
 #include <string>
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::JobJson;
+using service::JobRecordJson;
+using service::JobRequestJson;
+using service::ParseJobRecord;
+using service::ParseJobRequest;
+using service::RequestLimits;
+
 namespace {
 
 using nlohmann::json;

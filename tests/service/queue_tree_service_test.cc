@@ -11,6 +11,13 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::JobEvent;
+using service::Service;
+using service::ServiceOptions;
+using service::User;
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -12,6 +12,12 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::Service;
+using service::ServiceOptions;
+using service::User;
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -22,6 +22,13 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::Service;
+using service::ServiceOptions;
+using service::Store;
+using service::User;
+
 namespace {
 
 using tessera::testing::FaultScope;

@@ -22,6 +22,14 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::NodeRoom;
+using service::ReserveOutcome;
+using service::Service;
+using service::ServiceOptions;
+using service::User;
+
 namespace {
 
 using ::testing::HasSubstr;

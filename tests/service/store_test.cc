@@ -15,6 +15,10 @@
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {
+
+// The service under test (service/).
+using service::Store;
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -10,6 +10,20 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::CompareModelElastic;
+using sim::ElasticTimedOptions;
+using sim::ElasticTimedRun;
+using sim::GenerateModelJobs;
+using sim::ModelElasticOptions;
+using sim::ModelJob;
+using sim::ModelJobKind;
+using sim::ModelJobPods;
+using sim::ModelWorkloadOptions;
+using sim::ParseDurationDistribution;
+using sim::RunTimedElastic;
+
 namespace {
 
 using testing::kGiB;

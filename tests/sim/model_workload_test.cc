@@ -15,6 +15,33 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::Admission;
+using sim::DurationDistribution;
+using sim::FindSummary;
+using sim::FractionDemand;
+using sim::GenerateModelJobs;
+using sim::JobOutcome;
+using sim::kAdmissions;
+using sim::kMinShareMilli;
+using sim::MeanJctOfCommonJobs;
+using sim::ModelExperimentOptions;
+using sim::ModelJob;
+using sim::ModelJobKind;
+using sim::ModelSimOptions;
+using sim::ModelSimResult;
+using sim::ModelSummary;
+using sim::ModelWorkloadOptions;
+using sim::ParseDurationDistribution;
+using sim::RunModelExperiment;
+using sim::SimulateModelJobs;
+using sim::SizeModelJobKinds;
+using sim::SplitCache;
+using sim::Summarize;
+using sim::UtilizationPoint;
+using sim::WholeDemand;
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -15,6 +15,18 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::GpuPackingBoundMilli;
+using sim::LevelPoint;
+using sim::LoadTraceNodes;
+using sim::LoadTracePods;
+using sim::RunSnapshot;
+using sim::SnapshotOptions;
+using sim::SnapshotRun;
+using sim::TracePod;
+using sim::TraceTopology;
+
 namespace {
 
 const std::string kOpenb = tessera::repo::OpenbDir();

@@ -29,6 +29,22 @@
 #include "tests/testlib/scripted_launcher.h"
 
 namespace tessera::scheduler {
+
+// The timed replay under test (sim/) and the service it is compared with
+// (service/).
+using service::JobFilter;
+using service::Service;
+using service::ServiceOptions;
+using service::User;
+using sim::ElasticTimedOptions;
+using sim::PodDemand;
+using sim::RunTimed;
+using sim::RunTimedElastic;
+using sim::TeamOf;
+using sim::TeamSplit;
+using sim::TimedOptions;
+using sim::TracePod;
+
 namespace {
 
 // What runs after the last round at each instant: job -> its GPUs

@@ -20,6 +20,21 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::CompareElastic;
+using sim::DeclaresModel;
+using sim::ElasticTimedOptions;
+using sim::ElasticTimedRun;
+using sim::IsElasticPod;
+using sim::LoadTraceNodes;
+using sim::LoadTracePods;
+using sim::RunTimed;
+using sim::RunTimedElastic;
+using sim::SampleCluster;
+using sim::TimedOptions;
+using sim::TraceTopology;
+
 namespace {
 
 using ::testing::ElementsAre;

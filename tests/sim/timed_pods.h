@@ -9,6 +9,10 @@
 #include "sim/trace.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::TracePod;
+
 namespace {  // each test file numbers its own pods (pod-0, pod-1, ...)
 
 // A pod that arrives at `arrival`, is scheduled at once in the trace and

@@ -13,6 +13,16 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::RunTimed;
+using sim::TeamOf;
+using sim::TeamOfPod;
+using sim::TeamSplit;
+using sim::TeamSplitName;
+using sim::TimedOptions;
+using sim::TracePod;
+
 namespace {
 
 using ::testing::ElementsAre;

@@ -16,6 +16,26 @@
 #include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::AdmissionComparison;
+using sim::CompareAdmissions;
+using sim::DeclaresModel;
+using sim::DelayStats;
+using sim::LoadTraceNodes;
+using sim::LoadTracePods;
+using sim::MakeTimedPods;
+using sim::RunTimed;
+using sim::RunTimedAll;
+using sim::SampleCluster;
+using sim::SummarizeDelays;
+using sim::TimedAdmission;
+using sim::TimedAdmissionName;
+using sim::TimedOptions;
+using sim::TimedPod;
+using sim::TimedRun;
+using sim::TraceTopology;
+
 namespace {
 
 using ::testing::ElementsAre;

@@ -11,6 +11,18 @@
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::scheduler {
+
+// The simulators under test (sim/).
+using sim::LoadTraceNodes;
+using sim::LoadTracePods;
+using sim::ParseTraceNodes;
+using sim::ParseTracePods;
+using sim::PodDemand;
+using sim::PodRequest;
+using sim::PodWorkload;
+using sim::TracePod;
+using sim::TraceTopology;
+
 namespace {
 
 using ::testing::HasSubstr;
