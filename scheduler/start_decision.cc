@@ -281,6 +281,40 @@ StartDecision DecideStart(const StartRequest& request,
   return d;
 }
 
+StartRequest BuildStartRequest(const ClusterState& s, StartInputs in) {
+  StartRequest r;
+  r.now = in.now;
+  r.work_s = in.work_s;
+  r.busy_fraction = in.busy_fraction;
+  r.law = in.law;
+  r.candidates = std::move(in.candidates);
+  const bool whole_now = std::any_of(
+      r.candidates.begin(), r.candidates.end(),
+      [](const StartCandidate& c) { return c.option == StartOption::kWhole; });
+  const bool single_now = std::any_of(
+      r.candidates.begin(), r.candidates.end(),
+      [](const StartCandidate& c) { return c.option != StartOption::kSplit; });
+  const auto later = [&](StartRequest::Opening o) {
+    return in.opening_must_be_later && o.at <= in.now ? StartRequest::Opening{}
+                                                      : o;
+  };
+  if (!whole_now) {
+    r.whole = later(CapacityFreesAt(s, in.pool, in.whole_gpus, kFullGpuMilli,
+                                    in.whole_memory_mib, in.now, in.ends_at));
+  }
+  if (!single_now && in.fraction_wait) {
+    r.fraction =
+        later(CapacityFreesAt(s, in.pool, 1, in.fraction_milli,
+                              in.fraction_memory_mib, in.now, in.ends_at));
+  }
+  r.held_back = in.held_back;
+  r.backlog_per_gpu =
+      static_cast<double>(in.held_back) / std::max(1, in.pool_gpus);
+  r.work_cv2 = in.work_cv2;
+  r.gang_queued = in.gang_queued;
+  return r;
+}
+
 StartRequest::Opening CapacityFreesAt(
     const ClusterState& state, std::string_view pool, int gpus, int milli,
     int64_t memory_mib, double now,

@@ -181,6 +181,50 @@ StartRequest::Opening CapacityFreesAt(
     int64_t memory_mib, double now,
     const std::function<double(JobId)>& ends_at);
 
+// What a start decision is made of, as its three callers know it (the
+// service's split-or-wait, the models replay's tessera admission, the timed
+// replay's model pods); BuildStartRequest writes the StartRequest from it,
+// one rule for all three. What fits now is each caller's own, on purpose:
+// a trace pod cannot split (it has no graph); the replays run a fraction
+// uncapped, at speed 1 (the MPS law was measured without thread caps),
+// where the service offers FractionSpeed; the models replay gives a
+// one-GPU job a GPU nobody holds, not an exclusive one; the service offers
+// a fraction only when no whole GPU is free, the replays beside it.
+struct StartInputs {
+  double now = 0;
+  double work_s = 0;  // seconds alone on one whole GPU of the pool's kind
+  double busy_fraction = estimator::kTrainingBusyFraction;
+  InterferenceLaw law;
+  std::vector<StartCandidate> candidates;  // what fits now
+  // With no kWhole candidate it may wait for `whole_gpus` whole GPUs of
+  // `pool` with `whole_memory_mib` each; with no single-GPU candidate (a
+  // split or nothing), and `fraction_wait`, for `fraction_milli` and
+  // `fraction_memory_mib` of one GPU. When they free: CapacityFreesAt on
+  // the state given to BuildStartRequest, the jobs leaving at `ends_at`.
+  std::string pool;
+  int whole_gpus = 1;
+  int64_t whole_memory_mib = 0;
+  bool fraction_wait = true;
+  int fraction_milli = kFullGpuMilli;
+  int64_t fraction_memory_mib = 0;
+  std::function<double(JobId)> ends_at;
+  // An opening already free now, which the caller's allocator did not
+  // give the job (its node's CPU or memory is taken), is no opening:
+  // waiting for it could last forever. The timed replay's rule; the
+  // service and the models replay still count it as an opening now.
+  bool opening_must_be_later = false;
+  // Its queue (StartRequest's backlog terms): the jobs behind it, the
+  // pool's GPUs, the spread of the pool's work, whether a gang is queued.
+  int held_back = 0;
+  int pool_gpus = 1;
+  double work_cv2 = 0;
+  bool gang_queued = false;
+};
+
+// The StartRequest of `in`, its openings found in `s` (the cluster as the
+// caller sees it, or only the GPUs of the job's kinds).
+StartRequest BuildStartRequest(const ClusterState& s, StartInputs in);
+
 // A one-line account: "split over node0/gpu2+gpu3 now: ends +14m05s;
 // whole GPU frees +3m20s: ends +13m50s -> wait". Times relative to `now`.
 std::string DescribeDecision(const StartDecision& d, const Topology& t,

@@ -12,7 +12,7 @@ namespace tessera::service {
 
 // What this file uses of scheduler/, beyond what its headers name.
 using scheduler::AdmissionOptions;
-using scheduler::CapacityFreesAt;
+using scheduler::BuildStartRequest;
 using scheduler::DecideStart;
 using scheduler::DecisionJson;
 using scheduler::DescribeDecision;
@@ -29,6 +29,7 @@ using scheduler::SplitAcrossSlivers;
 using scheduler::SplitSpeed;
 using scheduler::SquaredCv;
 using scheduler::StartCandidate;
+using scheduler::StartInputs;
 using scheduler::StartOption;
 using scheduler::StartRequest;
 
@@ -141,35 +142,35 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   AdmissionOptions admission;
   admission.cache = &admission_cache;
 
-  StartRequest r;
-  r.now = snap.now;
-  r.busy_fraction = sized.busy_fraction;
+  StartInputs in;
+  in.now = snap.now;
+  in.busy_fraction = sized.busy_fraction;
   if (auto law = snap.laws.find(kind); law != snap.laws.end()) {
-    r.law = law->second;
+    in.law = law->second;
   }
   const auto [work, work_from] = WorkOf(job, &sized);
-  r.work_s = work;
+  in.work_s = work;
   // Now: a whole GPU; else one GPU's free fraction (all the compute free
   // there), and the split over several GPUs' slivers.
   nlohmann::json split_plan;
   std::function<placer::PlanPictures()> split_pictures;
   if (auto a = FindAllocation(s, pool, PlacementRequest{job.demand, {}},
                               *scorer, admission)) {
-    r.candidates.push_back({StartOption::kWhole, *a, 1.0});
+    in.candidates.push_back({StartOption::kWhole, *a, 1.0});
   } else {
     Resources part = job.demand;
     part.gpu_milli = kMinSliverMilli;
     if (auto f = FindAllocation(s, pool, PlacementRequest{part, {}}, *scorer,
                                 admission)) {
       for (GpuShare& share : f->gpus) share.milli = s.free_milli(share.gpu);
-      r.candidates.push_back(
+      in.candidates.push_back(
           {StartOption::kFraction, *f,
-           FractionSpeed(sized, r.law, f->gpus.front().milli)});
+           FractionSpeed(sized, in.law, f->gpus.front().milli)});
     }
     if (job.request.splittable) {
       if (auto gang = SplitAcrossSlivers(s, pool, sized, options.model_headroom,
                                          launcher->multi_node())) {
-        r.candidates.push_back(
+        in.candidates.push_back(
             {StartOption::kSplit, gang->allocation, SplitSpeed(gang->plan)});
         split_plan = std::move(gang->plan);
         split_pictures = std::move(gang->pictures);
@@ -189,32 +190,24 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
     }
     return kInf;
   };
-  const bool whole_now = !r.candidates.empty() &&
-                         r.candidates.front().option == StartOption::kWhole;
-  const bool single_now = std::any_of(
-      r.candidates.begin(), r.candidates.end(),
-      [](const StartCandidate& c) { return c.option != StartOption::kSplit; });
-  if (!whole_now) {
-    r.whole = CapacityFreesAt(s, pool, 1, kFullGpuMilli,
-                              job.demand.gpu_memory_mib, snap.now, ends_at);
-  }
-  if (!single_now) {
-    r.fraction = CapacityFreesAt(s, pool, 1, kMinSliverMilli,
-                                 job.demand.gpu_memory_mib, snap.now, ends_at);
-  }
+  in.pool = pool;
+  in.whole_memory_mib = job.demand.gpu_memory_mib;
+  in.fraction_milli = kMinSliverMilli;
+  in.fraction_memory_mib = job.demand.gpu_memory_mib;
+  in.ends_at = ends_at;
   // The queue behind it in its pool, and the spread of the pool's work.
   int pool_gpus = 0;
   for (const NodeInfo& n : t.nodes) {
     if (n.pool == pool) pool_gpus += static_cast<int>(n.gpus.size());
   }
+  in.pool_gpus = pool_gpus;
   std::vector<double> works;
-  bool gangs = false;  // a queued job needing several GPUs
   const int64_t gpu_mib = MaxGpuMemory(t, pool);
   for (const Job& q : snap.queue) {
     if (q.request.pool != pool) continue;
-    if (q.id > job.id) ++r.held_back;
-    gangs = gangs || q.demand.gpus > 1 ||
-            (q.request.model && q.demand.gpu_memory_mib > gpu_mib);
+    if (q.id > job.id) ++in.held_back;
+    in.gang_queued = in.gang_queued || q.demand.gpus > 1 ||
+                     (q.request.model && q.demand.gpu_memory_mib > gpu_mib);
     const auto m = snap.models.find(q.id);
     works.push_back(
         WorkOf(q, m != snap.models.end() ? m->second.get() : nullptr).first);
@@ -222,9 +215,8 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   for (const Job& q : snap.running) {
     if (q.request.pool == pool) works.push_back(WorkOf(q, nullptr).first);
   }
-  r.backlog_per_gpu = static_cast<double>(r.held_back) / std::max(1, pool_gpus);
-  r.work_cv2 = SquaredCv(works);
-  r.gang_queued = gangs;
+  in.work_cv2 = SquaredCv(works);
+  const StartRequest r = BuildStartRequest(s, std::move(in));
 
   const StartDecision d = DecideStart(r, s, [&](JobId id) {
     if (auto it = snap.occupants.find(id); it != snap.occupants.end()) {

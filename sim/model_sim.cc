@@ -21,7 +21,7 @@ namespace tessera::sim {
 using scheduler::AdmissionCache;
 using scheduler::AdmissionOptions;
 using scheduler::Allocator;
-using scheduler::CapacityFreesAt;
+using scheduler::BuildStartRequest;
 using scheduler::CouldEverFit;
 using scheduler::DecideStart;
 using scheduler::Decision;
@@ -46,6 +46,7 @@ using scheduler::ScorerOptions;
 using scheduler::SquaredCv;
 using scheduler::StartCandidate;
 using scheduler::StartDecision;
+using scheduler::StartInputs;
 using scheduler::StartOption;
 using scheduler::StartRequest;
 using scheduler::TypicalTask;
@@ -235,12 +236,7 @@ class Replay {
   // service reads from time limits and progress reports).
   std::optional<Allocation> Decide(const ClusterState& s, const QueuedJob& q,
                                    const AdmissionOptions& admission) {
-    StartRequest r = Request(s, q, admission);
-    r.held_back = QueuedBehind(q.id);
-    r.work_cv2 = WorkCv2();
-    r.gang_queued = GangQueued();
-    r.backlog_per_gpu = static_cast<double>(r.held_back) /
-                        static_cast<double>(pool_gpus_.size());
+    const StartRequest r = Request(s, q, admission);
     const StartDecision d =
         DecideStart(r, s, [this](JobId id) { return OccupantOf(id); });
     const OptionForecast* c = d.Chosen();
@@ -302,61 +298,55 @@ class Replay {
     return SquaredCv(work);
   }
 
-  // The options `q` has in `s`: what fits now and the capacity that frees.
+  // The options `q` has in `s` (what fits now and the capacity that
+  // frees) and its queue.
   StartRequest Request(const ClusterState& s, const QueuedJob& q,
                        const AdmissionOptions& admission) {
     const int kind = jobs_[q.id - 1].kind;
     const ModelJobKind& k = kinds_[kind];
     const Resources& whole = whole_demand_[kind];
-    StartRequest r;
-    r.now = now_;
-    r.work_s = jobs_[q.id - 1].duration_s;
-    r.busy_fraction = k.busy_fraction;
-    r.law = options_.interference;
-    bool alone = false;
+    StartInputs in;
+    in.now = now_;
+    in.work_s = jobs_[q.id - 1].duration_s;
+    in.busy_fraction = k.busy_fraction;
+    in.law = options_.interference;
     if (whole.gpus == 1) {
       // A GPU of its own, but not exclusively: others may join it when
       // their own decision (charged for slowing it) says so.
       if (auto a = IdleGpu(s, q.demand)) {
-        r.candidates.push_back({StartOption::kWhole, *a, 1.0});
-        alone = true;
+        in.candidates.push_back({StartOption::kWhole, *a, 1.0});
       }
     } else if (auto a = FindAllocation(s, pool_, PlacementRequest{whole, {}},
                                        *scorer_, admission)) {
-      r.candidates.push_back({StartOption::kWhole, *a, 1.0});
-      alone = true;
+      in.candidates.push_back({StartOption::kWhole, *a, 1.0});
     }
     if (auto a = FindAllocation(s, pool_, PlacementRequest{q.demand, {}},
                                 *scorer_, admission)) {
       // The replay runs a fraction uncapped, at the speed the co-location
       // law leaves it (the MPS law was measured without thread caps), so
       // it is offered at 1, not at the service's capped FractionSpeed.
-      r.candidates.push_back({StartOption::kFraction, *a, 1.0});
+      in.candidates.push_back({StartOption::kFraction, *a, 1.0});
     }
-    if (r.candidates.empty()) {
+    if (in.candidates.empty()) {
       const SplitCache::Entry split =
           cache_.Find(s, pool_, kind, k, options_.headroom);
       if (split.allocation) {
-        r.candidates.push_back(
+        in.candidates.push_back(
             {StartOption::kSplit, *split.allocation, split.speed});
       }
     }
-    const auto ends_at = [this](JobId id) {
-      return now_ + RemainingSeconds(id);
-    };
-    if (!alone) {
-      r.whole = CapacityFreesAt(s, pool_, whole.gpus, kFullGpuMilli, 0, now_,
-                                ends_at);
-    }
-    const bool fraction_now = std::any_of(
-        r.candidates.begin(), r.candidates.end(), [](const StartCandidate& c) {
-          return c.option != StartOption::kSplit;
-        });
-    if (!fraction_now && k.demand_mib <= gpu_.memory_mib) {
-      r.fraction = CapacityFreesAt(s, pool_, 1, q.demand.gpu_milli,
-                                   q.demand.gpu_memory_mib, now_, ends_at);
-    }
-    return r;
+    // Later: `whole` GPUs, or (a model that fits one GPU) its fraction.
+    in.pool = pool_;
+    in.whole_gpus = whole.gpus;
+    in.fraction_wait = k.demand_mib <= gpu_.memory_mib;
+    in.fraction_milli = q.demand.gpu_milli;
+    in.fraction_memory_mib = q.demand.gpu_memory_mib;
+    in.ends_at = [this](JobId id) { return now_ + RemainingSeconds(id); };
+    in.held_back = QueuedBehind(q.id);
+    in.pool_gpus = static_cast<int>(pool_gpus_.size());
+    in.work_cv2 = WorkCv2();
+    in.gang_queued = GangQueued();
+    return BuildStartRequest(s, std::move(in));
   }
 
   // The jobs queued after `id` (FIFO: all of them wait while it waits).

@@ -24,7 +24,7 @@
 namespace tessera::sim {
 
 // What this file uses of scheduler/, beyond what its headers name.
-using scheduler::CapacityFreesAt;
+using scheduler::BuildStartRequest;
 using scheduler::DecideStart;
 using scheduler::FindAllocation;
 using scheduler::GpuShare;
@@ -36,6 +36,7 @@ using scheduler::OptionForecast;
 using scheduler::ParallelFor;
 using scheduler::SquaredCv;
 using scheduler::StartDecision;
+using scheduler::StartInputs;
 using scheduler::StartOption;
 using scheduler::StartRequest;
 
@@ -371,38 +372,38 @@ class Replay : private TimedReplayBase {
         std::any_of(fraction.gpus.begin(), fraction.gpus.end(),
                     [&](const GpuShare& g) { return s.holders_on(g.gpu) > 0; });
     if (!shares) return fraction;
-    StartRequest r;
-    r.now = now_;
-    r.work_s = pods_[p].duration;
-    r.busy_fraction = estimator::kTrainingBusyFraction;
-    r.law = options_.law;
+    StartInputs in;
+    in.now = now_;
+    in.work_s = pods_[p].duration;
+    in.busy_fraction = estimator::kTrainingBusyFraction;
+    in.law = options_.law;
     PlacementRequest whole = request;
     whole.demand.gpus = 1;
     whole.demand.gpu_milli = 0;
     whole.demand.gpu_memory_mib = 0;
     const std::optional<Allocation> own =
         FindAllocation(s, pool_, whole, scorer_, admission_);
-    if (own) r.candidates.push_back({StartOption::kWhole, *own, 1.0});
-    r.candidates.push_back({StartOption::kFraction, fraction, 1.0});
-    if (!own) {
-      // No GPU is free for it now: when one of its kinds empties.
-      const auto ends_at = [this](JobId id) {
-        return now_ + RemainingSeconds(static_cast<int>(id - 1));
-      };
-      r.whole =
-          request.gpu_kinds.empty()
-              ? CapacityFreesAt(s, pool_, 1, kFullGpuMilli, 0, now_, ends_at)
-              : CapacityFreesAt(OfKinds(s, request.gpu_kinds), pool_, 1,
-                                kFullGpuMilli, 0, now_, ends_at);
-      // An empty GPU now that FindAllocation would not give it (its node's
-      // CPU or memory is taken) is no opening: waiting for it could last
-      // forever.
-      if (r.whole.at <= now_) r.whole = {};
+    if (own) in.candidates.push_back({StartOption::kWhole, *own, 1.0});
+    in.candidates.push_back({StartOption::kFraction, fraction, 1.0});
+    // No GPU is free for it now: when one of its kinds empties. An empty
+    // GPU now that FindAllocation would not give it (its node's CPU or
+    // memory is taken) is no opening: waiting for it could last forever.
+    in.pool = pool_;
+    in.ends_at = [this](JobId id) {
+      return now_ + RemainingSeconds(static_cast<int>(id - 1));
+    };
+    in.opening_must_be_later = true;
+    in.held_back = QueuedBehind(job);
+    in.pool_gpus = pool_gpus_;
+    in.work_cv2 = WorkCv2();
+    // The openings are looked for among its kinds' GPUs only (a copy of
+    // the state, made only when it waits for one).
+    std::optional<ClusterState> of_kinds;
+    if (!own && !request.gpu_kinds.empty()) {
+      of_kinds = OfKinds(s, request.gpu_kinds);
     }
-    r.held_back = QueuedBehind(job);
-    r.backlog_per_gpu = static_cast<double>(r.held_back) /
-                        static_cast<double>(std::max(1, pool_gpus_));
-    r.work_cv2 = WorkCv2();
+    const StartRequest r =
+        BuildStartRequest(of_kinds ? *of_kinds : s, std::move(in));
     const StartDecision d = DecideStart(r, s, [this](JobId id) {
       return OccupantOf(static_cast<int>(id - 1));
     });

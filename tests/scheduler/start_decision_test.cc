@@ -1,5 +1,5 @@
-// DecideStart and CapacityFreesAt: the split-or-wait decision by
-// predicted finish.
+// DecideStart, CapacityFreesAt and BuildStartRequest: the split-or-wait
+// decision by predicted finish.
 #include "scheduler/start_decision.h"
 
 #include <cmath>
@@ -86,6 +86,73 @@ TEST(CapacityFreesAt, IsNowForAnEmptyGpuAndTheLastEndOtherwise) {
   EXPECT_TRUE(std::isinf(
       CapacityFreesAt(state, "default", 1, kFullGpuMilli, 90 * kGiB, 10, ends)
           .at));
+}
+
+// BuildStartRequest, the one rule of its three callers: a whole GPU is
+// waited for only when none fits now, a fraction only when no single GPU
+// fits (and the caller allows it), an opening already free now is dropped
+// where the caller asks so, and the queue's backlog is per GPU.
+TEST(BuildStartRequest, OpensWaitsOnlyForWhatDoesNotFitNow) {
+  ClusterState state(MakeTopology({{80, 80}}));
+  (void)state.Reserve(1, Share(0, 0, 600, 10 * kGiB));
+  StartInputs in;
+  in.now = 10;
+  in.work_s = 500;
+  in.pool = "default";
+  in.fraction_milli = 500;
+  in.fraction_memory_mib = 10 * kGiB;
+  in.ends_at = [](JobId) { return 300.0; };
+  in.held_back = 6;
+  in.pool_gpus = 2;
+  in.work_cv2 = 1.5;
+  in.gang_queued = true;
+
+  // Nothing fits now: both waits; gpu1 is empty already, so "now".
+  StartRequest r = BuildStartRequest(state, in);
+  EXPECT_TRUE(r.candidates.empty());
+  EXPECT_EQ(r.whole.at, 10);
+  EXPECT_EQ(r.fraction.at, 10);
+  EXPECT_DOUBLE_EQ(r.backlog_per_gpu, 3);
+  EXPECT_EQ(r.held_back, 6);
+  EXPECT_DOUBLE_EQ(r.work_cv2, 1.5);
+  EXPECT_TRUE(r.gang_queued);
+  // ... unless an opening must be later than now: gpu1's "now" is no
+  // opening (the caller's allocator did not give it), and none is looked
+  // for after it.
+  in.opening_must_be_later = true;
+  r = BuildStartRequest(state, in);
+  EXPECT_TRUE(std::isinf(r.whole.at));
+  EXPECT_TRUE(std::isinf(r.fraction.at));
+  // With gpu1 busy too, the whole GPU opens when they leave, at 300.
+  ASSERT_TRUE(state.Reserve(2, Share(0, 1, 300, 10 * kGiB)).ok());
+  r = BuildStartRequest(state, in);
+  EXPECT_EQ(r.whole.at, 300);
+  EXPECT_EQ(r.whole.sharing_with, 0);
+  state.Release(2);
+  in.opening_must_be_later = false;
+
+  // A split fits now: still both waits (no single GPU now).
+  in.candidates = {{StartOption::kSplit, Share(0, 0, 400, kGiB), 0.5}};
+  r = BuildStartRequest(state, in);
+  EXPECT_FALSE(std::isinf(r.whole.at));
+  EXPECT_FALSE(std::isinf(r.fraction.at));
+  in.fraction_wait = false;  // the caller's job fits no single GPU
+  EXPECT_TRUE(std::isinf(BuildStartRequest(state, in).fraction.at));
+  in.fraction_wait = true;
+  // A fraction fits now: the whole GPU is waited for, no fraction.
+  in.candidates = {{StartOption::kFraction, Share(0, 0, 400, kGiB), 1.0}};
+  r = BuildStartRequest(state, in);
+  EXPECT_FALSE(std::isinf(r.whole.at));
+  EXPECT_TRUE(std::isinf(r.fraction.at));
+  // A whole GPU fits now: no wait at all.
+  in.candidates = {{StartOption::kWhole, Share(0, 1, 1000, kGiB), 1.0}};
+  r = BuildStartRequest(state, in);
+  EXPECT_TRUE(std::isinf(r.whole.at));
+  EXPECT_TRUE(std::isinf(r.fraction.at));
+  ASSERT_EQ(r.candidates.size(), 1u);
+  // No GPU in the pool: the backlog is counted over one.
+  in.pool_gpus = 0;
+  EXPECT_DOUBLE_EQ(BuildStartRequest(state, in).backlog_per_gpu, 6);
 }
 
 TEST(DecideStart, TakesAWholeGpuOverSharingOne) {
