@@ -158,7 +158,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     m.models.emplace(job.id,
                      std::make_shared<const SizedModel>(std::move(*sized)));
   }
-  m.queue.push_back(job);
+  m.jobs.queue.push_back(job);
   m.metrics.submitted++;
   m.dirty = true;
   m.wake.notify_all();
@@ -191,21 +191,21 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
                             const User* by) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto q = std::find_if(m.queue.begin(), m.queue.end(),
+  auto q = std::find_if(m.jobs.queue.begin(), m.jobs.queue.end(),
                         [&](const Job& j) { return j.id == id; });
-  if (q != m.queue.end()) {
+  if (q != m.jobs.queue.end()) {
     Job job = *q;
     job.state = JobState::kCancelled;
     job.reason = reason;
     job.finished_at = m.Now();
     const JobEvent event = m.Event(id, by, "cancelled", reason);
     TESSERA_RETURN_IF_ERROR(m.Persist(job, &event));  // else it stays queued
-    m.queue.erase(q);
+    m.jobs.queue.erase(q);
     m.models.erase(id);
     m.start_decisions.erase(id);
     return job;
   }
-  if (auto r = m.running.find(id); r != m.running.end()) {
+  if (auto r = m.jobs.running.find(id); r != m.jobs.running.end()) {
     if (!m.cancel_requested.count(id)) {
       TESSERA_RETURN_IF_ERROR(
           m.Record(m.Event(id, by, "cancel requested", reason)));
@@ -219,7 +219,7 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
     }
     return r->second;
   }
-  if (auto r = m.starting.find(id); r != m.starting.end()) {
+  if (auto r = m.jobs.starting.find(id); r != m.jobs.starting.end()) {
     // Stopped once its start is done (or not started at all).
     if (!m.cancel_requested.count(id)) {
       TESSERA_RETURN_IF_ERROR(
@@ -229,7 +229,7 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
     m.cancel_requested.insert(id);
     return r->second;
   }
-  if (auto r = m.reserved.find(id); r != m.reserved.end()) {
+  if (auto r = m.jobs.reserved.find(id); r != m.jobs.reserved.end()) {
     // Only the reservation ends: the outside system owns the process.
     return m.EndReserved(r, JobState::kCancelled, reason, by);
   }
@@ -259,9 +259,9 @@ nlohmann::json Service::ClusterJson() {
   nlohmann::json pools = nlohmann::json::array();
   for (const std::string& p : t.pools) {
     int queued = 0, starting = 0, running = 0, gpus = 0;
-    for (const Job& j : m.queue) queued += j.request.pool == p;
-    for (const auto& [id, j] : m.starting) starting += j.request.pool == p;
-    for (const auto& [id, j] : m.running) running += j.request.pool == p;
+    for (const Job& j : m.jobs.queue) queued += j.request.pool == p;
+    for (const auto& [id, j] : m.jobs.starting) starting += j.request.pool == p;
+    for (const auto& [id, j] : m.jobs.running) running += j.request.pool == p;
     for (const NodeInfo& n : t.nodes) {
       if (n.pool == p) gpus += static_cast<int>(n.gpus.size());
     }
@@ -309,13 +309,13 @@ std::string Service::MetricsText() {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   std::map<std::pair<std::string, std::string>, int64_t> by_state;
-  for (const Job& j : m.queue) {
+  for (const Job& j : m.jobs.queue) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
   }
-  for (const auto& [id, j] : m.running) {
+  for (const auto& [id, j] : m.jobs.running) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
   }
-  for (const auto& [id, j] : m.starting) {
+  for (const auto& [id, j] : m.jobs.starting) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
   }
   return m.metrics.Render(m.state, by_state);
@@ -332,55 +332,11 @@ void Service::Tick() { impl_->RunRound(); }
 std::string Service::CheckInvariants() {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  std::string broken = m.state.CheckInvariants();
-  // The jobs in memory are the store's active jobs, in the same states.
-  std::map<JobId, JobState> memory;
-  for (const Job& j : m.queue) memory[j.id] = j.state;
-  for (const auto& [id, j] : m.starting) memory[id] = JobState::kStarting;
-  for (const auto& [id, j] : m.running) memory[id] = j.state;
-  for (const auto& [id, j] : m.reserved) memory[id] = j.state;
   auto stored = m.store->LoadAll(/*active_only=*/true);
-  if (!stored) return broken + stored.error().message + "; ";
-  std::map<JobId, JobState> disk;
-  for (const Job& j : *stored) disk[j.id] = j.state;
-  for (const auto& [id, s] : disk) {
-    auto it = memory.find(id);
-    if (it == memory.end()) {
-      broken += "job " + std::to_string(id) + " is " +
-                std::string(JobStateName(s)) + " in the store, not in memory; ";
-    } else if (it->second != s) {
-      broken += "job " + std::to_string(id) + " is " +
-                std::string(JobStateName(s)) + " in the store, " +
-                std::string(JobStateName(it->second)) + " in memory; ";
-    }
+  if (!stored) {
+    return m.state.CheckInvariants() + stored.error().message + "; ";
   }
-  // An elastic job holds between min and max workers, one share each,
-  // and the store holds what memory does.
-  for (const auto& [id, j] : m.running) {
-    if (!j.request.elastic) continue;
-    const size_t n = j.allocation.gpus.size();
-    if (j.elastic.workers.size() != n ||
-        n < static_cast<size_t>(j.request.elastic->min) ||
-        n > static_cast<size_t>(j.request.elastic->max)) {
-      broken += "elastic job " + std::to_string(id) + " holds " +
-                std::to_string(n) + " shares for " +
-                std::to_string(j.elastic.workers.size()) + " workers; ";
-    }
-    for (const Job& d : *stored) {
-      if (d.id == id && (d.allocation.gpus != j.allocation.gpus ||
-                         !(d.elastic == j.elastic))) {
-        broken += "elastic job " + std::to_string(id) +
-                  " differs between memory and the store; ";
-      }
-    }
-  }
-  for (const auto& [id, s] : memory) {
-    if (!disk.count(id)) {
-      broken += "job " + std::to_string(id) + " is " +
-                std::string(JobStateName(s)) + " in memory, not in the store; ";
-    }
-  }
-  return broken;
+  return m.jobs.Check(m.state, *stored);
 }
 
 }  // namespace tessera::service

@@ -128,9 +128,9 @@ void Service::Impl::FillDecisionInputs(RoundSnapshot& snap, double now) const {
         sized ? sized->busy_fraction : estimator::kTrainingBusyFraction,
         end - now};
   };
-  for (const auto& [id, j] : running) add(j);
-  for (const auto& [id, j] : starting) add(j);
-  for (const auto& [id, j] : reserved) add(j);
+  for (const auto& [id, j] : jobs.running) add(j);
+  for (const auto& [id, j] : jobs.starting) add(j);
+  for (const auto& [id, j] : jobs.reserved) add(j);
 }
 
 std::optional<Allocation> Service::Impl::DecideModelStart(
@@ -273,8 +273,8 @@ nlohmann::json Service::DecisionOf(JobId id) {
 Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.running.find(id);
-  if (it == m.running.end()) {
+  auto it = m.jobs.running.find(id);
+  if (it == m.jobs.running.end()) {
     return Infeasible("job " + std::to_string(id) +
                       " is not running: only a running job reports progress");
   }

@@ -106,7 +106,7 @@ void Service::Impl::BeginElastic(Job& job) {
 std::vector<ElasticHolding> Service::Impl::ElasticHoldings(
     const std::string* pool) const {
   std::vector<ElasticHolding> out;
-  for (const auto& [id, job] : running) {
+  for (const auto& [id, job] : jobs.running) {
     if (!job.request.elastic || !job.request.resources) continue;
     if (pool != nullptr && job.request.pool != *pool) continue;
     out.push_back({id, &job.allocation, &job.elastic.workers,
@@ -124,8 +124,8 @@ bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
                                  ElasticState st, const std::string& action,
                                  std::vector<int> workers, const User* by,
                                  const std::string& note) {
-  auto it = running.find(id);
-  if (it == running.end()) return false;
+  auto it = jobs.running.find(id);
+  if (it == jobs.running.end()) return false;
   Job job = it->second;
   const Allocation before = job.allocation;
   state.Release(id);
@@ -161,15 +161,16 @@ bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
 
 bool Service::Impl::AskBackFor(const Allocation& allocation,
                                const std::string& pool) {
-  const std::vector<ElasticHolding> jobs = ElasticHoldings(&pool);
+  const std::vector<ElasticHolding> holdings = ElasticHoldings(&pool);
   // Extras asked back before and not gone yet: still waited for.
-  bool asked = std::any_of(
-      jobs.begin(), jobs.end(), [&](const auto& j) TESSERA_REQUIRES(mu) {
-        return !j.releasing->empty() &&
-               SharesNode(state.topology(), *j.allocation, allocation);
-      });
-  for (ExtrasBack& back : ExtrasInTheWay(state, allocation, jobs)) {
-    const Job& job = running.at(back.id);
+  bool asked = std::any_of(holdings.begin(), holdings.end(),
+                           [&](const auto& j) TESSERA_REQUIRES(mu) {
+                             return !j.releasing->empty() &&
+                                    SharesNode(state.topology(), *j.allocation,
+                                               allocation);
+                           });
+  for (ExtrasBack& back : ExtrasInTheWay(state, allocation, holdings)) {
+    const Job& job = jobs.running.at(back.id);
     ElasticState st = job.elastic;
     st.releasing.insert(st.releasing.end(), back.workers.begin(),
                         back.workers.end());
@@ -195,7 +196,7 @@ bool Service::Impl::MakeRoom(RoundView& view, const Job& job,
                              const std::string& pool, Allocation& allocation) {
   if (state.Fits(allocation)) return true;
   const bool extras =
-      std::any_of(running.begin(), running.end(), [&](const auto& r) {
+      std::any_of(jobs.running.begin(), jobs.running.end(), [&](const auto& r) {
         const Job& e = r.second;
         return e.request.elastic && e.request.pool == pool &&
                e.allocation.gpus.size() >
@@ -220,13 +221,13 @@ bool Service::Impl::MakeRoom(RoundView& view, const Job& job,
 
 void Service::Impl::ReclaimOverdue(double now) {
   std::vector<JobId> due;
-  for (const auto& [id, job] : running) {
+  for (const auto& [id, job] : jobs.running) {
     if (!job.elastic.releasing.empty() && now >= job.elastic.release_by) {
       due.push_back(id);
     }
   }
   for (const JobId id : due) {
-    const Job& job = running.at(id);
+    const Job& job = jobs.running.at(id);
     const std::vector<int> dropped = job.elastic.releasing;
     service_internal::ElasticWithout next =
         service_internal::DropWorkers(job, {dropped.begin(), dropped.end()});
@@ -243,15 +244,15 @@ void Service::Impl::ReclaimOverdue(double now) {
 
 void Service::Impl::GrowElastic() {
   std::set<std::string> busy = elastic_reclaiming;
-  for (const auto& [id, job] : running) {
+  for (const auto& [id, job] : jobs.running) {
     if (!job.elastic.releasing.empty()) busy.insert(job.request.pool);
   }
   std::vector<JobId> growing;
   {
-    const std::vector<ElasticHolding> jobs = ElasticHoldings();
-    for (const size_t i : GrowOrder(jobs)) {
-      const JobId id = jobs[i].id;
-      const Job& job = running.at(id);
+    const std::vector<ElasticHolding> holdings = ElasticHoldings();
+    for (const size_t i : GrowOrder(holdings)) {
+      const JobId id = holdings[i].id;
+      const Job& job = jobs.running.at(id);
       if (!busy.count(job.request.pool) && !job.elastic.grow_stopped &&
           !workers_dying.count(id) && !cancel_requested.count(id) &&
           !preempt_requested.count(id)) {
@@ -264,7 +265,7 @@ void Service::Impl::GrowElastic() {
   QueueTree held;
   if (!tree.empty() && !growing.empty()) held = HeldTree();
   for (const JobId id : growing) {
-    const Job& job = running.at(id);
+    const Job& job = jobs.running.at(id);
     const int want =
         job.request.elastic->max - static_cast<int>(job.allocation.gpus.size());
     std::vector<int> gpus =
@@ -283,10 +284,10 @@ void Service::Impl::GrowElastic() {
     st.workers = std::move(workers);
     const bool grew = ApplyElastic(id, next, std::move(st), "grow", added);
     if (grew && !tree.empty()) held = HeldTree();  // for the jobs after it
-    if (grew && PerWorker(running.at(id))) {
+    if (grew && PerWorker(jobs.running.at(id))) {
       // The new workers' processes, started by the round thread.
-      worker_starts.push_back(
-          LaunchSpecFor(running.at(id), state.topology(), nullptr, &added));
+      worker_starts.push_back(LaunchSpecFor(jobs.running.at(id),
+                                            state.topology(), nullptr, &added));
     }
   }
 }
@@ -297,8 +298,8 @@ void Service::Impl::WorkersEnded(
     for (const launch::WorkerExited& w : ended) d->second.erase(w.worker);
     if (d->second.empty()) workers_dying.erase(d);
   }
-  auto it = running.find(id);
-  if (it == running.end() || !PerWorker(it->second)) return;
+  auto it = jobs.running.find(id);
+  if (it == jobs.running.end() || !PerWorker(it->second)) return;
   const Job& job = it->second;
   std::set<int> drop;
   std::string note;
@@ -370,14 +371,7 @@ Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
   {
     MutexLock lock(m.mu);
     while (true) {
-      const Job* live = nullptr;
-      if (auto r = m.running.find(id); r != m.running.end()) live = &r->second;
-      if (auto s = m.starting.find(id); s != m.starting.end()) {
-        live = &s->second;
-      }
-      for (const Job& q : m.queue) {
-        if (q.id == id) live = &q;
-      }
+      const Job* live = m.jobs.Find(id);
       if (!live) break;  // ended or unknown: the store says, below
       if (!live->request.elastic) {
         return BadInput("job " + std::to_string(id) + " is not elastic");
@@ -389,7 +383,7 @@ Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
       }
       if (!lock.WaitUntil(m.allocation_changed, deadline)) {
         // Looked at once more below, then answered unchanged.
-        if (auto r = m.running.find(id); r != m.running.end()) {
+        if (auto r = m.jobs.running.find(id); r != m.jobs.running.end()) {
           return ElasticAllocationJson(r->second, m.state.topology());
         }
       }
@@ -409,8 +403,8 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
                                                const User* by) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.running.find(id);
-  if (it == m.running.end()) {
+  auto it = m.jobs.running.find(id);
+  if (it == m.jobs.running.end()) {
     return Infeasible("job " + std::to_string(id) + " is not running");
   }
   const Job& job = it->second;
@@ -447,7 +441,7 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
     return Unavailable("the job store failed; try again");
   }
   m.wake.notify_all();
-  return ElasticAllocationJson(m.running.at(id), m.state.topology());
+  return ElasticAllocationJson(m.jobs.running.at(id), m.state.topology());
 }
 
 }  // namespace tessera::service

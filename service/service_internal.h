@@ -27,6 +27,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
 #include "scheduler/start_decision.h"
+#include "service/job_table_internal.h"
 #include "service/metrics_internal.h"
 #include "service/service.h"
 #include "service/store_internal.h"
@@ -265,11 +266,9 @@ struct Service::Impl {
   std::thread thread;
 
   ClusterState state TESSERA_GUARDED_BY(mu);
-  std::vector<Job> queue TESSERA_GUARDED_BY(mu);  // queued, preempted; by id
-  std::map<JobId, Job> running TESSERA_GUARDED_BY(mu);  // incl. stopping
-  // State `starting`: reserved and stored, the launcher not yet done (or
-  // its outcome not yet stored).
-  std::map<JobId, Job> starting TESSERA_GUARDED_BY(mu);
+  // Every job by state: queue, running, starting, reserved
+  // (job_table_internal.h, with its invariants).
+  service_internal::JobTable jobs TESSERA_GUARDED_BY(mu);
   // Start outcomes the store has not taken yet (a failed write): the job
   // stays `starting`, in memory as in the store, and the write is tried
   // again every round.
@@ -289,9 +288,6 @@ struct Service::Impl {
   // After a transient launcher error nothing starts until then.
   double launch_retry_at TESSERA_GUARDED_BY(mu) = 0;
   Metrics metrics TESSERA_GUARDED_BY(mu);
-  // Reservations for outside systems (Job::origin set): running, but
-  // kept out of `running`, so the launcher never sees them.
-  std::map<JobId, Job> reserved TESSERA_GUARDED_BY(mu);
   // Submission rates per user and team (service_quotas.cc).
   std::map<std::string, service_internal::TokenBucket> user_buckets
       TESSERA_GUARDED_BY(mu);

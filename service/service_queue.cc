@@ -211,13 +211,13 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
     // In the order the pool's policy considers them (QueuePolicy::Order).
     std::vector<const Job*> in_pool;
     std::vector<QueuedJob> queued;
-    for (const Job& j : m.queue) {
+    for (const Job& j : m.jobs.queue) {
       if (j.request.pool != p) continue;
       in_pool.push_back(&j);
       queued.push_back(service_internal::AsQueued(j));
     }
     std::vector<RunningJob> running_jobs;
-    for (const auto& [id, j] : m.running) {
+    for (const auto& [id, j] : m.jobs.running) {
       if (j.request.pool == p) {
         running_jobs.push_back(service_internal::AsRunning(j));
       }
@@ -258,9 +258,9 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
       r["ends_at"] = std::isfinite(end) ? IsoTime(end) : json();
       running.push_back(std::move(r));
     };
-    for (const auto& [id, j] : m.starting) add_running(j);
-    for (const auto& [id, j] : m.running) add_running(j);
-    for (const auto& [id, j] : m.reserved) add_running(j);
+    for (const auto& [id, j] : m.jobs.starting) add_running(j);
+    for (const auto& [id, j] : m.jobs.running) add_running(j);
+    for (const auto& [id, j] : m.jobs.reserved) add_running(j);
     pools.push_back({{"name", p},
                      {"policy", v.policy},
                      {"gpus", v.gpus},

@@ -112,11 +112,11 @@ bool Service::Impl::ExtrasWithinLimits(const QueueTree& held, const Job& job,
 QueueTree Service::Impl::HeldTree() const {
   QueueTree held = tree;
   held.Clear();
-  for (const auto& [id, j] : running) {
+  for (const auto& [id, j] : jobs.running) {
     held.Add(TreeJobOf(tree, j));
     if (auto extras = ExtrasOf(tree, j)) held.Add(*extras);
   }
-  for (const auto& [id, j] : starting) held.Add(TreeJobOf(tree, j));
+  for (const auto& [id, j] : jobs.starting) held.Add(TreeJobOf(tree, j));
   return held;
 }
 
@@ -181,8 +181,8 @@ TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
 
 void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {
   for (const JobId id : plan.promote) {
-    auto it = running.find(id);
-    if (it == running.end() || !it->second.borrowed) continue;
+    auto it = jobs.running.find(id);
+    if (it == jobs.running.end() || !it->second.borrowed) continue;
     Job job = it->second;
     job.borrowed = false;
     const JobEvent event =
@@ -191,14 +191,15 @@ void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {
     if (Persist(job, &event).ok()) it->second = std::move(job);
   }
   for (const JobId v : plan.reclaim) {
-    auto it = running.find(v);
-    if (it == running.end() || !preempt_requested.insert(v).second) continue;
+    auto it = jobs.running.find(v);
+    if (it == jobs.running.end() || !preempt_requested.insert(v).second)
+      continue;
     stop_requests.push_back(v);
     reclaim_victims.insert(v);
     const JobId owner = plan.reclaimed_for.at(v);
     reclaimers.insert(owner);
     std::string queue_name = "?";
-    for (const Job& j : queue) {
+    for (const Job& j : jobs.queue) {
       if (j.id != owner) continue;
       const int q = tree.Route(j.request.queue, j.user, j.team);
       if (q >= 0) queue_name = tree.name(q);
@@ -235,7 +236,7 @@ nlohmann::json Service::Impl::QueuesJson() const {
   nlohmann::json out = nlohmann::json::array();
   if (tree.empty()) return out;
   std::map<std::string, int64_t> queued;
-  for (const Job& j : queue) {
+  for (const Job& j : jobs.queue) {
     const int q = tree.Route(j.request.queue, j.user, j.team);
     if (q > 0) ++queued[tree.name(q)];
   }

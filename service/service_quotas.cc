@@ -133,7 +133,7 @@ Status Service::Impl::AdmitSubmission(const User& user) {
     b.tokens -= 1;
   }
   int64_t user_queued = 0, team_queued = 0;
-  for (const Job& j : queue) {
+  for (const Job& j : jobs.queue) {
     user_queued += j.user == user.name;
     team_queued += !user.team.empty() && j.team == user.team;
   }
@@ -178,9 +178,9 @@ nlohmann::json Service::Impl::QuotaJson() const {
     }
     if (!j.team.empty()) team_of[j.user] = j.team;
   };
-  for (const Job& j : queue) add(j, true);
-  for (const auto& [id, j] : starting) add(j, false);
-  for (const auto& [id, j] : running) add(j, false);
+  for (const Job& j : jobs.queue) add(j, true);
+  for (const auto& [id, j] : jobs.starting) add(j, false);
+  for (const auto& [id, j] : jobs.running) add(j, false);
   for (const auto& [name, q] : options.quotas.users) users[name];
   for (const auto& [name, q] : options.quotas.teams) teams[name];
   const auto limit = [](const std::optional<int64_t>& v) {

@@ -20,13 +20,13 @@ void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
         Event(job.id, nullptr, "adopted",
               "running after a restart (pid " + std::to_string(job.pid) + ")");
     if (Persist(job, &event).ok()) {
-      running.emplace(job.id, std::move(job));
+      jobs.running.emplace(job.id, std::move(job));
       return;
     }
     // Not stored: it stays `starting`, running, and is tried again.
     unrecorded_starts[job.id] = job;
     job.state = JobState::kStarting;
-    starting.emplace(job.id, std::move(job));
+    jobs.starting.emplace(job.id, std::move(job));
     return;
   }
   if (r.kind == launch::Reconciled::Kind::kRunning) {
@@ -44,7 +44,7 @@ void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
   if (!Persist(job, &event).ok()) {
     job.state = JobState::kStarting;
     unrecorded_starts[job.id] = job;
-    starting.emplace(job.id, std::move(job));
+    jobs.starting.emplace(job.id, std::move(job));
   }
 }
 
@@ -81,11 +81,11 @@ bool Service::Impl::AdoptWorkerJob(Job& job) {
 }
 
 Status Service::Impl::Recover() {
-  auto jobs = store->LoadAll(/*active_only=*/true);
-  if (!jobs) return jobs.error();
-  for (Job& job : *jobs) {
+  auto stored = store->LoadAll(/*active_only=*/true);
+  if (!stored) return stored.error();
+  for (Job& job : *stored) {
     if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
-      queue.push_back(std::move(job));
+      jobs.queue.push_back(std::move(job));
       continue;
     }
     if (job.state == JobState::kStarting) {
@@ -101,7 +101,7 @@ Status Service::Impl::Recover() {
       if (r.kind == launch::Reconciled::Kind::kUnknown) {
         (void)state.Reserve(job.id, job.allocation);  // held while unknown
         unreconciled.insert(job.id);
-        starting.emplace(job.id, std::move(job));
+        jobs.starting.emplace(job.id, std::move(job));
         continue;
       }
       ApplyReconciled(std::move(job), r);
@@ -110,7 +110,7 @@ Status Service::Impl::Recover() {
     if (!job.origin.empty()) {  // a reservation: no process to adopt
       if (state.Fits(job.allocation) &&
           state.Reserve(job.id, job.allocation).ok()) {
-        reserved.emplace(job.id, std::move(job));
+        jobs.reserved.emplace(job.id, std::move(job));
         continue;
       }
     }
@@ -119,7 +119,7 @@ Status Service::Impl::Recover() {
         (PerWorker(job) ? AdoptWorkerJob(job)
                         : launcher->Adopt(job.id, job.pid, job.pid_start));
     if (alive && state.Reserve(job.id, job.allocation).ok()) {
-      running.emplace(job.id, std::move(job));
+      jobs.running.emplace(job.id, std::move(job));
       continue;
     }
     job.state = JobState::kFailed;

@@ -74,7 +74,7 @@ Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
   JobEvent event = Event(job.id, by, std::string(JobStateName(end)), reason);
   if (!by) event.actor = job.origin;
   TESSERA_RETURN_IF_ERROR(Persist(job, &event));
-  reserved.erase(it);
+  jobs.reserved.erase(it);
   state.Release(job.id);
   dirty = true;
   wake.notify_all();
@@ -163,7 +163,7 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
   }
   job.id = *id;
   TESSERA_RETURN_IF_ERROR(m.state.Reserve(job.id, job.allocation));
-  m.reserved.emplace(job.id, job);
+  m.jobs.reserved.emplace(job.id, job);
   out.kind = Kind::kReserved;
   out.job = std::move(job);
   return out;
@@ -173,8 +173,8 @@ Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
                                                    const std::string& reason) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
-  auto it = m.reserved.find(id);
-  if (it == m.reserved.end()) return std::optional<Job>();
+  auto it = m.jobs.reserved.find(id);
+  if (it == m.jobs.reserved.end()) return std::optional<Job>();
   Result<Job> job = m.EndReserved(it, end, reason);
   TESSERA_RETURN_IF_ERROR(job);
   return std::optional<Job>(std::move(*job));
@@ -184,7 +184,7 @@ std::vector<Job> Service::Reservations(const std::string& origin) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   std::vector<Job> out;
-  for (const auto& [id, job] : m.reserved) {
+  for (const auto& [id, job] : m.jobs.reserved) {
     if (job.origin == origin) out.push_back(job);
   }
   return out;

@@ -125,13 +125,14 @@ LauncherNews Service::Impl::CollectLauncherEvents() {
 // failed write left over, then this round's exits.
 void Service::Impl::RecordLauncherEvents(const LauncherNews& news) {
   for (const auto& [id, r] : news.reconciled) {
-    auto it = starting.find(id);
-    if (r.kind == launch::Reconciled::Kind::kUnknown || it == starting.end()) {
+    auto it = jobs.starting.find(id);
+    if (r.kind == launch::Reconciled::Kind::kUnknown ||
+        it == jobs.starting.end()) {
       continue;
     }
     unreconciled.erase(id);
     Job job = it->second;
-    starting.erase(it);
+    jobs.starting.erase(it);
     state.Release(id);
     ApplyReconciled(std::move(job), r);
   }
@@ -150,7 +151,7 @@ void Service::Impl::BeginRound(double now) {
   ReclaimOverdue(now);
   elastic_reclaiming.clear();
   std::erase_if(reclaimers, [&](JobId id) TESSERA_REQUIRES(mu) {
-    return std::none_of(queue.begin(), queue.end(),
+    return std::none_of(jobs.queue.begin(), jobs.queue.end(),
                         [id](const Job& j) { return j.id == id; });
   });
 }
@@ -160,17 +161,17 @@ void Service::Impl::BeginRound(double now) {
 // free), and the models already loaded.
 RoundView Service::Impl::TakeSnapshot(double now) {
   RoundView view{
-      RoundSnapshot{PlanningState(), queue, {}, {}, {}, 0, {}, {}, {}},
+      RoundSnapshot{PlanningState(), jobs.queue, {}, {}, {}, 0, {}, {}, {}},
       {},
       !reclaim_victims.empty(),
       reclaimers,
       {}};
   RoundSnapshot& snap = view.snap;
-  for (const auto& [id, j] : running) snap.running.push_back(j);
+  for (const auto& [id, j] : jobs.running) snap.running.push_back(j);
   snap.held = snap.running;
-  for (const auto& [id, j] : starting) snap.held.push_back(j);
+  for (const auto& [id, j] : jobs.starting) snap.held.push_back(j);
   FillDecisionInputs(snap, now);
-  for (const Job& j : queue) {
+  for (const Job& j : jobs.queue) {
     if (!j.request.model) continue;
     auto it = models.find(j.id);
     if (it != models.end()) {
@@ -242,13 +243,13 @@ RoundDecisions Service::Impl::Plan(RoundView& view, double now) {
     for (const auto& [id, why] : out.tree.held) out.quota_blocked[id] = why;
   }
   for (const std::string& pool : snap.state.topology().pools) {
-    const std::vector<const Job*> jobs =
+    const std::vector<const Job*> offered_jobs =
         Offered(snap, pool, out.queue_tree ? &offered : nullptr, quotas,
                 planned, out.quota_blocked);
-    if (jobs.empty()) continue;
+    if (offered_jobs.empty()) continue;
     std::vector<QueuedJob> waiting;
     std::unordered_map<JobId, const Job*> by_id;
-    for (const Job* j : jobs) {
+    for (const Job* j : offered_jobs) {
       waiting.push_back(service_internal::AsQueued(*j));
       by_id[j->id] = j;
     }
@@ -287,8 +288,8 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
   const bool quotas = !options.quotas.empty();
   Holdings held;
   if (quotas) {
-    for (const auto& [id, j] : running) held.Add(j, HeldBy(j.allocation));
-    for (const auto& [id, j] : starting) held.Add(j, HeldBy(j.allocation));
+    for (const auto& [id, j] : jobs.running) held.Add(j, HeldBy(j.allocation));
+    for (const auto& [id, j] : jobs.starting) held.Add(j, HeldBy(j.allocation));
   }
   quota_waits = std::move(plan.quota_blocked);
   QueueTree tree_held;
@@ -298,7 +299,7 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
   }
   for (auto& [id, d] : pending_decisions) {
     // Only for jobs still queued (not cancelled since the snapshot).
-    const bool queued = std::any_of(queue.begin(), queue.end(),
+    const bool queued = std::any_of(jobs.queue.begin(), jobs.queue.end(),
                                     [id](const Job& j) { return j.id == id; });
     if (queued) start_decisions[id] = std::move(d);
   }
@@ -322,7 +323,7 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
 
 void Service::Impl::RequestPreemptions(const PoolDecision& pd) {
   for (const JobId v : pd.decision.preempt) {
-    if (running.count(v) && preempt_requested.insert(v).second) {
+    if (jobs.running.count(v) && preempt_requested.insert(v).second) {
       stop_requests.push_back(v);
       (void)Record(Event(v, nullptr, "preemption requested",
                          "for a higher-priority job of pool " + pd.pool));
@@ -340,9 +341,9 @@ void Service::Impl::RequestPreemptions(const PoolDecision& pd) {
 std::optional<PendingStart> Service::Impl::CommitStart(
     RoundView& view, const std::string& pool, JobId id,
     const Allocation& chosen, Holdings* held, QueueTree* tree_held) {
-  auto it = std::find_if(queue.begin(), queue.end(),
+  auto it = std::find_if(jobs.queue.begin(), jobs.queue.end(),
                          [&](const Job& j) { return j.id == id; });
-  if (it == queue.end()) return std::nullopt;  // cancelled meanwhile
+  if (it == jobs.queue.end()) return std::nullopt;  // cancelled meanwhile
   Allocation allocation = chosen;
   if (!MakeRoom(view, *it, pool, allocation)) return std::nullopt;
   if (held) {
@@ -361,7 +362,7 @@ std::optional<PendingStart> Service::Impl::CommitStart(
   }
   if (held) held->Add(*it, HeldBy(allocation));
   Job job = std::move(*it);
-  queue.erase(it);
+  jobs.queue.erase(it);
   // A split job's plan, from the decision that chose its allocation
   // (DecideModelStart, this round).
   nlohmann::json plan;

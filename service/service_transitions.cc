@@ -96,11 +96,11 @@ std::string Where(const Topology& t, const Allocation& a) {
 }  // namespace
 
 bool Service::Impl::Finish(const launch::Exited& e) {
-  auto it = running.find(e.id);
-  if (it == running.end()) {
+  auto it = jobs.running.find(e.id);
+  if (it == jobs.running.end()) {
     // Its start outcome is not stored yet: the exit waits for it.
-    if (starting.count(e.id)) unrecorded_exits[e.id] = e;
-    return starting.count(e.id) == 0;
+    if (jobs.starting.count(e.id)) unrecorded_exits[e.id] = e;
+    return jobs.starting.count(e.id) == 0;
   }
   Job job = it->second;
   job.allocation = {};
@@ -145,7 +145,7 @@ bool Service::Impl::Finish(const launch::Exited& e) {
     return false;
   }
   unrecorded_exits.erase(e.id);
-  running.erase(it);
+  jobs.running.erase(it);
   state.Release(job.id);
   preempt_requested.erase(job.id);
   preempt_reasons.erase(job.id);
@@ -164,8 +164,8 @@ bool Service::Impl::Finish(const launch::Exited& e) {
 }
 
 void Service::Impl::Requeue(Job job) {
-  queue.push_back(std::move(job));
-  std::sort(queue.begin(), queue.end(),
+  jobs.queue.push_back(std::move(job));
+  std::sort(jobs.queue.begin(), jobs.queue.end(),
             [](const Job& a, const Job& b) { return a.id < b.id; });
 }
 
@@ -190,7 +190,7 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
   }
   (void)state.Reserve(begun.id, allocation);
   if (begun.request.elastic) WriteAllocationFile(begun);
-  starting.emplace(begun.id, begun);
+  jobs.starting.emplace(begun.id, begun);
   return begun;
 }
 
@@ -208,10 +208,10 @@ bool Service::Impl::RecordStart(const Job& outcome) {
     return false;
   }
   unrecorded_starts.erase(outcome.id);
-  starting.erase(outcome.id);
+  jobs.starting.erase(outcome.id);
   if (outcome.state == JobState::kRunning) {
     metrics.queue_wait.Observe(outcome.started_at - outcome.submitted_at);
-    running.emplace(outcome.id, outcome);
+    jobs.running.emplace(outcome.id, outcome);
     if (cancel_requested.count(outcome.id)) {
       stop_requests.push_back(outcome.id);
     }
@@ -231,8 +231,8 @@ bool Service::Impl::RecordStart(const Job& outcome) {
 
 void Service::Impl::EndStart(JobId id,
                              const Result<launch::Launched>& launched) {
-  auto it = starting.find(id);
-  if (it == starting.end()) return;
+  auto it = jobs.starting.find(id);
+  if (it == jobs.starting.end()) return;
   Job job = it->second;
   const double now = Now();
   const bool cancelled = cancel_requested.count(id) > 0;
