@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -18,6 +19,52 @@ std::string Percent(double part, double whole) {
 int ReportError(const Error& error) {
   std::cerr << "tessera: error: " << error.message << "\n";
   return ExitCodeFor(error.code);
+}
+
+Error WithFlagNames(Error error, std::span<const FieldFlag> table) {
+  auto flag_of = [&](std::string_view field) -> const std::string_view* {
+    for (const FieldFlag& f : table) {
+      if (f.field == field) return &f.flag;
+    }
+    return nullptr;
+  };
+  const std::string& m = error.message;
+  std::string out;
+  size_t i = 0;
+  if (const size_t colon = m.find(": "); colon != std::string::npos) {
+    if (const std::string_view* flag = flag_of(m.substr(0, colon))) {
+      out = *flag;
+      i = colon;
+    }
+  }
+  // The later fields: words of letters, digits, '_' and '.', less the '.'
+  // that ends a sentence.
+  auto in_word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  while (i < m.size()) {
+    if (!in_word(m[i])) {
+      out += m[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < m.size() && in_word(m[end])) ++end;
+    std::string_view word(m.data() + i, end - i);
+    const std::string_view run = word;
+    while (!word.empty() && word.back() == '.') word.remove_suffix(1);
+    const std::string_view* flag =
+        word.find_first_of("._") != std::string_view::npos ? flag_of(word)
+                                                           : nullptr;
+    if (flag != nullptr) {
+      out += *flag;
+      out += run.substr(word.size());
+    } else {
+      out += run;
+    }
+    i = end;
+  }
+  error.message = std::move(out);
+  return error;
 }
 
 void Warn(const std::string& message) {

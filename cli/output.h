@@ -4,6 +4,7 @@
 // Printing helpers shared by the commands: errors and warnings on stderr,
 // aligned text tables on stdout.
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,23 @@ namespace tessera::cli {
 // Prints "tessera: error: ..." and returns the error's exit code.
 int ReportError(const Error& error);
 void Warn(const std::string& message);
+
+// The libraries' errors name the field of the options they were given
+// ("min_workers: at least 1, got 0"), not a flag: they have callers other
+// than this CLI. A command keeps one table of the fields it fills and the
+// flag each comes from, and passes what a library returns through
+// WithFlagNames before it prints it ("--elastic-min: at least 1, got 0").
+struct FieldFlag {
+  std::string_view field;  // as the library names it: "base.model_pods_pct"
+  std::string_view flag;   // "--model-pods"
+};
+
+// `error` with the fields of `table` replaced by their flags: its leading
+// field (the text before the first ": ", which may name two, "min_workers,
+// max_workers") and every later word that is a field with a '.' or '_' in
+// it (a plain word such as "pool" may be prose, so only the leading one is
+// taken for a field). What the table does not list is left as it is.
+Error WithFlagNames(Error error, std::span<const FieldFlag> table);
 
 // part / whole as a percentage with one decimal, "12.5%" (0 when whole is 0).
 std::string Percent(double part, double whole);

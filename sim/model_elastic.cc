@@ -40,13 +40,14 @@ Result<ElasticComparison> CompareModelElastic(
     const std::vector<ModelJob>& jobs, const ModelElasticOptions& options,
     int threads) {
   if (options.pct < 0 || options.pct > 100) {
-    return BadInput("--elastic: a percentage in 0..100, got " +
+    return BadInput("pct: a percentage in 0..100, got " +
                     std::to_string(options.pct));
   }
   if (options.min_workers < 1 || options.max_workers < options.min_workers) {
-    return BadInput("--elastic-workers: MIN:MAX with 1 <= MIN <= MAX, got " +
-                    std::to_string(options.min_workers) + ":" +
-                    std::to_string(options.max_workers));
+    return BadInput(
+        "min_workers, max_workers: MIN:MAX with 1 <= MIN <= MAX, got " +
+        std::to_string(options.min_workers) + ":" +
+        std::to_string(options.max_workers));
   }
   if (jobs.empty()) return BadInput("no jobs");
   for (const ModelJob& j : jobs) {

@@ -102,14 +102,14 @@ class Replay {
     PolicyConfig config;
     config.name = options_.queue_policy;
     auto policy = MakePolicy(config);
-    if (!policy) return policy.error().WithContext("--queue-policy");
+    if (!policy) return policy.error().WithContext("queue_policy");
     policy_ = std::move(policy).value();
     workload_ = KindsWorkload(kinds_, options_.admission, gpu_.memory_mib);
     ScorerOptions so;
     so.workload = &workload_;
     so.seed = options_.seed;
     auto scorer = MakeScorer(options_.scorer, so);
-    if (!scorer) return scorer.error().WithContext("--policy");
+    if (!scorer) return scorer.error().WithContext("scorer");
     scorer_ = std::move(scorer).value();
     for (const ModelJob& j : jobs_) {
       if (j.kind < 0 || j.kind >= static_cast<int>(kinds_.size())) {
@@ -601,7 +601,7 @@ Result<ModelSimResult> SimulateModelJobs(const Topology& topology,
   const GpuInfo* gpu = PoolGpu(topology, *pool);
   if (gpu == nullptr) return BadInput("pool '" + *pool + "' has no GPUs");
   if (options.interference.alpha && !(*options.interference.alpha >= 0)) {
-    return BadInput("--interference: must be >= 0");
+    return BadInput("interference.alpha: must be >= 0");
   }
   SplitCache local;
   Replay replay(topology, kinds, jobs, options, *pool, *gpu,
@@ -615,17 +615,18 @@ Result<std::vector<ModelSimResult>> RunModelExperiment(
     const ModelExperimentOptions& options, SplitCache& cache,
     const std::function<void(int done, int total)>& progress) {
   if (kinds.empty()) return BadInput("no model job kinds");
-  if (options.seeds < 1) return BadInput("--seeds: must be at least 1");
-  if (options.workload.jobs < 1) return BadInput("--jobs: must be at least 1");
+  if (options.seeds < 1) return BadInput("seeds: must be at least 1");
+  if (options.workload.jobs < 1)
+    return BadInput("workload.jobs: must be at least 1");
   if (!(options.workload.arrival_per_hour > 0)) {
-    return BadInput("--arrival-rate: must be > 0");
+    return BadInput("workload.arrival_per_hour: must be > 0");
   }
   if (options.interference.empty()) {
-    return BadInput("--interference-sweep: no values");
+    return BadInput("interference: no values");
   }
   for (const InterferenceLaw& law : options.interference) {
     if (law.alpha && !(*law.alpha >= 0)) {
-      return BadInput("--interference: must be >= 0");
+      return BadInput("interference.alpha: must be >= 0");
     }
   }
   std::vector<std::vector<ModelJob>> arrivals;

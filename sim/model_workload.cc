@@ -44,7 +44,7 @@ Result<ModelJobKind> SizeKind(const std::string& path, int batch,
   request.batch = batch;
   request.train = true;
   auto sized = SizeModel(request, kind);
-  if (!sized) return sized.error().WithContext("--models");
+  if (!sized) return sized.error().WithContext("paths");
   ModelJobKind k;
   k.path = path;
   k.name = std::filesystem::path(path).stem().string() + "/b" +
@@ -90,9 +90,9 @@ double DurationDistribution::Mean() const {
 }
 
 Result<DurationDistribution> ParseDurationDistribution(std::string_view spec,
-                                                       std::string_view flag) {
+                                                       std::string_view field) {
   const std::string prefix =
-      std::string(flag) + ": '" + std::string(spec) + "': ";
+      std::string(field) + ": '" + std::string(spec) + "': ";
   const size_t colon = spec.find(':');
   if (colon == std::string_view::npos) {
     return BadInput(prefix +
@@ -157,11 +157,11 @@ Result<std::vector<ModelJobKind>> SizeModelJobKinds(
     const std::vector<std::string>& paths, const std::vector<int>& batches,
     const std::string& kind, double headroom, int threads,
     const std::function<void(int done, int total)>& progress) {
-  if (paths.empty()) return BadInput("--models: no model files");
-  if (batches.empty()) return BadInput("--batches: no batch sizes");
+  if (paths.empty()) return BadInput("paths: no model files");
+  if (batches.empty()) return BadInput("batches: no batch sizes");
   for (const int b : batches) {
     if (b < 1) {
-      return BadInput("--batches: " + std::to_string(b) +
+      return BadInput("batches: " + std::to_string(b) +
                       " is not a positive batch size");
     }
   }
@@ -246,7 +246,7 @@ Result<std::string> ResolveModelPool(const Topology& topology,
     for (const std::string& p : topology.pools) {
       known += (known.empty() ? "" : ", ") + p;
     }
-    return BadInput("--pool: unknown pool '" + std::string(pool) +
+    return BadInput("pool: unknown pool '" + std::string(pool) +
                     "' (the config has " + known + ")");
   }
   return std::string(pool);

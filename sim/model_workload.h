@@ -50,10 +50,12 @@ struct DurationDistribution {
   double Sample(std::mt19937_64& rng) const;
   double Mean() const;
 };
-// kBadInput "FLAG: ..." for an unknown distribution, a wrong number of
+// kBadInput "FIELD: ..." for an unknown distribution, a wrong number of
 // parameters, a non-number, or a value that gives no positive durations.
+// FIELD names what the spec fills, ModelWorkloadOptions::duration unless
+// the caller says otherwise.
 Result<DurationDistribution> ParseDurationDistribution(
-    std::string_view spec, std::string_view flag = "--duration");
+    std::string_view spec, std::string_view field = "duration");
 
 // One (model, batch) a job can be, sized once on the pool's GPU kind.
 struct ModelJobKind {

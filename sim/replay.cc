@@ -152,7 +152,7 @@ Result<std::vector<SnapshotRun>> RunSnapshot(
   }
   if (pods.empty()) return BadInput("the pod list has no pods");
   if (topology.gpus.empty()) return BadInput("the cluster has no GPUs");
-  if (options.seeds < 1) return BadInput("--seeds must be at least 1");
+  if (options.seeds < 1) return BadInput("seeds: must be at least 1");
   const Workload own =
       options.workload != nullptr ? Workload{} : PodWorkload(pods);
   const Workload& workload =

@@ -379,15 +379,15 @@ Status CheckElasticInput(const Topology& topology,
                     std::to_string(base.load_factor));
   }
   if (options.elastic_pct < 0 || options.elastic_pct > 100) {
-    return BadInput("--elastic: a percentage in 0..100, got " +
+    return BadInput("elastic_pct: a percentage in 0..100, got " +
                     std::to_string(options.elastic_pct));
   }
   if (options.min_workers < 1) {
-    return BadInput("--elastic-min: at least 1, got " +
+    return BadInput("min_workers: at least 1, got " +
                     std::to_string(options.min_workers));
   }
   if (!(options.scaling_efficiency > 0 && options.scaling_efficiency <= 1)) {
-    return BadInput("--elastic-efficiency: in (0, 1], got " +
+    return BadInput("scaling_efficiency: in (0, 1], got " +
                     std::to_string(options.scaling_efficiency));
   }
   if (!options.elastic_pods.empty()) {
@@ -405,10 +405,10 @@ Status CheckElasticInput(const Topology& topology,
     }
   }
   if (base.model_pods_pct != 0) {
-    return BadInput("--elastic: not combined with --model-pods");
+    return BadInput("elastic_pct: not combined with base.model_pods_pct");
   }
   if (!base.queues.empty()) {
-    return BadInput("--elastic: not combined with --quotas");
+    return BadInput("elastic_pct: not combined with base.queues");
   }
   return {};
 }

@@ -599,11 +599,11 @@ Result<TimedRun> RunTimed(const Topology& topology,
                     std::to_string(options.load_factor));
   }
   if (options.model_pods_pct < 0 || options.model_pods_pct > 100) {
-    return BadInput("--model-pods: a percentage in 0..100, got " +
+    return BadInput("model_pods_pct: a percentage in 0..100, got " +
                     std::to_string(options.model_pods_pct));
   }
   if (options.law.alpha && !(*options.law.alpha >= 0)) {
-    return BadInput("--interference: must be >= 0");
+    return BadInput("law.alpha: must be >= 0");
   }
   auto timed = MakeTimedPods(pods);
   if (!timed) return timed.error();

@@ -25,6 +25,10 @@ namespace {
 
 using sim::SnapshotRun;
 
+// The snapshot replay's fields (sim::SnapshotOptions) its errors name, and
+// their flags (WithFlagNames).
+constexpr FieldFlag kSnapshotFlags[] = {{"seeds", "--seeds"}};
+
 // Skipped rows and unplaceable pods listed by name before "and N more".
 constexpr size_t kListed = 5;
 
@@ -291,7 +295,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
         });
     if (!runs) {
       progress.Done();
-      return ReportError(runs.error());
+      return ReportError(WithFlagNames(runs.error(), kSnapshotFlags));
     }
     p.seconds = MonotonicSeconds() - start;
     p.runs = std::move(runs).value();

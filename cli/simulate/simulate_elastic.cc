@@ -23,6 +23,15 @@ namespace {
 using sim::ElasticComparison;
 using sim::ElasticTimedRun;
 
+// The elastic replay's fields (sim::ElasticTimedOptions) its errors name,
+// and their flags (WithFlagNames).
+constexpr FieldFlag kTimedElasticFlags[] = {
+    {"elastic_pct", "--elastic"},
+    {"min_workers", "--elastic-min"},
+    {"scaling_efficiency", "--elastic-efficiency"},
+    {"base.model_pods_pct", "--model-pods"},
+    {"base.queues", "--quotas"}};
+
 struct Pair {
   std::string scorer, queue_policy;
   ElasticComparison c;
@@ -197,7 +206,7 @@ int RunSimulateTimedElastic(const SimulateArgs& args) {
                        Fixed(100 * done, 0) + "% done");
       };
       auto c = sim::CompareElastic(in.topology, in.pods, o, args.threads);
-      if (!c) return ReportError(c.error());
+      if (!c) return ReportError(WithFlagNames(c.error(), kTimedElasticFlags));
       pairs.push_back({scorer, queue_policy, std::move(c).value()});
     }
   }

@@ -40,6 +40,22 @@ using Summary = sim::ModelSummary;
 
 constexpr const char* kZoo = "models/zoo";
 
+// The fields the model-job replay's errors name (sim::ModelExperimentOptions
+// and the ModelSimOptions of each run, SizeModelJobKinds's model paths and
+// batches, the pool), and their flags (WithFlagNames).
+constexpr FieldFlag kModelsFlags[] = {
+    {"duration", "--duration"},
+    {"pool", "--pool"},
+    {"paths", "--models"},
+    {"batches", "--batches"},
+    {"seeds", "--seeds"},
+    {"workload.jobs", "--jobs"},
+    {"workload.arrival_per_hour", "--arrival-rate"},
+    {"interference", "--interference-sweep"},
+    {"interference.alpha", "--interference"},
+    {"scorer", "--policy"},
+    {"queue_policy", "--queue-policy"}};
+
 // Everything the command read and decided before the runs.
 struct Setup {
   scheduler::Topology topology;
@@ -119,14 +135,14 @@ Result<Setup> Prepare(const SimulateArgs& args) {
   TESSERA_RETURN_IF_ERROR(CheckArgs(args));
   Setup s;
   auto duration = sim::ParseDurationDistribution(args.duration);
-  if (!duration) return duration.error();
+  if (!duration) return WithFlagNames(duration.error(), kModelsFlags);
   s.duration = *duration;
   auto config = server::LoadServeConfig(args.config);
   if (!config) return config.error();
   s.topology = config->service.topology;
   s.headroom = config->service.model_headroom;
   auto pool = sim::ResolveModelPool(s.topology, args.pool);
-  if (!pool) return pool.error();
+  if (!pool) return WithFlagNames(pool.error(), kModelsFlags);
   s.pool = *pool;
   const scheduler::GpuInfo* gpu = sim::PoolGpu(s.topology, s.pool);
   if (gpu == nullptr) {
@@ -543,7 +559,7 @@ int RunSimulateModels(const SimulateArgs& args) {
       });
   if (!kinds) {
     progress.Done();
-    return ReportError(kinds.error());
+    return ReportError(WithFlagNames(kinds.error(), kModelsFlags));
   }
   timing.sizing_s = MonotonicSeconds() - start;
   if (args.elastic != 0) {
@@ -571,7 +587,9 @@ int RunSimulateModels(const SimulateArgs& args) {
                        std::to_string(total));
       });
   progress.Done();
-  if (!results) return ReportError(results.error());
+  if (!results) {
+    return ReportError(WithFlagNames(results.error(), kModelsFlags));
+  }
   timing.simulation_s = MonotonicSeconds() - start;
   timing.placer_calls = cache.placer_calls();
   timing.cache_hits = cache.hits();

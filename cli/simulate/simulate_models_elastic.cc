@@ -19,6 +19,20 @@
 namespace tessera::cli {
 namespace {
 
+// The fields the elastic model-job replay's errors name
+// (sim::ModelElasticOptions, the ElasticTimedOptions it fills, the job
+// durations), and their flags (WithFlagNames).
+constexpr FieldFlag kModelsElasticFlags[] = {
+    {"duration", "--duration"},
+    {"pct", "--elastic"},
+    {"elastic_pct", "--elastic"},
+    {"min_workers, max_workers", "--elastic-workers"},
+    {"min_workers", "--elastic-workers"},
+    {"scaling_efficiency", "--elastic-efficiency"},
+    {"pool", "--pool"},
+    {"scorer", "--policy"},
+    {"queue_policy", "--queue-policy"}};
+
 struct Workers {
   int min = 1, max = 4;
 };
@@ -77,7 +91,9 @@ int RunSimulateModelsElastic(const SimulateArgs& args,
                              const std::vector<sim::ModelJobKind>& kinds) {
   const Workers workers = *ParseWorkers(args.elastic_workers);
   auto duration = sim::ParseDurationDistribution(args.duration);
-  if (!duration) return ReportError(duration.error());
+  if (!duration) {
+    return ReportError(WithFlagNames(duration.error(), kModelsElasticFlags));
+  }
   sim::ModelWorkloadOptions workload;
   workload.jobs = args.jobs;
   workload.arrival_per_hour = args.arrival_per_hour;
@@ -107,7 +123,7 @@ int RunSimulateModelsElastic(const SimulateArgs& args,
     auto c = sim::CompareModelElastic(topology, kinds, jobs, o, args.threads);
     if (!c) {
       progress.Done();
-      return ReportError(c.error());
+      return ReportError(WithFlagNames(c.error(), kModelsElasticFlags));
     }
     runs.push_back({seed, c->gang.elastic_pods, std::move(c).value()});
   }

@@ -29,6 +29,11 @@ using sim::DelayStats;
 using sim::TimedAdmission;
 using sim::TimedRun;
 
+// The timed replay's fields (sim::TimedOptions) its errors name, and their
+// flags (WithFlagNames).
+constexpr FieldFlag kTimedFlags[] = {{"model_pods_pct", "--model-pods"},
+                                     {"law.alpha", "--interference"}};
+
 constexpr double kDay = 86400, kHour = 3600;
 
 // The delays of the trace's own scheduler (scheduled_time - creation_time,
@@ -660,7 +665,7 @@ int RunSimulateTimed(const SimulateArgs& args) {
                        Fixed(100 * done, 0) + "% done");
       });
   progress.Done();
-  if (!runs) return ReportError(runs.error());
+  if (!runs) return ReportError(WithFlagNames(runs.error(), kTimedFlags));
   const TraceDelays trace = TraceOwnDelays(in.pods);
   if (args.json) {
     std::cout << TimedJson(args, in, all_nodes, trace, *model, *runs).dump(2)

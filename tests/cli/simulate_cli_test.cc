@@ -255,6 +255,22 @@ TEST(SimulateCli, ModelsModeRejectsAnUnknownSharingOrOneWithALinearLaw) {
   EXPECT_THAT(r.err, HasSubstr("--interference: must be >= 0"));
 }
 
+// The model-job replay's checks name its fields (pool, batches); the command
+// prints the flags that set them.
+TEST(SimulateCli, ModelsModeLibraryErrorsNameTheFlags) {
+  TempDir dir;
+  RunResult r = RunTessera(ModelsArgs() + " --pool nope", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("error: --pool: unknown pool 'nope' (the "
+                               "config has "));
+  EXPECT_THAT(r.err, Not(HasSubstr("error: pool:")));
+  r = RunTessera(ModelsArgs() + " --batches 0", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("error: --batches: 0 is not a positive batch size"));
+  EXPECT_THAT(r.err, Not(HasSubstr("error: batches:")));
+}
+
 // Timed mode with model pods: two nodes of two GPUs and pods with times,
 // several sharing GPUs.
 struct TimedTrace {

@@ -16,6 +16,7 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 using testlib::RunResult;
 using testlib::RunTessera;
@@ -108,6 +109,20 @@ TEST(SimulateElasticCli, ElasticFlagsRefuseBadValues) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.err, HasSubstr(named));
   }
+}
+
+// The replay's own checks name its options' fields (min_workers,
+// scaling_efficiency); the command prints the flags that set them.
+TEST(SimulateElasticCli, TheReplaysErrorsNameTheFlags) {
+  ElasticTrace t;
+  RunResult r = RunTessera(t.Args() + " --elastic 50 --elastic-min 0", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("error: --elastic-min: at least 1, got 0\n"));
+  EXPECT_THAT(r.err, Not(HasSubstr("min_workers")));
+  r = RunTessera(t.Args() + " --elastic 50 --elastic-efficiency 1.5", t.dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("error: --elastic-efficiency: in (0, 1], got "));
+  EXPECT_THAT(r.err, Not(HasSubstr("scaling_efficiency")));
 }
 
 TEST(SimulateElasticCli, HelpShowsTheElasticExample) {

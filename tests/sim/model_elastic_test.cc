@@ -206,7 +206,9 @@ TEST(ModelElastic, TheTimedReplayChecksExplicitMarks) {
       << r.error().message;
 }
 
-TEST(ModelElastic, RefusesBadOptions) {
+// The errors name ModelElasticOptions' fields (the CLI maps them to its
+// flags).
+TEST(ModelElastic, RefusesBadOptionsNamingTheField) {
   const Topology t = MakeTopology({{80, 80}});
   const std::vector<ModelJob> jobs = {{0, 0, 10}};
   auto bad = [&](ModelElasticOptions o, const std::string& what) {
@@ -217,19 +219,19 @@ TEST(ModelElastic, RefusesBadOptions) {
   };
   ModelElasticOptions o = Options();
   o.pct = 101;
-  bad(o, "--elastic");
+  bad(o, "pct: a percentage in 0..100, got 101");
   o = Options();
   o.min_workers = 0;
-  bad(o, "--elastic-workers");
+  bad(o, "min_workers, max_workers: MIN:MAX with 1 <= MIN <= MAX, got 0:");
   o = Options();
   o.min_workers = 5;
-  bad(o, "--elastic-workers");
+  bad(o, "min_workers, max_workers: MIN:MAX with 1 <= MIN <= MAX, got 5:");
   o = Options();
   o.scaling_efficiency = 0;
-  bad(o, "--elastic-efficiency");
+  bad(o, "scaling_efficiency: in (0, 1]");
   o = Options();
   o.pool = "nowhere";
-  bad(o, "nowhere");
+  bad(o, "pool: unknown pool 'nowhere'");
   EXPECT_FALSE(CompareModelElastic(t, Kinds(), {{7, 0, 10}}, Options(), 1));
 }
 

@@ -47,6 +47,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::kGiB;
 using testing::MakeTopology;
+using ::testing::StartsWith;
 
 // A job kind that needs `mib` and cannot be split (no graph).
 ModelJobKind Kind(const std::string& name, int64_t mib) {
@@ -99,15 +100,21 @@ TEST(ModelDuration, ParsesEveryDistribution) {
   }
 }
 
-TEST(ModelDuration, RejectsBadSpecsNamingTheFlag) {
+TEST(ModelDuration, RejectsBadSpecsNamingTheField) {
   for (const char* bad :
        {"", "lognormal", "gamma:1,2", "exp:-1", "exp:0", "uniform:7200,600",
         "uniform:0,10", "fixed:abc", "fixed:1,2", "lognormal:1",
         "lognormal:7,-1", "exp:inf", "fixed:"}) {
-    auto d = ParseDurationDistribution(bad, "--duration");
+    auto d = ParseDurationDistribution(bad);
     ASSERT_FALSE(d) << bad;
     EXPECT_EQ(d.error().code, ErrorCode::kBadInput) << bad;
-    EXPECT_THAT(d.error().message, HasSubstr("--duration")) << bad;
+    EXPECT_THAT(d.error().message,
+                StartsWith("duration: '" + std::string(bad) + "': "))
+        << bad;
+    // A caller names the spec as its user knows it.
+    auto named = ParseDurationDistribution(bad, "job duration");
+    ASSERT_FALSE(named) << bad;
+    EXPECT_THAT(named.error().message, StartsWith("job duration: '")) << bad;
   }
 }
 
@@ -339,20 +346,25 @@ TEST(ModelSimulation, KeepsTheInvariantsUnderLoad) {
   }
 }
 
+// The errors name ModelSimOptions' fields (the CLI maps them to its flags).
 TEST(ModelSimulation, RejectsUnknownScorerPolicyAndPool) {
   const Topology t = MakeTopology({{80}});
   const std::vector<ModelJobKind> kinds = {Kind("a", kGiB)};
   ModelSimOptions o = Options(Admission::kFraction, 0);
   o.scorer = "nope";
-  EXPECT_FALSE(SimulateModelJobs(t, kinds, {{0, 0, 1}}, o));
-  o = Options(Admission::kFraction, 0);
-  o.queue_policy = "nope";
-  EXPECT_FALSE(SimulateModelJobs(t, kinds, {{0, 0, 1}}, o));
-  o = Options(Admission::kFraction, 0);
-  o.pool = "nope";
   auto r = SimulateModelJobs(t, kinds, {{0, 0, 1}}, o);
   ASSERT_FALSE(r);
-  EXPECT_THAT(r.error().message, HasSubstr("nope"));
+  EXPECT_THAT(r.error().message, StartsWith("scorer: "));
+  o = Options(Admission::kFraction, 0);
+  o.queue_policy = "nope";
+  r = SimulateModelJobs(t, kinds, {{0, 0, 1}}, o);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message, StartsWith("queue_policy: "));
+  o = Options(Admission::kFraction, 0);
+  o.pool = "nope";
+  r = SimulateModelJobs(t, kinds, {{0, 0, 1}}, o);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message, StartsWith("pool: unknown pool 'nope'"));
   o = Options(Admission::kFraction, 0);
   EXPECT_FALSE(SimulateModelJobs(t, kinds, {{3, 0, 1}}, o));
 }
@@ -444,7 +456,37 @@ TEST(ModelExperiment, DefaultsToTheMeasuredLaw) {
   o.interference = {InterferenceLaw::Linear(-0.5)};
   auto bad = RunModelExperiment(t, kinds, o, cache);
   ASSERT_FALSE(bad);
-  EXPECT_THAT(bad.error().message, HasSubstr("--interference"));
+  EXPECT_EQ(bad.error().message, "interference.alpha: must be >= 0");
+}
+
+// The experiment's and the sizing's errors name their fields
+// (ModelExperimentOptions, SizeModelJobKinds's arguments), not a CLI's flags.
+TEST(ModelExperiment, BadOptionsNameTheField) {
+  const Topology t = MakeTopology({{80}});
+  const std::vector<ModelJobKind> kinds = {Kind("a", kGiB)};
+  SplitCache cache;
+  auto message = [&](const ModelExperimentOptions& o) {
+    auto r = RunModelExperiment(t, kinds, o, cache);
+    return r ? std::string() : r.error().message;
+  };
+  ModelExperimentOptions o;
+  o.seeds = 0;
+  EXPECT_EQ(message(o), "seeds: must be at least 1");
+  o = {};
+  o.workload.jobs = 0;
+  EXPECT_EQ(message(o), "workload.jobs: must be at least 1");
+  o = {};
+  o.workload.arrival_per_hour = 0;
+  EXPECT_EQ(message(o), "workload.arrival_per_hour: must be > 0");
+  o = {};
+  o.interference.clear();
+  EXPECT_EQ(message(o), "interference: no values");
+  auto none = SizeModelJobKinds({}, {1}, "a100-80gb", 0.1, 1);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "paths: no model files");
+  auto zero = SizeModelJobKinds({"a.onnx"}, {0}, "a100-80gb", 0.1, 1);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().message, "batches: 0 is not a positive batch size");
 }
 
 // GPT-2 training at batch 1, sized once for the split tests.
