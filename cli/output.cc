@@ -32,9 +32,16 @@ Error WithFlagNames(Error error, std::span<const FieldFlag> table) {
   std::string out;
   size_t i = 0;
   if (const size_t colon = m.find(": "); colon != std::string::npos) {
-    if (const std::string_view* flag = flag_of(m.substr(0, colon))) {
+    const std::string_view lead(m.data(), colon);
+    // A value's error: "FIELD 'VALUE'", the value quoted to its end.
+    const size_t quote = lead.find(" '");
+    const bool value = quote != std::string_view::npos && lead.back() == '\'';
+    if (const std::string_view* flag = flag_of(lead)) {
       out = *flag;
       i = colon;
+    } else if (value && (flag = flag_of(lead.substr(0, quote))) != nullptr) {
+      out = *flag;
+      i = quote;
     }
   }
   // The later fields: words of letters, digits, '_' and '.', less the '.'

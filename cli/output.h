@@ -30,9 +30,10 @@ struct FieldFlag {
 
 // `error` with the fields of `table` replaced by their flags: its leading
 // field (the text before the first ": ", which may name two, "min_workers,
-// max_workers") and every later word that is a field with a '.' or '_' in
-// it (a plain word such as "pool" may be prose, so only the leading one is
-// taken for a field). What the table does not list is left as it is.
+// max_workers"; or in a value's error, "amp 'fp8': expected ...", the word
+// before the value) and every later word that is a field with a '.' or '_'
+// in it (a plain word such as "pool" may be prose, so only the leading one
+// is taken for a field). What the table does not list is left as it is.
 Error WithFlagNames(Error error, std::span<const FieldFlag> table);
 
 // part / whole as a percentage with one decimal, "12.5%" (0 when whole is 0).

@@ -10,7 +10,7 @@ namespace tessera::estimator {
 Result<GpuSharing> ParseGpuSharing(std::string_view text) {
   if (text == "timeslice") return GpuSharing::kTimeslice;
   if (text == "mps") return GpuSharing::kMps;
-  return BadInput("--sharing '" + std::string(text) +
+  return BadInput("sharing '" + std::string(text) +
                   "': expected timeslice or mps");
 }
 

@@ -18,7 +18,7 @@ enum class GpuSharing {
   kTimeslice,  // CUDA's default: one context at a time, taking turns
   kMps,        // NVIDIA's Multi-Process Service: kernels of all overlap
 };
-// "timeslice", "mps".
+// "timeslice", "mps"; else kBadInput "sharing 'TEXT': ...".
 Result<GpuSharing> ParseGpuSharing(std::string_view text);
 std::string_view GpuSharingName(GpuSharing s);
 

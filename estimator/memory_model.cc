@@ -121,7 +121,7 @@ Result<Optimizer> ParseOptimizer(std::string_view text) {
   if (text == "sgd") return Optimizer::kSgd;
   if (text == "sgd-momentum") return Optimizer::kSgdMomentum;
   if (text == "adam") return Optimizer::kAdam;
-  return BadInput("--optimizer '" + std::string(text) +
+  return BadInput("optimizer '" + std::string(text) +
                   "': expected adam, sgd, sgd-momentum or none");
 }
 

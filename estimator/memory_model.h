@@ -14,7 +14,9 @@
 namespace tessera::estimator {
 
 enum class Optimizer { kNone, kSgd, kSgdMomentum, kAdam };
-// "none", "sgd", "sgd-momentum", "adam".
+// "none", "sgd", "sgd-momentum", "adam"; else kBadInput "optimizer 'TEXT':
+// ..." (ProfileOptions::optimizer, as the errors of the parsers below name
+// the field they fill, not a command's flag).
 Result<Optimizer> ParseOptimizer(std::string_view text);
 std::string_view OptimizerName(Optimizer o);
 

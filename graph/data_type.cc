@@ -80,7 +80,7 @@ Result<DataType> ParseFloatType(std::string_view text) {
   if (text == "fp32" || text == "float32") return DataType::kFloat32;
   if (text == "fp16" || text == "float16") return DataType::kFloat16;
   if (text == "bf16" || text == "bfloat16") return DataType::kBfloat16;
-  return BadInput("--dtype '" + std::string(text) +
+  return BadInput("float_type '" + std::string(text) +
                   "': expected fp32, fp16 or bf16");
 }
 

@@ -63,7 +63,8 @@ std::string_view DataTypeName(DataType type);
 int DataTypeBits(DataType type);
 // fp16, bf16, fp32 or fp64.
 bool IsFloat(DataType type);
-// Parses "fp32"/"float32", "fp16"/"float16", "bf16"/"bfloat16".
+// Parses "fp32"/"float32", "fp16"/"float16", "bf16"/"bfloat16"; else
+// kBadInput "float_type 'TEXT': ..." (LoadOptions::float_type).
 Result<DataType> ParseFloatType(std::string_view text);
 // Maps an ONNX data type code; unknown codes give kUndefined.
 DataType DataTypeFromOnnx(int32_t code);

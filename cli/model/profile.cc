@@ -22,6 +22,15 @@ namespace {
 using estimator::Profile;
 using graph::Model;
 
+// The fields the parsers' errors name (graph::LoadOptions,
+// estimator::ProfileOptions and its RuntimeOptions), and their flags
+// (WithFlagNames).
+constexpr FieldFlag kProfileFlags[] = {{"float_type", "--dtype"},
+                                       {"optimizer", "--optimizer"},
+                                       {"runtime", "--runtime"},
+                                       {"amp", "--amp"},
+                                       {"attention", "--attention"}};
+
 std::string Giga(int64_t n) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3f G", static_cast<double>(n) / 1e9);
@@ -319,13 +328,15 @@ int RunProfile(const ProfileArgs& args) {
   graph::LoadOptions load;
   if (!args.dtype.empty()) {
     auto dtype = graph::ParseFloatType(args.dtype);
-    if (!dtype) return ReportError(dtype.error());
+    if (!dtype) return ReportError(WithFlagNames(dtype.error(), kProfileFlags));
     load.float_type = *dtype;
   }
   estimator::ProfileOptions options;
   options.training = args.train;
   auto optimizer = estimator::ParseOptimizer(args.optimizer);
-  if (!optimizer) return ReportError(optimizer.error());
+  if (!optimizer) {
+    return ReportError(WithFlagNames(optimizer.error(), kProfileFlags));
+  }
   options.optimizer = *optimizer;
   if (args.headroom) {
     if (*args.headroom < 0 || *args.headroom > 1) {
@@ -336,15 +347,19 @@ int RunProfile(const ProfileArgs& args) {
     options.fragmentation = *args.headroom;
   }
   auto runtime = estimator::ParseRuntime(args.runtime);
-  if (!runtime) return ReportError(runtime.error());
+  if (!runtime) {
+    return ReportError(WithFlagNames(runtime.error(), kProfileFlags));
+  }
   options.runtime.runtime = *runtime;
   if (!args.amp.empty()) {
     auto amp = estimator::ParseAmp(args.amp);
-    if (!amp) return ReportError(amp.error());
+    if (!amp) return ReportError(WithFlagNames(amp.error(), kProfileFlags));
     options.runtime.amp = *amp;
   }
   auto attention = estimator::ParseAttention(args.attention);
-  if (!attention) return ReportError(attention.error());
+  if (!attention) {
+    return ReportError(WithFlagNames(attention.error(), kProfileFlags));
+  }
   options.runtime.attention = *attention;
   options.runtime.tf32 = args.tf32;
   options.runtime.costs = estimator::DefaultCosts(*runtime);

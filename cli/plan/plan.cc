@@ -28,6 +28,13 @@ using placer::Cluster;
 using placer::Plan;
 using placer::Problem;
 
+// The fields the parsers' errors name (placer::ProblemOptions,
+// graph::LoadOptions), and their flags (WithFlagNames).
+constexpr FieldFlag kPlanFlags[] = {{"float_type", "--float-type"},
+                                    {"optimizer", "--optimizer"},
+                                    {"runtime", "--runtime"},
+                                    {"amp", "--amp"}};
+
 // The links the summary lists, busiest first.
 constexpr size_t kLinksShown = 5;
 // Characters of an error message the --algo all table shows.
@@ -161,12 +168,12 @@ Result<Setup> Prepare(const PlanArgs& args) {
   placer::ProblemOptions problem_options;
   problem_options.training = args.train;
   auto optimizer = estimator::ParseOptimizer(args.optimizer);
-  if (!optimizer) return optimizer.error().WithContext("--optimizer");
+  if (!optimizer) return WithFlagNames(optimizer.error(), kPlanFlags);
   problem_options.optimizer = *optimizer;
   graph::LoadOptions load;
   if (!args.float_type.empty()) {
     auto dtype = graph::ParseFloatType(args.float_type);
-    if (!dtype) return dtype.error().WithContext("--float-type");
+    if (!dtype) return WithFlagNames(dtype.error(), kPlanFlags);
     load.float_type = *dtype;
   }
   auto catalog = estimator::DeviceCatalog::BuiltInWith(args.devices_yaml);
@@ -177,12 +184,12 @@ Result<Setup> Prepare(const PlanArgs& args) {
     problem_options.runtime = placer::DefaultRuntime(*cluster);
   } else {
     auto runtime = estimator::ParseRuntime(args.runtime);
-    if (!runtime) return runtime.error();
+    if (!runtime) return WithFlagNames(runtime.error(), kPlanFlags);
     problem_options.runtime = *runtime;
   }
   if (!args.amp.empty()) {
     auto amp = estimator::ParseAmp(args.amp);
-    if (!amp) return amp.error();
+    if (!amp) return WithFlagNames(amp.error(), kPlanFlags);
     if (*amp != estimator::Amp::kNone &&
         problem_options.runtime == estimator::Runtime::kRoofline) {
       return BadInput(

@@ -54,7 +54,8 @@ constexpr FieldFlag kModelsFlags[] = {
     {"interference", "--interference-sweep"},
     {"interference.alpha", "--interference"},
     {"scorer", "--policy"},
-    {"queue_policy", "--queue-policy"}};
+    {"queue_policy", "--queue-policy"},
+    {"sharing", "--sharing"}};
 
 // Everything the command read and decided before the runs.
 struct Setup {
@@ -102,7 +103,7 @@ Status CheckArgs(const SimulateArgs& args) {
   }
   if (args.sharing) {
     if (auto s = estimator::ParseGpuSharing(*args.sharing); !s) {
-      return s.error();
+      return WithFlagNames(s.error(), kModelsFlags);
     }
     if (args.interference || !args.interference_sweep.empty()) {
       return BadInput(

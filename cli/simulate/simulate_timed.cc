@@ -32,7 +32,8 @@ using sim::TimedRun;
 // The timed replay's fields (sim::TimedOptions) its errors name, and their
 // flags (WithFlagNames).
 constexpr FieldFlag kTimedFlags[] = {{"model_pods_pct", "--model-pods"},
-                                     {"law.alpha", "--interference"}};
+                                     {"law.alpha", "--interference"},
+                                     {"sharing", "--sharing"}};
 
 constexpr double kDay = 86400, kHour = 3600;
 
@@ -174,7 +175,7 @@ Result<ModelPodArgs> ParseModelPodArgs(const SimulateArgs& args) {
   }
   if (args.sharing) {
     auto sharing = estimator::ParseGpuSharing(*args.sharing);
-    if (!sharing) return sharing.error();
+    if (!sharing) return WithFlagNames(sharing.error(), kTimedFlags);
     if (args.interference) {
       return BadInput(
           "--sharing: applies to the measured co-location slowdown, which "

@@ -409,7 +409,7 @@ Result<Runtime> ParseRuntime(std::string_view text) {
   if (text == "none" || text == "roofline") return Runtime::kRoofline;
   if (text == "pytorch") return Runtime::kPyTorch;
   if (text == "onnxruntime" || text == "ort") return Runtime::kOnnxRuntime;
-  return BadInput("--runtime '" + std::string(text) +
+  return BadInput("runtime '" + std::string(text) +
                   "': expected pytorch, onnxruntime or none");
 }
 
@@ -429,7 +429,7 @@ Result<Amp> ParseAmp(std::string_view text) {
   if (text == "none" || text == "fp32") return Amp::kNone;
   if (text == "bf16") return Amp::kBf16;
   if (text == "fp16") return Amp::kFp16;
-  return BadInput("--amp '" + std::string(text) +
+  return BadInput("amp '" + std::string(text) +
                   "': expected bf16, fp16 or none");
 }
 
@@ -449,7 +449,7 @@ Result<Attention> ParseAttention(std::string_view text) {
   if (text == "auto") return Attention::kAuto;
   if (text == "fused" || text == "sdpa") return Attention::kFused;
   if (text == "unfused" || text == "math") return Attention::kUnfused;
-  return BadInput("--attention '" + std::string(text) +
+  return BadInput("attention '" + std::string(text) +
                   "': expected auto, fused or unfused");
 }
 

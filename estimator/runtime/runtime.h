@@ -34,7 +34,7 @@ enum class Runtime : uint8_t {
   kPyTorch,      // "pytorch": eager mode, caching allocator, autograd
   kOnnxRuntime,  // "onnxruntime": the CUDA execution provider, inference
 };
-// "none", "pytorch", "onnxruntime".
+// "none", "pytorch", "onnxruntime"; else kBadInput "runtime 'TEXT': ...".
 Result<Runtime> ParseRuntime(std::string_view text);
 std::string_view RuntimeName(Runtime r);
 
@@ -42,7 +42,7 @@ std::string_view RuntimeName(Runtime r);
 // convolutions in the low precision, softmax/layer norm/reductions in fp32,
 // everything else in its inputs' type; weights and optimizer in fp32).
 enum class Amp : uint8_t { kNone, kBf16, kFp16 };
-// "none", "bf16", "fp16".
+// "none", "bf16", "fp16"; else kBadInput "amp 'TEXT': ...".
 Result<Amp> ParseAmp(std::string_view text);
 std::string_view AmpName(Amp a);
 
@@ -51,6 +51,7 @@ std::string_view AmpName(Amp a);
 // pattern has no mask, as nn.MultiheadAttention runs it; unfused when a mask
 // is applied by hand (Hugging Face's eager attention, hand-written blocks).
 enum class Attention : uint8_t { kAuto, kFused, kUnfused };
+// "auto", "fused", "unfused"; else kBadInput "attention 'TEXT': ...".
 Result<Attention> ParseAttention(std::string_view text);
 std::string_view AttentionName(Attention a);
 

@@ -376,6 +376,11 @@ TEST_F(PlanCli, RuntimeFlagsThatCannotHoldAreBadInput) {
   const RunResult amp = Run("plan " + kMobileNet + " --amp int8");
   EXPECT_EQ(amp.exit_code, 2);
   EXPECT_THAT(amp.err, HasSubstr("--amp 'int8'"));
+  // The parser names LoadOptions::float_type; plan, its own flag.
+  const RunResult dtype = Run("plan " + kMobileNet + " --float-type int8");
+  EXPECT_EQ(dtype.exit_code, 2);
+  EXPECT_THAT(dtype.err,
+              HasSubstr("error: --float-type 'int8': expected fp32, fp16"));
   const RunResult roofline =
       Run("plan " + kMobileNet + " --runtime none --amp bf16");
   EXPECT_EQ(roofline.exit_code, 2);

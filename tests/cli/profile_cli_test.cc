@@ -93,6 +93,9 @@ TEST_F(ProfileCli, RuntimeOptionsThatContradictAreRefused) {
       {"--runtime pytorch --amp bf16 --dtype bf16", "give one"},
       {"--runtime pytorch --attention flash2", "--attention 'flash2'"},
       {"--runtime onnxruntime --train", "inference only"},
+      // The parsers name the options' fields; the command, its flags.
+      {"--dtype int8", "error: --dtype 'int8': expected fp32, fp16 or bf16"},
+      {"--optimizer lamb", "error: --optimizer 'lamb': expected adam"},
   };
   for (const Case& c : cases) {
     const RunResult r =

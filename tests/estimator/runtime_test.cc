@@ -210,8 +210,19 @@ TEST(RuntimeEstimate, RefusesWhatARuntimeCannotDo) {
   EXPECT_NE(e.error().message.find("inference only"), std::string::npos);
   o.runtime = Runtime::kRoofline;
   EXPECT_FALSE(EstimateRuntime(m, costs, H100(), o).has_value());
-  EXPECT_FALSE(ParseRuntime("tensorflow").has_value());
-  EXPECT_FALSE(ParseAmp("int4").has_value());
+  // The parsers' errors name the fields they fill (RuntimeOptions), not a
+  // command's flags.
+  auto runtime = ParseRuntime("tensorflow");
+  ASSERT_FALSE(runtime.has_value());
+  EXPECT_EQ(runtime.error().message,
+            "runtime 'tensorflow': expected pytorch, onnxruntime or none");
+  auto amp = ParseAmp("int4");
+  ASSERT_FALSE(amp.has_value());
+  EXPECT_EQ(amp.error().message, "amp 'int4': expected bf16, fp16 or none");
+  auto attention = ParseAttention("flash2");
+  ASSERT_FALSE(attention.has_value());
+  EXPECT_EQ(attention.error().message,
+            "attention 'flash2': expected auto, fused or unfused");
 }
 
 TEST(RuntimeEstimate, OnnxRuntimeFoldsBatchNormAndActivations) {

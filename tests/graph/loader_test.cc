@@ -78,6 +78,9 @@ TEST(ParseFloatType, AcceptsShortAndLongNames) {
   auto bad = ParseFloatType("int8");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ErrorCode::kBadInput);
+  // The field it fills (LoadOptions::float_type), not a command's flag.
+  EXPECT_EQ(bad.error().message,
+            "float_type 'int8': expected fp32, fp16 or bf16");
 }
 
 TEST(LoadModel, ReportsProgressStages) {
