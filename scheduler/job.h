@@ -127,6 +127,7 @@ struct Allocation {
   bool exclusive = false;    // whole GPUs: shared with nobody
   bool spans_nodes = false;  // a gang whose GPUs may be on other nodes
   bool empty() const { return gpus.empty() && node < 0; }
+  bool operator==(const Allocation&) const = default;
 };
 
 // A running elastic job's workers: allocation.gpus[i] is worker

@@ -37,6 +37,7 @@ using service_internal::DecisionRecord;
 using service_internal::InterferenceFit;
 using service_internal::JobProgress;
 using service_internal::kMinCalibrationSamples;
+using service_internal::PlannedSplit;
 using service_internal::PoolKind;
 
 namespace {
@@ -233,8 +234,15 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   const OptionForecast* chosen = d.Chosen();
   if (!chosen || d.waits()) return std::nullopt;
   if (chosen->option == StartOption::kSplit) {
-    pending_plans[job.id] = std::move(split_plan);
-    pending_pictures[job.id] = std::move(split_pictures);
+    std::vector<PlannedSplit>& splits = pending_splits[job.id];
+    std::erase_if(splits, [&](const PlannedSplit& p) {
+      return p.allocation == *chosen->allocation;
+    });
+    PlannedSplit planned;
+    planned.allocation = *chosen->allocation;
+    planned.plan = std::move(split_plan);
+    planned.pictures = std::move(split_pictures);
+    splits.push_back(std::move(planned));
   }
   return chosen->allocation;
 }

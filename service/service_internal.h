@@ -26,6 +26,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
+#include "scheduler/round.h"
 #include "scheduler/start_decision.h"
 #include "service/job_table_internal.h"
 #include "service/metrics_internal.h"
@@ -48,6 +49,8 @@ using scheduler::Occupant;
 using scheduler::QueuedJob;
 using scheduler::QueuePolicy;
 using scheduler::QueueTree;
+using scheduler::RoundPlan;
+using scheduler::RoundTree;
 using scheduler::RunningJob;
 using scheduler::SizedModel;
 using scheduler::StartDecision;
@@ -116,6 +119,13 @@ struct ElasticWithout {
   ElasticState state;
 };
 ElasticWithout DropWorkers(const Job& job, const std::set<int>& drop);
+// A split a round's decision chose: the plan (placer/'s JSON) and its
+// pictures, drawn only for the jobs that start.
+struct PlannedSplit {
+  Allocation allocation;
+  nlohmann::json plan;
+  std::function<placer::PlanPictures()> pictures;
+};
 // A job as the queue policies see it (policy.h): queued, or running.
 inline QueuedJob AsQueued(const Job& j) {
   return {j.id,
@@ -220,19 +230,6 @@ struct RoundView {
   // start is placed on them (StartBesideExtras).
   std::set<int> waited_for;
 };
-// One pool's policy's decision and how long it took (step 3, no lock).
-struct PoolDecision {
-  std::string pool;
-  Decision decision;
-  double seconds = 0;
-};
-struct RoundDecisions {
-  std::vector<PoolDecision> pools;
-  // Jobs a quota or the queue tree held back from the policies, and why.
-  std::map<JobId, std::string> quota_blocked;
-  bool queue_tree = false;
-  TreePlan tree;  // the queue tree's plan: what to offer, reclaim, promote
-};
 
 struct Service::Impl {
   ServiceOptions options;
@@ -248,11 +245,12 @@ struct Service::Impl {
   Mutex round_mu TESSERA_ACQUIRED_BEFORE(mu);
   // The round's own planning state.
   AdmissionCache admission_cache TESSERA_GUARDED_BY(round_mu);  // by stamp
-  std::unordered_map<JobId, nlohmann::json> pending_plans
-      TESSERA_GUARDED_BY(round_mu);
-  // The pictures of those plans, drawn only for the jobs that start.
-  std::unordered_map<JobId, std::function<placer::PlanPictures()>>
-      pending_pictures TESSERA_GUARDED_BY(round_mu);
+  // The splits the round's decisions chose, by job, each with the
+  // allocation it is for: a start takes the plan of the allocation it
+  // starts at, whichever allocator call (the cluster now, or a policy's
+  // what-if) made it.
+  std::unordered_map<JobId, std::vector<service_internal::PlannedSplit>>
+      pending_splits TESSERA_GUARDED_BY(round_mu);
 
   // Guards the jobs and the cluster state below (each member says so);
   // never held across a launcher call, a model load or a policy's
@@ -317,10 +315,9 @@ struct Service::Impl {
   Status SetUpQueues();
   // A submission's queue: kBadInput for a queue the tree lacks.
   Status CheckQueue(const JobRequest& request) const;
-  // The round's plan under the tree (no lock: the round thread).
-  TreePlan PlanQueues(const RoundSnapshot& snap, bool reclaiming,
-                      const std::set<JobId>& owners) TESSERA_REQUIRES(round_mu)
-      TESSERA_EXCLUDES(mu);
+  // The tree's part of the round (PlanRound's input) on the snapshot.
+  RoundTree TreeRound(const RoundSnapshot& snap, bool reclaiming,
+                      const std::set<JobId>& owners) const;
   // Phase 4 (the caller holds mu): promotions stored, victims asked to
   // stop; `held` is the tree with what runs and starts now.
   void ApplyQueuePlan(const TreePlan& plan) TESSERA_REQUIRES(mu);
@@ -533,13 +530,13 @@ struct Service::Impl {
   void BeginRound(double now) TESSERA_REQUIRES(mu);
   RoundView TakeSnapshot(double now) TESSERA_REQUIRES(mu);
   // 3. (no mu) models not loaded yet, then every pool's policy.
-  RoundDecisions Plan(RoundView& view, double now) TESSERA_REQUIRES(round_mu)
+  RoundPlan Plan(RoundView& view, double now) TESSERA_REQUIRES(round_mu)
       TESSERA_EXCLUDES(mu);
   // 4. (mu) the decisions against the state now: preemptions asked, each
   // start reserved and stored as `starting`.
-  std::vector<PendingStart> Commit(RoundView& view, RoundDecisions& plan)
+  std::vector<PendingStart> Commit(RoundView& view, RoundPlan& plan)
       TESSERA_REQUIRES(round_mu, mu);
-  void RequestPreemptions(const PoolDecision& pd) TESSERA_REQUIRES(mu);
+  void RequestPreemptions(const scheduler::PoolPlan& pd) TESSERA_REQUIRES(mu);
   std::optional<PendingStart> CommitStart(RoundView& view,
                                           const std::string& pool, JobId id,
                                           const Allocation& chosen,

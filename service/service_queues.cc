@@ -12,12 +12,9 @@ namespace tessera::service {
 // What this file uses of scheduler/, beyond what its headers name.
 using scheduler::GuaranteedPart;
 using scheduler::kNoLimit;
-using scheduler::PlanTreeRound;
 using scheduler::QueueAmount;
 using scheduler::QueueReport;
 using scheduler::TreeJob;
-using scheduler::TreePending;
-using scheduler::TreeTrial;
 
 using service_internal::EstimateHeld;
 using service_internal::HeldBy;
@@ -120,63 +117,26 @@ QueueTree Service::Impl::HeldTree() const {
   return held;
 }
 
-TreePlan Service::Impl::PlanQueues(const RoundSnapshot& snap, bool reclaiming,
-                                   const std::set<JobId>& owners) {
-  QueueTree held = tree;
-  held.Clear();
-  std::vector<TreeJob> running_jobs;
+// Extras count as their queue's borrowed use, but are no victims: the
+// policies plan with them free, and they are asked back (MakeRoom) before
+// anybody is reclaimed. Starting jobs are no victims either (they have no
+// process to stop yet).
+RoundTree Service::Impl::TreeRound(const RoundSnapshot& snap, bool reclaiming,
+                                   const std::set<JobId>& owners) const {
+  RoundTree out{tree, {}, {}, reclaiming, owners};
+  out.held.Clear();
   for (const Job& j : snap.held) {
     const TreeJob t = TreeJobOf(tree, j);
-    held.Add(t);
-    // Extras count as their queue's borrowed use, but are no victims: the
-    // policies plan with them free, and they are asked back (MakeRoom)
-    // before anybody is reclaimed.
-    if (auto extras = ExtrasOf(tree, j)) held.Add(*extras);
-    // Starting jobs are no victims (they have no process to stop yet).
-    if (j.state == JobState::kRunning) running_jobs.push_back(t);
+    out.held.Add(t);
+    if (auto extras = ExtrasOf(tree, j)) out.held.Add(*extras);
+    if (j.state == JobState::kRunning) out.victims.push_back(t);
   }
-  std::vector<TreePending> pending;
-  std::unordered_map<JobId, const Job*> by_id;
   for (const Job& j : snap.queue) {
-    pending.push_back({j.id, tree.Route(j.request.queue, j.user, j.team),
-                       AmountOf(EstimateHeld(j, snap.state.topology())),
-                       j.request.preemptible});
-    by_id[j.id] = &j;
+    out.pending.push_back({j.id, tree.Route(j.request.queue, j.user, j.team),
+                           AmountOf(EstimateHeld(j, snap.state.topology())),
+                           j.request.preemptible});
   }
-  // The reclaim asks each pool's policy which job it would start next.
-  const double now = Now();
-  const TreeTrial trial = [&](const ClusterState& s,
-                              const std::vector<JobId>& ids) {
-    Decision out;
-    for (const std::string& pool : s.topology().pools) {
-      std::vector<QueuedJob> waiting;
-      for (const JobId id : ids) {
-        const Job& j = *by_id.at(id);
-        if (j.request.pool != pool) continue;
-        waiting.push_back(service_internal::AsQueued(j));
-      }
-      if (waiting.empty() || !policies.count(pool)) continue;
-      std::vector<RunningJob> active;
-      for (const Job& j : snap.running) {
-        if (j.request.pool != pool) continue;
-        active.push_back(service_internal::AsRunning(j));
-      }
-      Decision d = policies.at(pool)->Schedule(
-          waiting, active, s,
-          [&](const ClusterState& st, const QueuedJob& q) TESSERA_REQUIRES(
-              round_mu) { return Allocate(snap, st, *by_id.at(q.id)); },
-          now);
-      out.start.insert(out.start.end(), d.start.begin(), d.start.end());
-      out.preempt.insert(out.preempt.end(), d.preempt.begin(), d.preempt.end());
-    }
-    return out;
-  };
-  return PlanTreeRound(
-      held, pending, running_jobs, snap.state,
-      [&](const ClusterState& s, JobId id) TESSERA_REQUIRES(round_mu) {
-        return Allocate(snap, s, *by_id.at(id));
-      },
-      reclaiming, owners, trial);
+  return out;
 }
 
 void Service::Impl::ApplyQueuePlan(const TreePlan& plan) {

@@ -47,33 +47,14 @@ const Quota* TeamQuota(const Quotas& quotas, const std::string& team) {
 }
 
 QuotaUse HeldBy(const Allocation& a) {
-  QuotaUse u;
-  u.running = 1;
-  for (const GpuShare& s : a.gpus) {
-    u.gpu_milli += s.milli;
-    u.gpu_memory_mib += s.memory_mib;
-  }
-  return u;
+  const scheduler::QueueAmount held = scheduler::HeldAmount(a);
+  return {0, 1, held.gpu_milli, held.gpu_memory_mib};
 }
 
 QuotaUse EstimateHeld(const Job& job, const Topology& t) {
-  QuotaUse u;
-  u.running = 1;
-  const Resources& d = job.demand;
-  if (d.gpus > 0) {
-    int64_t memory = 0;
-    for (const NodeInfo& n : t.nodes) {
-      if (n.pool != job.request.pool || n.gpus.empty()) continue;
-      memory = t.gpus[n.gpus[0]].memory_mib;
-      break;
-    }
-    u.gpu_milli = int64_t{1000} * d.gpus;
-    u.gpu_memory_mib = memory * d.gpus;
-  } else {
-    u.gpu_milli = d.gpu_milli;
-    u.gpu_memory_mib = d.gpu_memory_mib;
-  }
-  return u;
+  const scheduler::QueueAmount held =
+      scheduler::QueuedAmount(job.demand, t, job.request.pool);
+  return {0, 1, held.gpu_milli, held.gpu_memory_mib};
 }
 
 std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,

@@ -27,9 +27,6 @@
 namespace tessera::service {
 
 // What this file uses of scheduler/, beyond what its headers name.
-using scheduler::Allocator;
-using scheduler::ScheduleWithTree;
-
 using service_internal::EstimateHeld;
 using service_internal::HeldBy;
 using service_internal::Holdings;
@@ -75,14 +72,13 @@ void Service::Impl::RunRound() {
     BeginRound(now);
     view.emplace(TakeSnapshot(now));
   }
-  RoundDecisions plan = Plan(*view, now);
+  RoundPlan plan = Plan(*view, now);
   std::vector<PendingStart> starts;
   {
     MutexLock lock(mu);
     starts = Commit(*view, plan);
   }
-  pending_plans.clear();
-  pending_pictures.clear();
+  pending_splits.clear();
   const std::vector<Result<launch::Launched>> outcomes =
       Launch(starts, view->snap.state.topology());
   LauncherCalls calls;
@@ -183,104 +179,65 @@ RoundView Service::Impl::TakeSnapshot(double now) {
   return view;
 }
 
-namespace {
-
-// The queued jobs of `pool` its policy is offered, in queue order: those
-// the tree offers (all, without a tree), less those a flat quota holds
-// back. Each is counted in `planned` as if the earlier ones all start: a
-// job the quota could not hold beside them waits for the next round
-// (`blocked` says why).
-std::vector<const Job*> Offered(const RoundSnapshot& snap,
-                                const std::string& pool,
-                                const std::set<JobId>* tree_offer,
-                                const Quotas* quotas, Holdings& planned,
-                                std::map<JobId, std::string>& blocked) {
-  std::vector<const Job*> out;
-  for (const Job& j : snap.queue) {
-    if (j.request.pool != pool) continue;
-    if (tree_offer && !tree_offer->count(j.id)) continue;
-    if (quotas) {
-      const QuotaUse more = EstimateHeld(j, snap.state.topology());
-      std::string why = planned.Over(*quotas, j, more);
-      if (!why.empty()) {
-        blocked[j.id] = std::move(why);
-        continue;
-      }
-      planned.Add(j, more);
-    }
-    out.push_back(&j);
-  }
-  return out;
-}
-
-}  // namespace
-
-// 3. Without the lock: models first seen since a restart, the queue tree's
-// plan, then every pool's policy on the snapshot (a split's placement can
-// take seconds).
-RoundDecisions Service::Impl::Plan(RoundView& view, double now) {
+// 3. Without the lock: models first seen since a restart, then the round
+// (scheduler/round.h) on the snapshot: the queue tree's plan, every pool's
+// policy (a split's placement can take seconds). A flat quota counts each
+// job offered as if the earlier ones all start: a job it could not hold
+// beside them waits for the next round.
+RoundPlan Service::Impl::Plan(RoundView& view, double now) {
   RoundSnapshot& snap = view.snap;
   for (const JobId id : view.to_load) {
     auto j = std::find_if(snap.queue.begin(), snap.queue.end(),
                           [&](const Job& q) { return q.id == id; });
     snap.models[id] = LoadModel(*j);
   }
-  pending_plans.clear();
-  pending_pictures.clear();
+  pending_splits.clear();
   pending_decisions.clear();
-  RoundDecisions out;
-  // Jobs a quota holds back are not offered to the policies.
-  const Quotas* quotas = options.quotas.empty() ? nullptr : &options.quotas;
-  Holdings planned;
-  if (quotas) {
-    for (const Job& j : snap.held) planned.Add(j, HeldBy(j.allocation));
-  }
-  out.queue_tree = !tree.empty();
-  std::set<JobId> offered;
-  if (out.queue_tree) {
-    out.tree = PlanQueues(snap, view.reclaiming, view.owners);
-    offered.insert(out.tree.offer.begin(), out.tree.offer.end());
-    for (const auto& [id, why] : out.tree.held) out.quota_blocked[id] = why;
-  }
-  for (const std::string& pool : snap.state.topology().pools) {
-    const std::vector<const Job*> offered_jobs =
-        Offered(snap, pool, out.queue_tree ? &offered : nullptr, quotas,
-                planned, out.quota_blocked);
-    if (offered_jobs.empty()) continue;
-    std::vector<QueuedJob> waiting;
-    std::unordered_map<JobId, const Job*> by_id;
-    for (const Job* j : offered_jobs) {
-      waiting.push_back(service_internal::AsQueued(*j));
-      by_id[j->id] = j;
+  std::unordered_map<JobId, const Job*> by_id;
+  for (const Job& j : snap.queue) by_id[j.id] = &j;
+  scheduler::RoundInput in;
+  in.state = &snap.state;
+  in.now = now;
+  const std::vector<std::string>& pools = snap.state.topology().pools;
+  std::vector<std::vector<QueuedJob>> queued(pools.size());
+  std::vector<std::vector<RunningJob>> running(pools.size());
+  for (size_t i = 0; i < pools.size(); ++i) {
+    for (const Job& j : snap.queue) {
+      if (j.request.pool == pools[i]) {
+        queued[i].push_back(service_internal::AsQueued(j));
+      }
     }
-    std::vector<RunningJob> active;
     for (const Job& j : snap.running) {
-      if (j.request.pool != pool) continue;
-      active.push_back(service_internal::AsRunning(j));
+      if (j.request.pool == pools[i]) {
+        running[i].push_back(service_internal::AsRunning(j));
+      }
     }
-    const Allocator allocate = [&](const ClusterState& s, const QueuedJob& q)
-                                   TESSERA_REQUIRES(round_mu) {
-                                     return Allocate(snap, s, *by_id.at(q.id));
-                                   };
-    QueuePolicy& policy = *policies.at(pool);
-    const auto t0 = std::chrono::steady_clock::now();
-    Decision d =
-        out.queue_tree
-            ? ScheduleWithTree(policy, out.tree, waiting, active, snap.state,
-                               allocate, now)
-            : policy.Schedule(waiting, active, snap.state, allocate, now);
-    out.pools.push_back(
-        {pool, std::move(d),
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-             .count()});
+    auto policy = policies.find(pools[i]);
+    in.pools.push_back(
+        {pools[i], policy == policies.end() ? nullptr : policy->second.get(),
+         &queued[i], &running[i]});
   }
-  return out;
+  in.allocate = [&](const ClusterState& s, const QueuedJob& q) TESSERA_REQUIRES(
+                    round_mu) { return Allocate(snap, s, *by_id.at(q.id)); };
+  if (!tree.empty()) in.tree = TreeRound(snap, view.reclaiming, view.owners);
+  Holdings planned;
+  if (!options.quotas.empty()) {
+    for (const Job& j : snap.held) planned.Add(j, HeldBy(j.allocation));
+    in.hold_back = [&](const QueuedJob& q) {
+      const Job& j = *by_id.at(q.id);
+      const QuotaUse more = EstimateHeld(j, snap.state.topology());
+      std::string why = planned.Over(options.quotas, j, more);
+      if (why.empty()) planned.Add(j, more);
+      return why;
+    };
+  }
+  return scheduler::PlanRound(in);
 }
 
 // 4. Under the lock, the decisions against the state now: each start
 // reserved and stored as `starting` before anything is launched.
 std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
-                                                RoundDecisions& plan) {
+                                                RoundPlan& plan) {
   for (const JobId id : view.to_load) {
     if (view.snap.models[id]) models.emplace(id, view.snap.models[id]);
   }
@@ -291,10 +248,10 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     for (const auto& [id, j] : jobs.running) held.Add(j, HeldBy(j.allocation));
     for (const auto& [id, j] : jobs.starting) held.Add(j, HeldBy(j.allocation));
   }
-  quota_waits = std::move(plan.quota_blocked);
+  quota_waits = std::move(plan.held);
   QueueTree tree_held;
-  if (plan.queue_tree) {
-    ApplyQueuePlan(plan.tree);
+  if (plan.tree) {
+    ApplyQueuePlan(*plan.tree);
     tree_held = HeldTree();
   }
   for (auto& [id, d] : pending_decisions) {
@@ -304,7 +261,7 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     if (queued) start_decisions[id] = std::move(d);
   }
   std::vector<PendingStart> starts;
-  for (const PoolDecision& pd : plan.pools) {
+  for (const scheduler::PoolPlan& pd : plan.pools) {
     metrics.decision_latency.Observe(pd.seconds);
     if (!pd.decision.preempt.empty()) {
       // Start nothing until the victims have exited and freed their GPUs.
@@ -314,14 +271,14 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     for (const auto& [id, chosen] : pd.decision.start) {
       std::optional<PendingStart> p =
           CommitStart(view, pd.pool, id, chosen, quotas ? &held : nullptr,
-                      plan.queue_tree ? &tree_held : nullptr);
+                      plan.tree ? &tree_held : nullptr);
       if (p) starts.push_back(std::move(*p));
     }
   }
   return starts;
 }
 
-void Service::Impl::RequestPreemptions(const PoolDecision& pd) {
+void Service::Impl::RequestPreemptions(const scheduler::PoolPlan& pd) {
   for (const JobId v : pd.decision.preempt) {
     if (jobs.running.count(v) && preempt_requested.insert(v).second) {
       stop_requests.push_back(v);
@@ -363,21 +320,21 @@ std::optional<PendingStart> Service::Impl::CommitStart(
   if (held) held->Add(*it, HeldBy(allocation));
   Job job = std::move(*it);
   jobs.queue.erase(it);
-  // A split job's plan, from the decision that chose its allocation
+  // A split job's plan: the one made for the allocation it starts at
   // (DecideModelStart, this round).
-  nlohmann::json plan;
-  if (auto p = pending_plans.find(id); p != pending_plans.end()) {
-    plan = std::move(p->second);
+  service_internal::PlannedSplit split;
+  if (auto p = pending_splits.find(id); p != pending_splits.end()) {
+    for (service_internal::PlannedSplit& planned : p->second) {
+      if (planned.allocation == allocation) split = std::move(planned);
+    }
   }
   std::optional<Job> begun =
-      BeginStart(std::move(job), allocation, std::move(plan));
+      BeginStart(std::move(job), allocation, std::move(split.plan));
   if (!begun) return std::nullopt;
   PendingStart p;
   p.job = std::move(*begun);
   if (auto m = models.find(id); m != models.end()) p.model = m->second;
-  if (auto pic = pending_pictures.find(id); pic != pending_pictures.end()) {
-    p.pictures = std::move(pic->second);
-  }
+  p.pictures = std::move(split.pictures);
   return p;
 }
 

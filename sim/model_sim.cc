@@ -13,6 +13,7 @@
 #include "scheduler/fragmentation.h"
 #include "scheduler/parallel.h"
 #include "scheduler/policy.h"
+#include "scheduler/round.h"
 #include "sim/model_workload.h"
 
 namespace tessera::sim {
@@ -38,6 +39,7 @@ using scheduler::Occupant;
 using scheduler::OptionForecast;
 using scheduler::ParallelFor;
 using scheduler::PlacementRequest;
+using scheduler::PlanPoolRound;
 using scheduler::PolicyConfig;
 using scheduler::QueuedJob;
 using scheduler::QueuePolicy;
@@ -420,7 +422,8 @@ class Replay {
                                       const QueuedJob& q) {
       return Allocate(s, q);
     };
-    const Decision d = policy_->Schedule(queue_, active, state_, allocate, t);
+    const Decision d = PlanPoolRound(
+        state_, t, {pool_, policy_.get(), &queue_, &active}, allocate);
     for (const auto& [id, allocation] : d.start) Start(id, allocation, t);
     if (!d.start.empty()) UpdateRates();
     if (options_.check_invariants && result_.violation.empty()) {

@@ -20,6 +20,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/parallel.h"
 #include "scheduler/policy.h"
+#include "scheduler/round.h"
 #include "sim/replay.h"
 #include "sim/timed_events.h"
 
@@ -41,6 +42,8 @@ using scheduler::GrowOrder;
 using scheduler::kFullGpuMilli;
 using scheduler::ParallelFor;
 using scheduler::PlanOnGuaranteed;
+using scheduler::PlanPoolRound;
+using scheduler::RoundPool;
 using scheduler::WithoutWorkers;
 using scheduler::WithWorkers;
 
@@ -289,12 +292,11 @@ class ElasticReplay : private TimedReplayBase {
               running_.begin(), running_.end(), [this](const RunningJob& r) {
                 return elastic_[r.id - 1].has_value();
               });
+          const RoundPool pool{pool_, &policy_, &queue_, &running_};
           return any_elastic
-                     ? policy_.Schedule(queue_, running_,
-                                        PlanOnGuaranteed(state_, Holdings()),
-                                        allocate, now)
-                     : policy_.Schedule(queue_, running_, state_, allocate,
-                                        now);
+                     ? PlanPoolRound(PlanOnGuaranteed(state_, Holdings()), now,
+                                     pool, allocate)
+                     : PlanPoolRound(state_, now, pool, allocate);
         },
         [&](int p) {
           Stop(p, now);

@@ -17,6 +17,7 @@
 #include "estimator/interference.h"
 #include "scheduler/admission.h"
 #include "scheduler/parallel.h"
+#include "scheduler/round.h"
 #include "sim/replay.h"
 #include "sim/timed_events.h"
 #include "sim/timed_tree_internal.h"
@@ -34,6 +35,7 @@ using scheduler::NodeInfo;
 using scheduler::Occupant;
 using scheduler::OptionForecast;
 using scheduler::ParallelFor;
+using scheduler::PlanPoolRound;
 using scheduler::SquaredCv;
 using scheduler::StartDecision;
 using scheduler::StartInputs;
@@ -302,7 +304,8 @@ class Replay : private TimedReplayBase {
       const Decision d = PlanPastPreemptions(
           [&] {
             if (!tree_) {
-              return policy_.Schedule(queue_, running_, state_, allocate, now);
+              return PlanPoolRound(
+                  state_, now, {pool_, &policy_, &queue_, &running_}, allocate);
             }
             return tree_->Schedule({policy_, queue_, running_, state_, allocate,
                                     now, [&](int p) { Reclaim(p, now); }});

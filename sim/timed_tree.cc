@@ -8,48 +8,28 @@
 namespace tessera::sim {
 
 // What this file uses of scheduler/, beyond what its headers name.
-using scheduler::GpuShare;
-using scheduler::NodeInfo;
-using scheduler::PlanTreeRound;
+using scheduler::HeldAmount;
 using scheduler::QueueAmount;
-using scheduler::ScheduleWithTree;
+using scheduler::QueuedAmount;
+using scheduler::RoundInput;
+using scheduler::RoundPlan;
 using scheduler::TreePending;
-using scheduler::TreeTrial;
-
-namespace {
-
-// What an allocation holds, as a quota counts it.
-QueueAmount AmountOf(const Allocation& a) {
-  QueueAmount out;
-  for (const GpuShare& g : a.gpus) {
-    out.gpu_milli += g.milli;
-    out.gpu_memory_mib += g.memory_mib;
-  }
-  return out;
-}
-
-}  // namespace
 
 TimedTree::TimedTree(QueueTree tree, const std::vector<TimedPod>& pods,
                      const Topology& topology, std::string_view pool)
     : tree_(std::move(tree)),
       pods_(pods),
+      topology_(topology),
+      pool_(pool),
       tree_job_(pods.size(), TreeJob{}),
-      borrow_(pods.size(), 0) {
-  for (const NodeInfo& n : topology.nodes) {
-    if (n.pool == pool && !n.gpus.empty()) {
-      gpu_memory_mib_ = topology.gpus[n.gpus[0]].memory_mib;
-      break;
-    }
-  }
-}
+      borrow_(pods.size(), 0) {}
 
 int TimedTree::QueueOf(int p) const {
   return tree_.Route("", "", pods_[p].job.team);
 }
 
 void TimedTree::Started(int p, const Allocation& a, double now) {
-  tree_job_[p] = {pods_[p].job.id, QueueOf(p), AmountOf(a),
+  tree_job_[p] = {pods_[p].job.id, QueueOf(p), HeldAmount(a),
                   borrow_[p] != 0, true,       now};
   tree_.Add(tree_job_[p]);
 }
@@ -57,56 +37,43 @@ void TimedTree::Started(int p, const Allocation& a, double now) {
 void TimedTree::Stopped(int p) { tree_.Remove(tree_job_[p]); }
 
 Decision TimedTree::Schedule(const TimedTreeRound& round) {
-  TreePlan plan = Plan(round, false);
-  Promote(plan.promote);
-  if (!plan.reclaim.empty()) {
-    for (const auto& [v, owner] : plan.reclaimed_for) {
+  RoundInput in;
+  in.state = &round.state;
+  in.now = round.now;
+  in.pools = {{pool_, &round.policy, &round.queue, &round.running}};
+  in.allocate = round.allocate;
+  in.options.replan_after_reclaim = true;
+  in.tree = Round(round, false);
+  RoundPlan plan = PlanRound(in);
+  Promote(plan.tree->promote);
+  if (plan.replan) {
+    for (const auto& [v, owner] : plan.tree->reclaimed_for) {
       reclaimers_.insert(owner);
     }
-    for (const JobId v : plan.reclaim) round.reclaim(static_cast<int>(v - 1));
-    plan = Plan(round, true);  // what they freed goes to the owners
+    for (const JobId v : plan.tree->reclaim) {
+      round.reclaim(static_cast<int>(v - 1));
+    }
+    in.tree = Round(round, true);  // what they freed goes to the owners
+    plan = PlanRound(in);
   }
-  Decision d = ScheduleWithTree(round.policy, plan, round.queue, round.running,
-                                round.state, round.allocate, round.now);
+  Decision d = std::move(plan).OnlyDecision();
   if (!d.preempt.empty()) return d;  // Round plans again after them
   return MarkStarts(std::move(d), round.now);
 }
 
-// PlanTreeRound on the replay now: the queued pods with what they would
-// hold, the running ones as the tree counts them.
-TreePlan TimedTree::Plan(const TimedTreeRound& round, bool reclaiming) const {
-  std::vector<TreePending> pending;
+// The tree's part of the round on the replay now: the queued pods with
+// what they would hold, the running ones as the tree counts them.
+RoundTree TimedTree::Round(const TimedTreeRound& round, bool reclaiming) const {
+  RoundTree out{tree_, {}, {}, reclaiming, reclaimers_};
   for (const QueuedJob& q : round.queue) {
-    const auto p = static_cast<int>(q.id - 1);
-    const Resources& d = q.demand;
-    const QueueAmount amount =
-        d.gpus > 0
-            ? QueueAmount{int64_t{1000} * d.gpus, gpu_memory_mib_ * d.gpus}
-            : QueueAmount{d.gpu_milli, d.gpu_memory_mib};
-    pending.push_back({q.id, QueueOf(p), amount, true});
+    out.pending.push_back({q.id, QueueOf(static_cast<int>(q.id - 1)),
+                           QueuedAmount(q.demand, topology_, pool_), true});
   }
-  std::vector<TreeJob> running;
   for (const RunningJob& r : round.running) {
-    running.push_back(tree_job_[r.id - 1]);
+    out.victims.push_back(tree_job_[r.id - 1]);
   }
-  // The reclaim asks the policy which pod it would start next.
-  std::map<JobId, const QueuedJob*> queued;
-  for (const QueuedJob& q : round.queue) queued[q.id] = &q;
-  const TreeTrial trial = [&](const ClusterState& s,
-                              const std::vector<JobId>& ids) {
-    std::vector<QueuedJob> jobs;
-    for (const JobId id : ids) jobs.push_back(*queued.at(id));
-    return round.policy.Schedule(jobs, round.running, s, round.allocate,
-                                 round.now);
-  };
-  return PlanTreeRound(
-      tree_, pending, running, round.state,
-      [&](const ClusterState& s, JobId id) {
-        return round.allocate(s, pods_[id - 1].job);
-      },
-      reclaiming, reclaimers_, trial);
+  return out;
 }
-
 // The running borrowed pods that now fit their queue's guarantee are
 // counted guaranteed from now on.
 void TimedTree::Promote(const std::vector<JobId>& ids) {
@@ -126,7 +93,7 @@ Decision TimedTree::MarkStarts(Decision d, double now) {
   Decision out;
   for (auto& [id, a] : d.start) {
     const auto p = static_cast<int>(id - 1);
-    const QueueAmount amount = AmountOf(a);
+    const QueueAmount amount = HeldAmount(a);
     const QueueTree::Fit fit = held.Classify(QueueOf(p), amount, true);
     if (fit == QueueTree::Fit::kNo) continue;
     borrow_[p] = fit == QueueTree::Fit::kBorrowed;

@@ -4,18 +4,20 @@
 // The timed replay's queue tree (TimedOptions::queues, docs/quotas.md):
 // what each running pod counts in it, whether a pod's next start is
 // borrowed, the queued pods room was reclaimed for, and a round under the
-// tree, on the scheduler's own PlanTreeRound and ScheduleWithTree. Every
-// pod may borrow, and a reclaim's victims stop at once (the virtual clock
-// has no grace period). Internal to sim/ (timed_replay.cc).
+// tree: the scheduler's own round (PlanRound). Every pod may borrow, and a
+// reclaim's victims stop at once (the virtual clock has no grace period:
+// RoundOptions::replan_after_reclaim). Internal to sim/ (timed_replay.cc).
 
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "scheduler/policy.h"
 #include "scheduler/queue_tree.h"
+#include "scheduler/round.h"
 #include "scheduler/topology.h"
 #include "sim/timed_replay.h"
 
@@ -28,6 +30,7 @@ using scheduler::Decision;
 using scheduler::JobId;
 using scheduler::QueuePolicy;
 using scheduler::QueueTree;
+using scheduler::RoundTree;
 using scheduler::RunningJob;
 using scheduler::TreeJob;
 using scheduler::TreePlan;
@@ -47,9 +50,8 @@ struct TimedTreeRound {
 
 class TimedTree {
  public:
-  // `pods` must outlive it (pod p is job p + 1). A queued pod asking whole
-  // GPUs counts a whole GPU of `pool` (the memory of its first node's
-  // first GPU) for each.
+  // `pods` and `topology` must outlive it (pod p is job p + 1). A queued
+  // pod counts what QueuedAmount says in `pool`.
   TimedTree(QueueTree tree, const std::vector<TimedPod>& pods,
             const Topology& topology, std::string_view pool);
 
@@ -59,22 +61,23 @@ class TimedTree {
   // Pod p no longer runs.
   void Stopped(int p);
 
-  // A round under the tree: promotions, reclaims (their victims stop now
-  // and go back to the queue), then the policy on the offered pods
-  // (ScheduleWithTree); each start marked guaranteed or borrowed. A
-  // decision that preempts is returned as it is (the round plans again
-  // after its victims).
+  // A round under the tree (PlanRound): promotions, reclaims (their
+  // victims stop now and go back to the queue, and the round plans again),
+  // then the policy on the offered pods; each start marked guaranteed or
+  // borrowed. A decision that preempts is returned as it is (the round
+  // plans again after its victims).
   Decision Schedule(const TimedTreeRound& round);
 
  private:
   int QueueOf(int p) const;
-  TreePlan Plan(const TimedTreeRound& round, bool reclaiming) const;
+  RoundTree Round(const TimedTreeRound& round, bool reclaiming) const;
   void Promote(const std::vector<JobId>& ids);
   Decision MarkStarts(Decision d, double now);
 
   QueueTree tree_;
   const std::vector<TimedPod>& pods_;
-  int64_t gpu_memory_mib_ = 0;  // a whole GPU's, for queued pods
+  const Topology& topology_;
+  std::string pool_;
   // Each pod's run as the tree counts it, and whether its next start is
   // borrowed.
   std::vector<TreeJob> tree_job_;
