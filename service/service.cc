@@ -140,7 +140,7 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
     }
   }
   MutexLock lock(m.mu);
-  TESSERA_RETURN_IF_ERROR(m.AdmitSubmission(user));
+  TESSERA_RETURN_IF_ERROR(m.quotas.Admit(user, m.jobs.queue, m.Now()));
   job.request = std::move(request);
   job.submitted_at = m.Now();
   std::string what = "pool " + job.request.pool;
@@ -291,9 +291,9 @@ nlohmann::json Service::ClusterJson() {
          {"drained", node.drained},
          {"jobs", holders}});
   }
-  nlohmann::json quotas = m.QuotaJson();
+  nlohmann::json quotas = m.quotas.Json(m.jobs);
   nlohmann::json waits = nlohmann::json::array();
-  for (const auto& [id, why] : m.quota_waits) {
+  for (const auto& [id, why] : m.quotas.waits()) {
     waits.push_back({{"job", id}, {"reason", why}});
   }
   return {{"pools", std::move(pools)},

@@ -30,6 +30,7 @@
 #include "scheduler/start_decision.h"
 #include "service/job_table_internal.h"
 #include "service/metrics_internal.h"
+#include "service/quota_book_internal.h"
 #include "service/service.h"
 #include "service/store_internal.h"
 
@@ -77,40 +78,10 @@ inline std::string PoolKind(const Topology& t, const std::string& pool) {
   return "";
 }
 
-// What a user or team holds (or one job would add).
-struct QuotaUse {
-  int64_t queued = 0, running = 0, gpu_milli = 0, gpu_memory_mib = 0;
-};
-
-// A submission rate's bucket: `tokens` at time `at` (0: never used).
-struct TokenBucket {
-  double tokens = 0, at = 0;
-};
-
-// service_quotas.cc.
-// The quota of `user`: its own entry's fields, the default's for the rest.
-Quota UserQuota(const Quotas& quotas, const std::string& user);
-// The quota of `team`, or null if it has none.
-const Quota* TeamQuota(const Quotas& quotas, const std::string& team);
-// One running job holding `a`.
-QuotaUse HeldBy(const Allocation& a);
-// What a queued job would hold once started (before it is placed).
-QuotaUse EstimateHeld(const Job& job, const Topology& t);
 // service_reservations.cc: why `d` does not fit `node` now (it could when
 // the node is empty); `subject` names the asker ("the job asks").
 std::string WhyNot(const ClusterState& s, int node, const Resources& d,
                    std::string_view subject);
-// Why holding `plus` more than `now` breaks `q` ("" if it does not).
-std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
-                      const std::string& who);
-// What each user and team holds (running and starting jobs), as a round
-// counts it against the quotas (service_rounds.cc).
-struct Holdings {
-  std::map<std::string, QuotaUse> users, teams;
-  void Add(const Job& j, const QuotaUse& u);
-  // Why `plus` more for `j`'s user or team breaks a quota ("" if not).
-  std::string Over(const Quotas& q, const Job& j, const QuotaUse& plus);
-};
 // An elastic job's allocation and state without the workers `drop`: their
 // GPU shares and ids gone, and no longer asked back (the release deadline
 // cleared once nobody is). service_elastic.cc.
@@ -286,13 +257,9 @@ struct Service::Impl {
   // After a transient launcher error nothing starts until then.
   double launch_retry_at TESSERA_GUARDED_BY(mu) = 0;
   Metrics metrics TESSERA_GUARDED_BY(mu);
-  // Submission rates per user and team (service_quotas.cc).
-  std::map<std::string, service_internal::TokenBucket> user_buckets
-      TESSERA_GUARDED_BY(mu);
-  std::map<std::string, service_internal::TokenBucket> team_buckets
-      TESSERA_GUARDED_BY(mu);
-  // Queued jobs a quota holds back, with why (for ClusterJson).
-  std::map<JobId, std::string> quota_waits TESSERA_GUARDED_BY(mu);
+  // Quotas per user and team: the submission rates, why queued jobs wait
+  // (quota_book_internal.h).
+  service_internal::QuotaBook quotas TESSERA_GUARDED_BY(mu);
   // The last split-or-wait decision per model job (queued or running),
   // this round's collected unlocked (pending_decisions) and published.
   std::map<JobId, service_internal::DecisionRecord> start_decisions
@@ -352,12 +319,6 @@ struct Service::Impl {
   // The work the decision assumes (seconds on one whole GPU) and whence.
   std::pair<double, std::string> WorkOf(const Job& job,
                                         const SizedModel* sized) const;
-
-  // Whether `user` may submit now: rates, then queued-job limits.
-  Status AdmitSubmission(const User& user) TESSERA_REQUIRES(mu);
-  static std::string FormatRate(double rate);
-  // Every user's and team's use and quota, for ClusterJson.
-  nlohmann::json QuotaJson() const TESSERA_REQUIRES(mu);
 
   // Ends the reservation at `it` (the caller holds `mu`); wakes the queue,
   // which may start what it held back (service_reservations.cc).
@@ -453,7 +414,9 @@ struct Service::Impl {
   Mutex upload_mu;
 
   explicit Impl(ServiceOptions o)
-      : options(std::move(o)), state(options.topology) {}
+      : options(std::move(o)),
+        state(options.topology),
+        quotas(options.quotas, options.max_queued_per_user) {}
 
   double Now() const {
     return options.clock ? options.clock() : service_internal::WallClock();

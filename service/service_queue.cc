@@ -236,9 +236,7 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
       if (auto d = m.start_decisions.find(j.id); d != m.start_decisions.end()) {
         decision = &d->second;
       }
-      const auto qw = m.quota_waits.find(j.id);
-      const Wait wait = ExplainWait(
-          v, i, decision, qw != m.quota_waits.end() ? &qw->second : nullptr);
+      const Wait wait = ExplainWait(v, i, decision, m.quotas.WaitOf(j.id));
       q["why_code"] = wait.code;
       q["why"] = wait.why;
       q["decision"] =

@@ -30,35 +30,7 @@ namespace tessera::service {
 using service_internal::EstimateHeld;
 using service_internal::HeldBy;
 using service_internal::Holdings;
-using service_internal::OverQuota;
 using service_internal::QuotaUse;
-using service_internal::TeamQuota;
-using service_internal::UserQuota;
-
-namespace service_internal {
-
-void Holdings::Add(const Job& j, const QuotaUse& u) {
-  for (QuotaUse* use :
-       {&users[j.user], j.team.empty() ? nullptr : &teams[j.team]}) {
-    if (!use) continue;
-    use->running += u.running;
-    use->gpu_milli += u.gpu_milli;
-    use->gpu_memory_mib += u.gpu_memory_mib;
-  }
-}
-
-std::string Holdings::Over(const Quotas& q, const Job& j,
-                           const QuotaUse& plus) {
-  std::string why = OverQuota(UserQuota(q, j.user), users[j.user], plus,
-                              "user '" + j.user + "'");
-  if (!why.empty()) return why;
-  if (const Quota* team = TeamQuota(q, j.team)) {
-    return OverQuota(*team, teams[j.team], plus, "team '" + j.team + "'");
-  }
-  return "";
-}
-
-}  // namespace service_internal
 
 void Service::Impl::RunRound() {
   MutexLock round(round_mu);
@@ -242,13 +214,9 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     if (view.snap.models[id]) models.emplace(id, view.snap.models[id]);
   }
   // Quotas against what is held now, this round's starts included.
-  const bool quotas = !options.quotas.empty();
-  Holdings held;
-  if (quotas) {
-    for (const auto& [id, j] : jobs.running) held.Add(j, HeldBy(j.allocation));
-    for (const auto& [id, j] : jobs.starting) held.Add(j, HeldBy(j.allocation));
-  }
-  quota_waits = std::move(plan.held);
+  const bool flat_quotas = !options.quotas.empty();
+  Holdings held = service_internal::QuotaBook::Held(jobs);
+  quotas.SetWaits(std::move(plan.held));
   QueueTree tree_held;
   if (plan.tree) {
     ApplyQueuePlan(*plan.tree);
@@ -270,7 +238,7 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
     }
     for (const auto& [id, chosen] : pd.decision.start) {
       std::optional<PendingStart> p =
-          CommitStart(view, pd.pool, id, chosen, quotas ? &held : nullptr,
+          CommitStart(view, pd.pool, id, chosen, flat_quotas ? &held : nullptr,
                       plan.tree ? &tree_held : nullptr);
       if (p) starts.push_back(std::move(*p));
     }
@@ -306,14 +274,14 @@ std::optional<PendingStart> Service::Impl::CommitStart(
   if (held) {
     std::string why = held->Over(options.quotas, *it, HeldBy(allocation));
     if (!why.empty()) {
-      quota_waits[id] = std::move(why);
+      quotas.Wait(id, std::move(why));
       return std::nullopt;  // stays queued
     }
   }
   if (tree_held) {
     std::string why;
     if (!MarkStart(*tree_held, *it, allocation, &why)) {
-      quota_waits[id] = std::move(why);
+      quotas.Wait(id, std::move(why));
       return std::nullopt;  // stays queued
     }
   }

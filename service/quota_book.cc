@@ -1,11 +1,14 @@
-// Quotas per user and per team (service.h, Quota): what they hold now,
-// whether a submission or a start stays within them, and the submission
-// rate's token buckets. The caller holds Service::Impl::mu, except for the
-// pure functions a round calls on its snapshot.
+// The service's quota part (quota_book_internal.h): what users and teams
+// hold, whether a submission or a start stays within their quotas, the
+// submission rates' token buckets.
+#include "service/quota_book_internal.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
-#include "service/service_internal.h"
+#include "scheduler/queue_tree.h"
+#include "scheduler/round.h"
 
 namespace tessera::service {
 
@@ -76,25 +79,56 @@ std::string OverQuota(const Quota& q, const QuotaUse& now, const QuotaUse& plus,
   return "";
 }
 
-}  // namespace service_internal
+void Holdings::Add(const Job& j, const QuotaUse& u) {
+  for (QuotaUse* use :
+       {&users[j.user], j.team.empty() ? nullptr : &teams[j.team]}) {
+    if (!use) continue;
+    use->running += u.running;
+    use->gpu_milli += u.gpu_milli;
+    use->gpu_memory_mib += u.gpu_memory_mib;
+  }
+}
 
-using service_internal::QuotaUse;
-using service_internal::TeamQuota;
-using service_internal::TokenBucket;
-using service_internal::UserQuota;
+std::string Holdings::Over(const Quotas& q, const Job& j,
+                           const QuotaUse& plus) {
+  std::string why = OverQuota(UserQuota(q, j.user), users[j.user], plus,
+                              "user '" + j.user + "'");
+  if (!why.empty()) return why;
+  if (const Quota* team = TeamQuota(q, j.team)) {
+    return OverQuota(*team, teams[j.team], plus, "team '" + j.team + "'");
+  }
+  return "";
+}
 
-Status Service::Impl::AdmitSubmission(const User& user) {
-  const double now = Now();
-  const Quota mine = UserQuota(options.quotas, user.name);
+Holdings QuotaBook::Held(const JobTable& jobs) {
+  Holdings held;
+  for (const auto& [id, j] : jobs.running) held.Add(j, HeldBy(j.allocation));
+  for (const auto& [id, j] : jobs.starting) held.Add(j, HeldBy(j.allocation));
+  return held;
+}
+
+namespace {
+
+std::string FormatRate(double rate) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", rate);
+  return buf;
+}
+
+}  // namespace
+
+Status QuotaBook::Admit(const User& user, const std::vector<Job>& queue,
+                        double now) {
+  const Quota mine = UserQuota(quotas_, user.name);
   struct Check {
     const Quota* quota;
     std::map<std::string, TokenBucket>* buckets;
     std::string key, who;
   };
-  const Quota* team = TeamQuota(options.quotas, user.team);
+  const Quota* team = TeamQuota(quotas_, user.team);
   const Check checks[] = {
-      {&mine, &user_buckets, user.name, "user '" + user.name + "'"},
-      {team, &team_buckets, user.team, "team '" + user.team + "'"}};
+      {&mine, &user_buckets_, user.name, "user '" + user.name + "'"},
+      {team, &team_buckets_, user.team, "team '" + user.team + "'"}};
   // Rates first: every attempt counts, accepted or not.
   for (const Check& c : checks) {
     if (!c.quota || !c.quota->submissions_per_s) continue;
@@ -114,12 +148,12 @@ Status Service::Impl::AdmitSubmission(const User& user) {
     b.tokens -= 1;
   }
   int64_t user_queued = 0, team_queued = 0;
-  for (const Job& j : jobs.queue) {
+  for (const Job& j : queue) {
     user_queued += j.user == user.name;
     team_queued += !user.team.empty() && j.team == user.team;
   }
-  const int64_t user_limit = std::min(options.max_queued_per_user,
-                                      mine.max_queued.value_or(INT64_MAX));
+  const int64_t user_limit =
+      std::min(max_queued_per_user_, mine.max_queued.value_or(INT64_MAX));
   if (user_queued >= user_limit) {
     return BadInput(
         "user '" + user.name + "' already has " + std::to_string(user_queued) +
@@ -134,14 +168,7 @@ Status Service::Impl::AdmitSubmission(const User& user) {
   return {};
 }
 
-std::string Service::Impl::FormatRate(double rate) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", rate);
-  return buf;
-}
-
-nlohmann::json Service::Impl::QuotaJson() const {
-  using service_internal::HeldBy;
+nlohmann::json QuotaBook::Json(const JobTable& jobs) const {
   std::map<std::string, QuotaUse> users, teams;
   std::map<std::string, std::string> team_of;
   const auto add = [&](const Job& j, bool queued) {
@@ -162,8 +189,8 @@ nlohmann::json Service::Impl::QuotaJson() const {
   for (const Job& j : jobs.queue) add(j, true);
   for (const auto& [id, j] : jobs.starting) add(j, false);
   for (const auto& [id, j] : jobs.running) add(j, false);
-  for (const auto& [name, q] : options.quotas.users) users[name];
-  for (const auto& [name, q] : options.quotas.teams) teams[name];
+  for (const auto& [name, q] : quotas_.users) users[name];
+  for (const auto& [name, q] : quotas_.teams) teams[name];
   const auto limit = [](const std::optional<int64_t>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json();
   };
@@ -187,17 +214,18 @@ nlohmann::json Service::Impl::QuotaJson() const {
   nlohmann::json out = {{"users", nlohmann::json::array()},
                         {"teams", nlohmann::json::array()}};
   for (const auto& [name, u] : users) {
-    Quota q = UserQuota(options.quotas, name);
-    if (!q.max_queued) q.max_queued = options.max_queued_per_user;
+    Quota q = UserQuota(quotas_, name);
+    if (!q.max_queued) q.max_queued = max_queued_per_user_;
     nlohmann::json e = entry(name, u, q);
     e["team"] = team_of.count(name) ? team_of[name] : "";
     out["users"].push_back(std::move(e));
   }
   for (const auto& [name, u] : teams) {
-    const Quota* q = TeamQuota(options.quotas, name);
+    const Quota* q = TeamQuota(quotas_, name);
     out["teams"].push_back(entry(name, u, q ? *q : Quota{}));
   }
   return out;
 }
 
+}  // namespace service_internal
 }  // namespace tessera::service
