@@ -21,6 +21,11 @@ Result<graph::Model> LoadModelForCommand(const std::string& path,
                                          graph::LoadOptions options,
                                          std::string_view verb);
 
+// `message` (an error or warning of graph/) with LoadOptions' fields as the
+// flags that set them: "inputs.x: ..." is "--input 'x': ...", "input 'x=1'"
+// is "--input 'x=1'", "batch" at a field's place is "--batch".
+std::string LoadFlagNames(const std::string& message);
+
 }  // namespace tessera::cli
 
 #endif  // TESSERA_CLI_MODEL_LOADING_H_

@@ -25,8 +25,9 @@ Status CheckInputsBound(const graph::OpGraph& g) {
     const std::string name(v.name);
     return BadInput("input '" + name + "' has unbound dimensions (" +
                     graph::FormatShape(g, t) +
-                    "), which blocks costing: bind them with --input " + name +
-                    "=DxDx... or, for the batch, --batch N");
+                    "), which blocks costing: bind them (the CLI's --input " +
+                    name + "=DxDx... or --batch N; a job's model.inputs." +
+                    name + " or model.batch)");
   }
   return {};
 }

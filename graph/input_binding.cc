@@ -8,7 +8,7 @@
 namespace tessera::graph {
 
 Result<InputBinding> ParseInputBinding(std::string_view text) {
-  const std::string quoted = "--input '" + std::string(text) + "': ";
+  const std::string quoted = "input '" + std::string(text) + "': ";
   const size_t eq = text.rfind('=');
   if (eq == std::string_view::npos || eq == 0) {
     return BadInput(quoted + "expected NAME=DIMS, e.g. input_ids=1x128");
@@ -81,7 +81,7 @@ void BindBatch(int64_t batch, const std::vector<onnx::ValueInfoProto*>& fed,
   // inputs that share the first input's leading dim (the exported batch).
   std::vector<Dim*>& targets = symbolic.empty() ? fixed : symbolic;
   if (targets.empty()) {
-    warnings->push_back("--batch " + std::to_string(batch) +
+    warnings->push_back("batch " + std::to_string(batch) +
                         " had no effect: no graph input has a leading "
                         "dimension");
     return;
@@ -101,8 +101,8 @@ Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
   const auto fed = FedInputs(graph);
   if (options.batch) {
     if (*options.batch <= 0) {
-      return BadInput("--batch " + std::to_string(*options.batch) +
-                      ": must be a positive integer");
+      return BadInput("batch: must be a positive integer, got " +
+                      std::to_string(*options.batch));
     }
     BindBatch(*options.batch, fed, &changed, warnings);
   }
@@ -112,15 +112,15 @@ Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
     if (it == fed.end()) {
       std::string names;
       for (auto* v : fed) names += (names.empty() ? "" : ", ") + v->name();
-      return BadInput("--input '" + b.name +
-                      "': the model has no input of "
+      return BadInput("inputs." + b.name +
+                      ": the model has no input of "
                       "that name (its inputs: " +
                       (names.empty() ? "none" : names) + ")");
     }
     onnx::TensorShapeProto* s = ShapeOf(*it);
     if (s != nullptr && s->dim_size() != static_cast<int>(b.dims.size())) {
       return BadInput(
-          "--input '" + b.name + "': " + std::to_string(b.dims.size()) +
+          "inputs." + b.name + ": " + std::to_string(b.dims.size()) +
           " dimensions given, but the model's input has rank " +
           std::to_string(s->dim_size()) + " (" + DescribeShape(*s) + ")");
     }
@@ -131,9 +131,9 @@ Result<bool> BindInputs(const LoadOptions& options, onnx::GraphProto* graph,
     }
     for (size_t i = 0; i < b.dims.size(); ++i) {
       Dim* d = s->mutable_dim(static_cast<int>(i));
-      // The leading (batch) dimension is rebound silently, as --batch does.
+      // The leading (batch) dimension is rebound silently, as `batch` is.
       if (i > 0 && d->has_dim_value() && d->dim_value() != b.dims[i]) {
-        warnings->push_back("--input '" + b.name + "': dimension " +
+        warnings->push_back("inputs." + b.name + ": dimension " +
                             std::to_string(i) + " overrides the model's " +
                             std::to_string(d->dim_value()) + " with " +
                             std::to_string(b.dims[i]));

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/model_loading.h"
 #include "cli/output.h"
 #include "cli/queue/queue_client_internal.h"
 #include "cli/queue/queue_commands.h"
@@ -175,7 +176,11 @@ Result<scheduler::ModelRequest> ModelOf(const SubmitArgs& a) {
   m.dtype = a.dtype;
   for (const std::string& text : a.inputs) {
     Result<graph::InputBinding> binding = graph::ParseInputBinding(text);
-    if (!binding) return binding.error().WithContext("--input");
+    if (!binding) {
+      Error e = binding.error();
+      e.message = LoadFlagNames(e.message);
+      return e;
+    }
     m.inputs[binding->name] = binding->dims;
   }
   return m;
