@@ -153,7 +153,7 @@ bool Service::Impl::ApplyElastic(JobId id, const Allocation& next,
   (void)state.Reserve(id, job.allocation);
   it->second = job;
   WriteAllocationFile(job);
-  notices.push_back(id);
+  elastic.Notify(id);
   allocation_changed.notify_all();
   dirty = true;
   return true;
@@ -183,12 +183,12 @@ bool Service::Impl::AskBackFor(const Allocation& allocation,
       // Per-worker: the launcher stops their processes; their shares are
       // released when they have exited (WorkersEnded).
       if (per_worker) {
-        worker_stops.push_back(
-            {back.id, back.workers, options.elastic_release_grace_s});
+        elastic.StopWorkers(back.id, back.workers,
+                            options.elastic_release_grace_s, false);
       }
     }
   }
-  if (asked) elastic_reclaiming.insert(pool);
+  if (asked) elastic.Reclaiming(pool);
   return asked;
 }
 
@@ -236,14 +236,13 @@ void Service::Impl::ReclaimOverdue(double now) {
                      dropped) &&
         per_worker) {
       // Their processes outlived the grace: killed now.
-      worker_stops.push_back({id, dropped, 0});
-      workers_dying[id].insert(dropped.begin(), dropped.end());
+      elastic.StopWorkers(id, dropped, 0, /*reclaimed=*/true);
     }
   }
 }
 
 void Service::Impl::GrowElastic() {
-  std::set<std::string> busy = elastic_reclaiming;
+  std::set<std::string> busy = elastic.reclaiming();
   for (const auto& [id, job] : jobs.running) {
     if (!job.elastic.releasing.empty()) busy.insert(job.request.pool);
   }
@@ -254,7 +253,7 @@ void Service::Impl::GrowElastic() {
       const JobId id = holdings[i].id;
       const Job& job = jobs.running.at(id);
       if (!busy.count(job.request.pool) && !job.elastic.grow_stopped &&
-          !workers_dying.count(id) && !cancel_requested.count(id) &&
+          !elastic.Dying(id) && !cancel_requested.count(id) &&
           !preempt_requested.count(id)) {
         growing.push_back(id);
       }
@@ -286,18 +285,17 @@ void Service::Impl::GrowElastic() {
     if (grew && !tree.empty()) held = HeldTree();  // for the jobs after it
     if (grew && PerWorker(jobs.running.at(id))) {
       // The new workers' processes, started by the round thread.
-      worker_starts.push_back(LaunchSpecFor(jobs.running.at(id),
-                                            state.topology(), nullptr, &added));
+      elastic.StartWorkers(LaunchSpecFor(jobs.running.at(id), state.topology(),
+                                         nullptr, &added));
     }
   }
 }
 
 void Service::Impl::WorkersEnded(
     JobId id, const std::vector<launch::WorkerExited>& ended) {
-  if (auto d = workers_dying.find(id); d != workers_dying.end()) {
-    for (const launch::WorkerExited& w : ended) d->second.erase(w.worker);
-    if (d->second.empty()) workers_dying.erase(d);
-  }
+  std::vector<int> reaped;
+  for (const launch::WorkerExited& w : ended) reaped.push_back(w.worker);
+  elastic.Reaped(id, reaped);
   auto it = jobs.running.find(id);
   if (it == jobs.running.end() || !PerWorker(it->second)) return;
   const Job& job = it->second;

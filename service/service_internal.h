@@ -28,6 +28,7 @@
 #include "scheduler/model_jobs.h"
 #include "scheduler/round.h"
 #include "scheduler/start_decision.h"
+#include "service/elastic_part_internal.h"
 #include "service/job_table_internal.h"
 #include "service/metrics_internal.h"
 #include "service/quota_book_internal.h"
@@ -328,12 +329,11 @@ struct Service::Impl {
       TESSERA_REQUIRES(mu);
 
   // Elastic jobs (service_elastic.cc; the caller holds mu). A change of
-  // a job's allocation wakes the long-polls; `notices` are the jobs to
-  // signal (SIGUSR1), sent by the round thread without the lock.
+  // a job's allocation wakes the long-polls; what the launcher is owed
+  // (signals, workers to start and stop) is the elastic part's
+  // (elastic_part_internal.h), handed over by the round thread.
   std::condition_variable_any allocation_changed;
-  std::vector<JobId> notices TESSERA_GUARDED_BY(mu);
-  // Pools where extras were asked back this round: nothing grows there.
-  std::set<std::string> elastic_reclaiming TESSERA_GUARDED_BY(mu);
+  service_internal::ElasticPart elastic TESSERA_GUARDED_BY(mu);
   // A job starting: its first `min` workers, version and history.
   void BeginElastic(Job& job) TESSERA_REQUIRES(mu);
   // The running elastic jobs (of `pool`, or all when null) as the round's
@@ -374,18 +374,9 @@ struct Service::Impl {
   // Per-worker elastic jobs (docs/elastic.md, "The two launch modes"): the
   // launcher runs a process per worker. Under mu the service queues which
   // workers to start (a grow) and stop (a shrink asked, a release, a
-  // reclaim); the round thread hands them to the launcher without it.
-  struct WorkerStop {
-    JobId id = 0;
-    std::vector<int> workers;
-    double grace_s = 0;
-  };
-  std::vector<launch::LaunchSpec> worker_starts TESSERA_GUARDED_BY(mu);
-  std::vector<WorkerStop> worker_stops TESSERA_GUARDED_BY(mu);
-  // Reclaimed workers whose process was killed and has not been reaped
-  // yet: their job does not grow meanwhile (a new worker could get the
-  // same id).
-  std::map<JobId, std::set<int>> workers_dying TESSERA_GUARDED_BY(mu);
+  // reclaim) in `elastic`; the round thread hands them to the launcher
+  // without it.
+  using WorkerStop = service_internal::WorkerStop;
   static bool PerWorker(const Job& job) {
     return job.request.elastic &&
            job.request.elastic->mode == ElasticMode::kPerWorker;
@@ -512,9 +503,8 @@ struct Service::Impl {
       TESSERA_REQUIRES(round_mu) TESSERA_EXCLUDES(mu);
   // 6. (no mu) the launcher calls decided meanwhile (taken under mu).
   struct LauncherCalls {
-    std::vector<JobId> stops, notices;
-    std::vector<launch::LaunchSpec> worker_starts;
-    std::vector<WorkerStop> worker_stops;
+    std::vector<JobId> stops;
+    service_internal::ElasticCalls elastic;
   };
   LauncherCalls TakeLauncherCalls() TESSERA_REQUIRES(mu);
   void Flush(LauncherCalls calls) TESSERA_EXCLUDES(mu);

@@ -117,7 +117,7 @@ void Service::Impl::RecordLauncherEvents(const LauncherNews& news) {
 // (a reclaimer no longer queued has started or gone).
 void Service::Impl::BeginRound(double now) {
   ReclaimOverdue(now);
-  elastic_reclaiming.clear();
+  elastic.BeginRound();
   std::erase_if(reclaimers, [&](JobId id) TESSERA_REQUIRES(mu) {
     return std::none_of(jobs.queue.begin(), jobs.queue.end(),
                         [id](const Job& j) { return j.id == id; });
@@ -345,17 +345,16 @@ launch::LaunchSpec Service::Impl::LaunchSpecFor(
 Service::Impl::LauncherCalls Service::Impl::TakeLauncherCalls() {
   LauncherCalls calls;
   calls.stops.swap(stop_requests);
-  calls.notices.swap(notices);
-  calls.worker_starts.swap(worker_starts);
-  calls.worker_stops.swap(worker_stops);
+  calls.elastic = elastic.Take();
   return calls;
 }
 
 void Service::Impl::Flush(LauncherCalls calls) {
   for (const JobId id : calls.stops) launcher->Stop(id, options.kill_grace_s);
-  const std::vector<launch::WorkerExited> not_started = RunWorkerCalls(
-      std::move(calls.worker_starts), std::move(calls.worker_stops));
-  for (const JobId id : calls.notices) launcher->Notify(id, SIGUSR1);
+  const std::vector<launch::WorkerExited> not_started =
+      RunWorkerCalls(std::move(calls.elastic.worker_starts),
+                     std::move(calls.elastic.worker_stops));
+  for (const JobId id : calls.elastic.notices) launcher->Notify(id, SIGUSR1);
   if (!not_started.empty()) {
     MutexLock lock(mu);
     std::map<JobId, std::vector<launch::WorkerExited>> by_job;
