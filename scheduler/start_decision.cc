@@ -295,8 +295,7 @@ StartRequest BuildStartRequest(const ClusterState& s, StartInputs in) {
       r.candidates.begin(), r.candidates.end(),
       [](const StartCandidate& c) { return c.option != StartOption::kSplit; });
   const auto later = [&](StartRequest::Opening o) {
-    return in.opening_must_be_later && o.at <= in.now ? StartRequest::Opening{}
-                                                      : o;
+    return o.at <= in.now ? StartRequest::Opening{} : o;
   };
   if (!whole_now) {
     r.whole = later(CapacityFreesAt(s, in.pool, in.whole_gpus, kFullGpuMilli,

@@ -201,6 +201,9 @@ struct StartInputs {
   // split or nothing), and `fraction_wait`, for `fraction_milli` and
   // `fraction_memory_mib` of one GPU. When they free: CapacityFreesAt on
   // the state given to BuildStartRequest, the jobs leaving at `ends_at`.
+  // An opening already free now, which the caller's allocator did not give
+  // the job (its node's CPU or memory is taken, say), is
+  // no opening: waiting for it could last forever.
   std::string pool;
   int whole_gpus = 1;
   int64_t whole_memory_mib = 0;
@@ -208,11 +211,6 @@ struct StartInputs {
   int fraction_milli = kFullGpuMilli;
   int64_t fraction_memory_mib = 0;
   std::function<double(JobId)> ends_at;
-  // An opening already free now, which the caller's allocator did not
-  // give the job (its node's CPU or memory is taken), is no opening:
-  // waiting for it could last forever. The timed replay's rule; the
-  // service and the models replay still count it as an opening now.
-  bool opening_must_be_later = false;
   // Its queue (StartRequest's backlog terms): the jobs behind it, the
   // pool's GPUs, the spread of the pool's work, whether a gang is queued.
   int held_back = 0;

@@ -395,7 +395,6 @@ class Replay : private TimedReplayBase {
     in.ends_at = [this](JobId id) {
       return now_ + RemainingSeconds(static_cast<int>(id - 1));
     };
-    in.opening_must_be_later = true;
     in.held_back = QueuedBehind(job);
     in.pool_gpus = pool_gpus_;
     in.work_cv2 = WorkCv2();

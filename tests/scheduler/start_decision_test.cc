@@ -107,29 +107,24 @@ TEST(BuildStartRequest, OpensWaitsOnlyForWhatDoesNotFitNow) {
   in.work_cv2 = 1.5;
   in.gang_queued = true;
 
-  // Nothing fits now: both waits; gpu1 is empty already, so "now".
+  // Nothing fits now, yet gpu1 is empty already: the caller's allocator
+  // did not give it (its node's CPU or memory is taken, say), so "now" is
+  // no opening, and none is looked for after it.
   StartRequest r = BuildStartRequest(state, in);
   EXPECT_TRUE(r.candidates.empty());
-  EXPECT_EQ(r.whole.at, 10);
-  EXPECT_EQ(r.fraction.at, 10);
+  EXPECT_TRUE(std::isinf(r.whole.at));
+  EXPECT_TRUE(std::isinf(r.fraction.at));
   EXPECT_DOUBLE_EQ(r.backlog_per_gpu, 3);
   EXPECT_EQ(r.held_back, 6);
   EXPECT_DOUBLE_EQ(r.work_cv2, 1.5);
   EXPECT_TRUE(r.gang_queued);
-  // ... unless an opening must be later than now: gpu1's "now" is no
-  // opening (the caller's allocator did not give it), and none is looked
-  // for after it.
-  in.opening_must_be_later = true;
-  r = BuildStartRequest(state, in);
-  EXPECT_TRUE(std::isinf(r.whole.at));
-  EXPECT_TRUE(std::isinf(r.fraction.at));
-  // With gpu1 busy too, the whole GPU opens when they leave, at 300.
-  ASSERT_TRUE(state.Reserve(2, Share(0, 1, 300, 10 * kGiB)).ok());
+  // With gpu1 busy too (400 milli free on each), the whole GPU and the
+  // fraction open when they leave, at 300.
+  ASSERT_TRUE(state.Reserve(2, Share(0, 1, 600, 10 * kGiB)).ok());
   r = BuildStartRequest(state, in);
   EXPECT_EQ(r.whole.at, 300);
   EXPECT_EQ(r.whole.sharing_with, 0);
-  state.Release(2);
-  in.opening_must_be_later = false;
+  EXPECT_EQ(r.fraction.at, 300);
 
   // A split fits now: still both waits (no single GPU now).
   in.candidates = {{StartOption::kSplit, Share(0, 0, 400, kGiB), 0.5}};
