@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::client {
 namespace {

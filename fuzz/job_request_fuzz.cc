@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr,

@@ -42,6 +42,12 @@ void SendOutcome(Response& res, const Result<json>& out, int infeasible,
             out.error().message);
 }
 
+// An elastic job's allocation as the wire shows it, or the error.
+Result<json> AllocationOf(const Result<Job>& job, const Topology& t) {
+  if (!job) return job.error();
+  return service::ElasticAllocationJson(*job, t);
+}
+
 }  // namespace
 
 // POST /v1/jobs/{id}/progress {"steps": N}: the job's steps done in all
@@ -75,8 +81,11 @@ void HttpServer::Impl::Progress(const Request& req, Response& res) {
                   ": only a running job reports progress");
     return;
   }
-  Result<json> out = service.ReportProgress(job->id, steps.get<int64_t>());
-  SendOutcome(res, out, 409, 400);
+  const Result<service::ProgressReport> out =
+      service.ReportProgress(job->id, steps.get<int64_t>());
+  SendOutcome(res,
+              out ? Result<json>(service::ProgressJson(*out)) : out.error(),
+              409, 400);
 }
 
 // GET /v1/jobs/{id}/allocation?after=V&wait_s=S: an elastic job's
@@ -112,9 +121,9 @@ void HttpServer::Impl::Allocation(const Request& req, Response& res) {
   const Counted counted{long_polls};
   const bool may_wait = waiting <= std::max(1, http::kDefaultWorkerThreads / 2);
   if (!may_wait) res.set_header("Retry-After", "1");
-  Result<json> out = service.WaitAllocation(
+  const Result<Job> out = service.WaitAllocation(
       job->id, after, may_wait ? static_cast<double>(wait_s) : 0.0);
-  SendOutcome(res, out, 409, 409);
+  SendOutcome(res, AllocationOf(out, service.topology()), 409, 409);
 }
 
 // POST /v1/jobs/{id}/release {"workers": [ids]}: the job let these extras
@@ -143,8 +152,8 @@ void HttpServer::Impl::Release(const Request& req, Response& res) {
     }
     workers.push_back(w.get<int>());
   }
-  Result<json> out = service.ReleaseWorkers(job->id, workers, &*user);
-  SendOutcome(res, out, 409, 400);
+  const Result<Job> out = service.ReleaseWorkers(job->id, workers, &*user);
+  SendOutcome(res, AllocationOf(out, service.topology()), 409, 400);
 }
 
 }  // namespace tessera::server

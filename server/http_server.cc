@@ -16,7 +16,7 @@
 #include "common/strings.h"
 #include "server/http_reply_internal.h"
 #include "server/http_server_internal.h"
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::server {
 namespace {

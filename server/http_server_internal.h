@@ -19,7 +19,7 @@
 #include "k8s/k8s_extender.h"
 #include "server/auth.h"
 #include "server/http_server.h"
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::server {
 

@@ -23,6 +23,7 @@
 #include "scheduler/queue_tree.h"
 #include "scheduler/start_decision.h"
 #include "scheduler/topology.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 
@@ -206,23 +207,22 @@ class Service {
   // its end from it (for the decisions of the jobs that wait), and fits
   // the interference factor of its GPU kind from the steps it ran beside
   // others. kBadInput when `steps` went back; kInfeasible when the job is
-  // not running. Returns what it measured.
-  Result<nlohmann::json> ReportProgress(JobId id, int64_t steps);
+  // not running. Returns what it measured (ProgressJson writes it).
+  Result<ProgressReport> ReportProgress(JobId id, int64_t steps);
 
   // Elastic jobs (service_elastic.cc, docs/elastic.md).
-  // GET /v1/jobs/{id}/allocation?after=V&wait_s=S: the elastic job's
-  // allocation (ElasticAllocationJson) at once when its version is above
-  // `after` or the job no longer runs, else when it changes or `wait_s`
-  // (real seconds) have passed. kNotFound: no such job; kBadInput: not an
-  // elastic job.
-  Result<nlohmann::json> WaitAllocation(JobId id, int64_t after, double wait_s);
+  // GET /v1/jobs/{id}/allocation?after=V&wait_s=S: the elastic job (its
+  // allocation as ElasticAllocationJson writes it) at once when its
+  // version is above `after` or the job no longer runs, else when it
+  // changes or `wait_s` (real seconds) have passed. kNotFound: no such
+  // job; kBadInput: not an elastic job.
+  Result<Job> WaitAllocation(JobId id, int64_t after, double wait_s);
   // POST /v1/jobs/{id}/release: the job has let `workers` go (extras: asked
   // back, or given back unasked); their shares are freed at once.
   // kBadInput naming the worker that is not an extra it holds;
-  // kInfeasible when the job is not running.
-  Result<nlohmann::json> ReleaseWorkers(JobId id,
-                                        const std::vector<int>& workers,
-                                        const User* by = nullptr);
+  // kInfeasible when the job is not running. Returns the job after.
+  Result<Job> ReleaseWorkers(JobId id, const std::vector<int>& workers,
+                             const User* by = nullptr);
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();

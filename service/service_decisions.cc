@@ -278,7 +278,7 @@ nlohmann::json Service::DecisionOf(JobId id) {
                                                     impl_->state.topology());
 }
 
-Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
+Result<ProgressReport> Service::ReportProgress(JobId id, int64_t steps) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);
@@ -296,12 +296,14 @@ Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
   }
   const double now = m.Now();
   const int sharing = MostSharing(m.state, job.allocation) - 1;
-  nlohmann::json out = {{"job", id}, {"steps", steps}};
+  ProgressReport out;
+  out.job = id;
+  out.steps = steps;
   if (p.last_steps >= 0 && steps > p.last_steps && now > p.last_at) {
     const double step =
         (now - p.last_at) / static_cast<double>(steps - p.last_steps);
     p.step_s = step;
-    out["step_s"] = step;
+    out.step_s = step;
     // An interval with the same jobs beside it at both ends: alone, it
     // measures the job's own step; shared, a sample of the slowdown.
     if (sharing == p.last_sharing) {
@@ -323,7 +325,7 @@ Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
           fit.xy += x * y;
           fit.xx += x * x;
           ++fit.samples;
-          out["slowdown"] = step / alone;
+          out.slowdown = step / alone;
         }
       }
     }
@@ -331,11 +333,11 @@ Result<nlohmann::json> Service::ReportProgress(JobId id, int64_t steps) {
   p.last_at = now;
   p.last_steps = steps;
   p.last_sharing = sharing;
-  out["sharing_with"] = sharing;
+  out.sharing_with = sharing;
   if (job.request.work_steps > 0 && p.step_s > 0) {
-    out["predicted_end_s"] = now + static_cast<double>(std::max<int64_t>(
-                                       0, job.request.work_steps - steps)) *
-                                       p.step_s;
+    out.predicted_end_s = now + static_cast<double>(std::max<int64_t>(
+                                    0, job.request.work_steps - steps)) *
+                                    p.step_s;
   }
   m.dirty = true;  // waiting jobs' decisions see the new end
   m.wake.notify_all();

@@ -15,8 +15,8 @@
 #include <fstream>
 
 #include "scheduler/elastic.h"
-#include "service/job_json.h"
 #include "service/service_internal.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 
@@ -359,8 +359,7 @@ std::vector<launch::WorkerExited> Service::Impl::RunWorkerCalls(
   return failed;
 }
 
-Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
-                                               double wait_s) {
+Result<Job> Service::WaitAllocation(JobId id, int64_t after, double wait_s) {
   Impl& m = *impl_;
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -377,12 +376,12 @@ Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
       // Only a running job's allocation changes.
       if (live->elastic.version > after || live->state != JobState::kRunning ||
           m.stopping) {
-        return ElasticAllocationJson(*live, m.state.topology());
+        return *live;
       }
       if (!lock.WaitUntil(m.allocation_changed, deadline)) {
         // Looked at once more below, then answered unchanged.
         if (auto r = m.jobs.running.find(id); r != m.jobs.running.end()) {
-          return ElasticAllocationJson(r->second, m.state.topology());
+          return r->second;
         }
       }
     }
@@ -393,12 +392,11 @@ Result<nlohmann::json> Service::WaitAllocation(JobId id, int64_t after,
   if (!(*stored)->request.elastic) {
     return BadInput("job " + std::to_string(id) + " is not elastic");
   }
-  return ElasticAllocationJson(**stored, m.options.topology);
+  return std::move(**stored);
 }
 
-Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
-                                               const std::vector<int>& workers,
-                                               const User* by) {
+Result<Job> Service::ReleaseWorkers(JobId id, const std::vector<int>& workers,
+                                    const User* by) {
   Impl& m = *impl_;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);
@@ -439,7 +437,7 @@ Result<nlohmann::json> Service::ReleaseWorkers(JobId id,
     return Unavailable("the job store failed; try again");
   }
   m.wake.notify_all();
-  return ElasticAllocationJson(m.jobs.running.at(id), m.state.topology());
+  return m.jobs.running.at(id);
 }
 
 }  // namespace tessera::service

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "service/job_json.h"
 #include "service/service_internal.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 

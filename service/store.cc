@@ -21,7 +21,7 @@
 #include <string>
 #include <utility>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 

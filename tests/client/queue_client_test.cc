@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::client {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "scheduler/elastic.h"
-#include "service/job_json.h"
 #include "service/service.h"
+#include "service/wire/job_json.h"
 #include "tests/testlib/onnx_model_builder.h"
 #include "tests/testlib/scripted_launcher.h"
 
@@ -236,8 +236,8 @@ TEST_F(ElasticServiceTest, ShrinksWhenTheJobReleasesExtras) {
 
   auto released = s->ReleaseWorkers(e->id, job.elastic.releasing, &alice_);
   ASSERT_TRUE(released) << released.error().message;
-  EXPECT_EQ((*released)["workers"].size(), 2u);
-  EXPECT_TRUE((*released)["releasing"].empty());
+  EXPECT_EQ(released->elastic.workers.size(), 2u);
+  EXPECT_TRUE(released->elastic.releasing.empty());
   EXPECT_EQ(s->CheckInvariants(), "");
   Tick(*s);
   EXPECT_EQ(Get(*s, b->id).state, JobState::kRunning);
@@ -284,22 +284,26 @@ TEST_F(ElasticServiceTest, LongPollAnswersOnChangeAndOnTimeout) {
   Tick(*s);
   auto now = s->WaitAllocation(e->id, -1, 30);  // newer: at once
   ASSERT_TRUE(now) << now.error().message;
-  const int64_t v = (*now)["version"].get<int64_t>();
+  const int64_t v = now->elastic.version;
   EXPECT_EQ(v, 1);
   // Nothing changes: answered unchanged when the (short) wait is over.
   auto unchanged = s->WaitAllocation(e->id, v, 0.05);
   ASSERT_TRUE(unchanged);
-  EXPECT_EQ((*unchanged)["version"], v);
+  EXPECT_EQ(unchanged->elastic.version, v);
   // A change wakes a long wait (30 s: the test would fail by its answer,
   // not its time, if the wake were lost).
-  std::optional<Result<json>> polled;
+  std::optional<Result<Job>> polled;
   std::thread poller([&] { polled = s->WaitAllocation(e->id, v, 30); });
   launcher_->Exit(a->id, 0);
   s->Tick();
   poller.join();
   ASSERT_TRUE(polled && *polled);
-  EXPECT_GT((**polled)["version"].get<int64_t>(), v);
-  EXPECT_EQ((**polled)["workers"].size(), 4u);
+  EXPECT_GT((**polled).elastic.version, v);
+  EXPECT_EQ((**polled).elastic.workers.size(), 4u);
+  // The wire's form of it (GET /v1/jobs/{id}/allocation).
+  const json wire = service::ElasticAllocationJson(**polled, s->topology());
+  EXPECT_EQ(wire["version"], (**polled).elastic.version);
+  EXPECT_EQ(wire["workers"].size(), 4u);
   // Not elastic, unknown: errors.
   EXPECT_FALSE(s->WaitAllocation(a->id, -1, 0));
   EXPECT_FALSE(s->WaitAllocation(999, -1, 0));

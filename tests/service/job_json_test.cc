@@ -1,7 +1,7 @@
 // Job JSON: a submission is checked field by field and every rejection
 // names the field; the API shape and the store's record carry what
 // docs/http_api.md promises, and a record round trips every Job field.
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -166,30 +166,32 @@ TEST_F(PerWorkerTest, GrowsAndShrinksWithAProcessPerWorker) {
   Job job = Get(*s, e->id);
   ASSERT_EQ(job.state, JobState::kRunning);
   EXPECT_EQ(job.elastic.workers, std::vector<int>({0, 1}));
-  auto alloc = s->WaitAllocation(e->id, -1, 0);
-  ASSERT_TRUE(alloc);
+  auto polled = s->WaitAllocation(e->id, -1, 0);
+  ASSERT_TRUE(polled);
+  json alloc = service::ElasticAllocationJson(*polled, s->topology());
   for (const int w : {0, 1}) {
     const auto env = ReadEnv(dir_.File("w" + std::to_string(w) + ".env"));
-    EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), VisibleOf(*alloc, w)) << w;
+    EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), VisibleOf(alloc, w)) << w;
     EXPECT_EQ(env.at("TESSERA_WORKER_ID"), std::to_string(w));
     EXPECT_EQ(env.at("TESSERA_WORKER_GUARANTEED"), w == 0 ? "1" : "0");
     EXPECT_EQ(env.at("TESSERA_ELASTIC_MODE"), "per-worker");
     EXPECT_EQ(env.count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);  // whole
     EXPECT_EQ(env.at("TESSERA_JOB_ID"), std::to_string(e->id));
   }
-  EXPECT_NE(VisibleOf(*alloc, 0), VisibleOf(*alloc, 1));
+  EXPECT_NE(VisibleOf(alloc, 0), VisibleOf(alloc, 1));
 
   // The 2-GPU job ends: two more worker processes, each on its own GPU.
   Touch("a_done");
   ASSERT_TRUE(
       TickUntil(*s, [&] { return Exists("w2.env") && Exists("w3.env"); }));
-  alloc = s->WaitAllocation(e->id, -1, 0);
-  ASSERT_TRUE(alloc);
-  EXPECT_EQ((*alloc)["workers"].size(), 4u);
+  polled = s->WaitAllocation(e->id, -1, 0);
+  ASSERT_TRUE(polled);
+  alloc = service::ElasticAllocationJson(*polled, s->topology());
+  EXPECT_EQ(alloc["workers"].size(), 4u);
   std::set<std::string> visible;
   for (const int w : {0, 1, 2, 3}) {
     const auto env = ReadEnv(dir_.File("w" + std::to_string(w) + ".env"));
-    EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), VisibleOf(*alloc, w)) << w;
+    EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), VisibleOf(alloc, w)) << w;
     visible.insert(env.at("CUDA_VISIBLE_DEVICES"));
   }
   EXPECT_EQ(visible.size(), 4u);

@@ -184,10 +184,15 @@ TEST_F(SplitOrWaitTest, ProgressReportsCalibrateTheInterferenceFactor) {
   now_ += 10;
   auto alone = s->ReportProgress(job->id, 200);
   ASSERT_TRUE(alone);
-  EXPECT_DOUBLE_EQ((*alone)["step_s"].get<double>(), 0.1);
-  EXPECT_EQ((*alone)["sharing_with"], 0);
-  EXPECT_DOUBLE_EQ((*alone)["predicted_end_s"].get<double>(),
-                   now_ + 9800 * 0.1);
+  EXPECT_DOUBLE_EQ(alone->step_s.value_or(0), 0.1);
+  EXPECT_EQ(alone->sharing_with, 0);
+  EXPECT_DOUBLE_EQ(alone->predicted_end_s.value_or(0), now_ + 9800 * 0.1);
+  EXPECT_FALSE(alone->slowdown);  // measured alone
+  // The wire's form of it (POST /v1/jobs/{id}/progress).
+  const nlohmann::json wire = service::ProgressJson(*alone);
+  EXPECT_EQ(wire["steps"], 200);
+  EXPECT_DOUBLE_EQ(wire["step_s"].get<double>(), 0.1);
+  EXPECT_FALSE(wire.contains("slowdown"));
   // Someone joins; beside it the job runs at 0.2 s a step.
   ASSERT_TRUE(s->Submit(alice_, Fraction(400, 10 * 1024)));
   s->Tick();
@@ -197,7 +202,7 @@ TEST_F(SplitOrWaitTest, ProgressReportsCalibrateTheInterferenceFactor) {
     now_ += 20;
     auto shared = s->ReportProgress(job->id, 350 + 100 * i);
     ASSERT_TRUE(shared) << shared.error().message;
-    EXPECT_DOUBLE_EQ((*shared)["slowdown"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(shared->slowdown.value_or(0), 2.0);
   }
   const nlohmann::json cluster = s->ClusterJson();
   bool found = false;

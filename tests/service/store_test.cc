@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::scheduler {

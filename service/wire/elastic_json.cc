@@ -2,7 +2,7 @@
 // what the store keeps to recover them (docs/elastic.md).
 #include <string>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 

@@ -1,8 +1,10 @@
-#ifndef TESSERA_SERVICE_JOB_JSON_H_
-#define TESSERA_SERVICE_JOB_JSON_H_
+#ifndef TESSERA_SERVICE_WIRE_JOB_JSON_H_
+#define TESSERA_SERVICE_WIRE_JOB_JSON_H_
 
 // Jobs as JSON: the API's shapes (docs/http_api.md), also what the store
 // keeps. Keys are a stable contract: add, never rename.
+
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -55,16 +57,30 @@ nlohmann::json AllocationJson(const Allocation& allocation,
 nlohmann::json JobRecordJson(const Job& job);
 Result<Job> ParseJobRecord(const nlohmann::json& j);
 
-// Elastic jobs (service/elastic_json.cc, docs/elastic.md). The job's
+// Elastic jobs (service/wire/elastic_json.cc, docs/elastic.md). The job's
 // allocation as GET /v1/jobs/{id}/allocation answers it (null for a job
 // that is not elastic): {"version", "min", "max", "mode", "workers":
 // [{"worker", "gpu", "node", "cuda_visible_devices", "gpu_milli",
 // "gpu_memory_mib", "guaranteed"}], "releasing", "release_by", "history"}.
 nlohmann::json ElasticAllocationJson(const Job& job, const Topology& topology);
+// What a running job's progress report measured (Service::ReportProgress,
+// POST /v1/jobs/{id}/progress).
+struct ProgressReport {
+  scheduler::JobId job = 0;
+  int64_t steps = 0;               // done in all
+  std::optional<double> step_s;    // the last interval's step time
+  std::optional<double> slowdown;  // that step over the job's own, shared
+  int sharing_with = 0;            // jobs on its GPUs beside it now
+  std::optional<double> predicted_end_s;  // Unix seconds, with work.steps
+};
+// {"job", "steps", "sharing_with"} and, when measured, "step_s",
+// "slowdown", "predicted_end_s".
+nlohmann::json ProgressJson(const ProgressReport& p);
+
 // The store's form of ElasticState, and its inverse.
 nlohmann::json ElasticStateRecordJson(const ElasticState& e);
 Status ParseElasticStateRecord(const nlohmann::json& j, ElasticState* e);
 
 }  // namespace tessera::service
 
-#endif  // TESSERA_SERVICE_JOB_JSON_H_
+#endif  // TESSERA_SERVICE_WIRE_JOB_JSON_H_

@@ -5,7 +5,7 @@
 // only (so that whatever the service holds round trips), never the limits
 // of the day.
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 #include <cmath>
 #include <initializer_list>

@@ -6,7 +6,7 @@
 #include <ctime>
 #include <string>
 
-#include "service/job_json.h"
+#include "service/wire/job_json.h"
 
 namespace tessera::service {
 
@@ -161,6 +161,15 @@ json JobRecordJson(const Job& job) {
     out["queue"] = job.queue;
     out["borrowed"] = job.borrowed;
   }
+  return out;
+}
+
+nlohmann::json ProgressJson(const ProgressReport& p) {
+  nlohmann::json out = {{"job", p.job}, {"steps", p.steps}};
+  if (p.step_s) out["step_s"] = *p.step_s;
+  if (p.slowdown) out["slowdown"] = *p.slowdown;
+  out["sharing_with"] = p.sharing_with;
+  if (p.predicted_end_s) out["predicted_end_s"] = *p.predicted_end_s;
   return out;
 }
 
