@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "scheduler/admission.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -20,8 +21,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;
 
 // A node of 4 GPUs of `gib` GiB per pool.
 Topology Pools(const std::vector<std::string>& pools, int64_t gib = 40) {
