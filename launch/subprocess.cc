@@ -167,9 +167,29 @@ std::string CommandResult::Summary() const {
   return std::string(text);
 }
 
+namespace {
+
+// The command's stdin: /dev/null, or a pipe holding `input` whole (it fits
+// the pipe's buffer) and closed for writing, so the command reads it and
+// then end of file. -1 (errno set) on failure.
+int InputFd(const std::string& input) {
+  if (input.empty()) return AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  const Fd write_end(fds[1]);
+  if (write(write_end.get(), input.data(), input.size()) !=
+      static_cast<ssize_t>(input.size())) {
+    close(fds[0]);
+    return -1;
+  }
+  return AboveStdio(fds[0]);
+}
+
+}  // namespace
+
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::map<std::string, std::string>& env,
-                         double timeout_s) {
+                         double timeout_s, const std::string& input) {
   CommandResult result;
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -179,8 +199,12 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
         "cannot run '" + argv[0] + "': " + what + ": " + std::strerror(errno);
     return result;
   };
-  Fd in(AboveStdio(open("/dev/null", O_RDONLY | O_CLOEXEC)));
-  if (in.get() < 0) return fail("/dev/null");
+  if (input.size() > kMaxCommandInput) {
+    errno = E2BIG;
+    return fail("its input");
+  }
+  Fd in(InputFd(input));
+  if (in.get() < 0) return fail(input.empty() ? "/dev/null" : "its input");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return fail("pipe");
   Fd out_read(fds[0]);

@@ -33,12 +33,15 @@ struct CommandResult {
 inline constexpr size_t kMaxCommandOutput = size_t{64} << 20;
 
 // Runs `argv` (argv[0] searched in PATH) with the service's environment
-// plus `env`, stdin from /dev/null, in its own process group. After
-// `timeout_s` the group gets SIGKILL and the result says timed_out.
-// REQUIRES: !argv.empty().
+// plus `env`, stdin `input` (/dev/null when empty), in its own process
+// group. After `timeout_s` the group gets SIGKILL and the result says
+// timed_out. REQUIRES: !argv.empty(), input.size() <= kMaxCommandInput.
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::map<std::string, std::string>& env,
-                         double timeout_s);
+                         double timeout_s, const std::string& input = "");
+// What a pipe takes at once (POSIX's PIPE_BUF at least): `input` is
+// written before the command starts, so it never waits on the reader.
+inline constexpr size_t kMaxCommandInput = 4096;
 
 // fork + exec building blocks. Between fork and exec the child of a
 // multithreaded process may only make async-signal-safe calls, so the
