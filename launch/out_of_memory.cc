@@ -2,9 +2,11 @@
 // errors GPU frameworks raise when an allocation fails.
 #include "launch/out_of_memory.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 
 namespace tessera::launch {
 namespace {
@@ -117,6 +119,24 @@ std::optional<OutOfMemory> FindOutOfMemory(std::string_view stderr_tail) {
                        std::string(line.substr(0, kMaxLine)), TriedMib(line)};
   }
   return last;
+}
+
+std::optional<OutOfMemory> FindOutOfMemoryInFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) return std::nullopt;
+  const std::streamoff size = f.tellg();
+  const std::streamoff from =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(kOomTailBytes));
+  f.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  f.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<size_t>(f.gcount()));
+  // A cut first line is no line.
+  if (from > 0) {
+    const size_t nl = tail.find('\n');
+    tail.erase(0, nl == std::string::npos ? tail.size() : nl + 1);
+  }
+  return FindOutOfMemory(tail);
 }
 
 }  // namespace tessera::launch

@@ -41,6 +41,11 @@ struct OutOfMemory {
 // The last out-of-memory error among `stderr_tail`'s lines, or nullopt.
 std::optional<OutOfMemory> FindOutOfMemory(std::string_view stderr_tail);
 
+// FindOutOfMemory over the last kOomTailBytes of the file at `path` (a
+// job's stderr log); nullopt too when it cannot be read.
+inline constexpr size_t kOomTailBytes = size_t{64} << 10;
+std::optional<OutOfMemory> FindOutOfMemoryInFile(const std::string& path);
+
 }  // namespace tessera::launch
 
 #endif  // TESSERA_LAUNCH_OUT_OF_MEMORY_H_

@@ -27,12 +27,15 @@ enum class JobState {
   // Reserved and being handed to the launcher: durable before the launcher
   // is called, so that a restart never starts it a second time.
   kStarting,
+  // Ended for lack of GPU memory (launch/out_of_memory.h): a failure whose
+  // cause is known, with what it held and what it asked for in `reason`.
+  kOom,
 };
 // "queued", "running", "succeeded", "failed", "cancelled", "preempted",
-// "starting".
+// "starting", "oom".
 std::string_view JobStateName(JobState s);
 std::optional<JobState> ParseJobState(std::string_view text);
-bool IsTerminal(JobState s);  // succeeded, failed, cancelled
+bool IsTerminal(JobState s);  // succeeded, failed, cancelled, oom
 
 // One GPU's capacity is memory (MiB) and compute in milli-GPU.
 inline constexpr int kFullGpuMilli = 1000;

@@ -10,7 +10,7 @@
 namespace tessera::scheduler {
 namespace {
 
-constexpr std::array<std::pair<JobState, std::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<JobState, std::string_view>, 8> kNames = {{
     {JobState::kQueued, "queued"},
     {JobState::kRunning, "running"},
     {JobState::kSucceeded, "succeeded"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<JobState, std::string_view>, 7> kNames = {{
     {JobState::kCancelled, "cancelled"},
     {JobState::kPreempted, "preempted"},
     {JobState::kStarting, "starting"},
+    {JobState::kOom, "oom"},
 }};
 
 }  // namespace
@@ -38,7 +39,7 @@ std::optional<JobState> ParseJobState(std::string_view text) {
 
 bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed ||
-         s == JobState::kCancelled;
+         s == JobState::kCancelled || s == JobState::kOom;
 }
 
 std::string_view ElasticModeName(ElasticMode m) {

@@ -28,6 +28,7 @@
 #include "scheduler/model_jobs.h"
 #include "scheduler/round.h"
 #include "scheduler/start_decision.h"
+#include "launch/out_of_memory.h"
 #include "service/elastic_part_internal.h"
 #include "service/job_table_internal.h"
 #include "service/metrics_internal.h"
@@ -191,6 +192,8 @@ struct LauncherNews {
   std::vector<launch::Exited> exits;
   // Per-worker elastic jobs' workers that ended while their job runs on.
   std::map<JobId, std::vector<launch::WorkerExited>> worker_exits;
+  // Exits whose stderr says the job ran out of GPU memory.
+  std::map<JobId, launch::OutOfMemory> oom;
 };
 // What a round plans on (step 2, taken under the lock).
 struct RoundView {
@@ -246,6 +249,9 @@ struct Service::Impl {
   // Exits the store has not taken yet: the job stays running (and
   // reserved) until it has.
   std::map<JobId, launch::Exited> unrecorded_exits TESSERA_GUARDED_BY(mu);
+  // Why exits not recorded yet were out of GPU memory (their stderr's
+  // error), until the store has taken them.
+  std::map<JobId, launch::OutOfMemory> oom_exits TESSERA_GUARDED_BY(mu);
   // `starting` jobs whose launcher could not say at recovery whether they
   // run (launch::Reconciled::kUnknown): asked again every round.
   std::set<JobId> unreconciled TESSERA_GUARDED_BY(mu);

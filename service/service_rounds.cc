@@ -83,6 +83,14 @@ LauncherNews Service::Impl::CollectLauncherEvents() {
     news.reconciled.emplace_back(id, launcher->Reconcile(id));
   }
   news.exits = launcher->Poll();
+  // A job that failed may have run out of GPU memory: its stderr says
+  // (read here, without the lock).
+  for (const launch::Exited& e : news.exits) {
+    if (e.cancelled || (e.exit_code && *e.exit_code == 0)) continue;
+    if (auto oom = launch::FindOutOfMemoryInFile(launcher->LogPath(e.id, true))) {
+      news.oom.emplace(e.id, std::move(*oom));
+    }
+  }
   for (launch::WorkerExited& w : launcher->TakeWorkerExits()) {
     news.worker_exits[w.id].push_back(std::move(w));
   }
@@ -108,6 +116,7 @@ void Service::Impl::RecordLauncherEvents(const LauncherNews& news) {
     RecordStart(outcome);
   }
   for (const auto& [id, e] : std::map(unrecorded_exits)) Finish(e);
+  for (const auto& [id, oom] : news.oom) oom_exits.insert_or_assign(id, oom);
   for (const launch::Exited& e : news.exits) Finish(e);
   for (const auto& [id, ended] : news.worker_exits) WorkersEnded(id, ended);
 }

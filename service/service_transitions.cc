@@ -8,6 +8,21 @@
 
 namespace tessera::service {
 
+namespace {
+
+// "out of GPU memory: held 2930 MiB, asked for 4096 MiB more (pytorch:
+// torch.OutOfMemoryError: CUDA out of memory. ...)".
+std::string OomReason(const launch::OutOfMemory& oom, int64_t held_mib) {
+  std::string why =
+      "out of GPU memory: held " + std::to_string(held_mib) + " MiB";
+  if (oom.tried_mib) {
+    why += ", asked for " + std::to_string(*oom.tried_mib) + " MiB more";
+  }
+  return why + " (" + oom.source + ": " + oom.line + ")";
+}
+
+}  // namespace
+
 // What this file uses of scheduler/, beyond what its headers name.
 using scheduler::AdmissionOptions;
 using scheduler::ElasticStartAllocation;
@@ -99,10 +114,16 @@ bool Service::Impl::Finish(const launch::Exited& e) {
   auto it = jobs.running.find(e.id);
   if (it == jobs.running.end()) {
     // Its start outcome is not stored yet: the exit waits for it.
-    if (jobs.starting.count(e.id)) unrecorded_exits[e.id] = e;
-    return jobs.starting.count(e.id) == 0;
+    if (jobs.starting.count(e.id)) {
+      unrecorded_exits[e.id] = e;
+      return false;
+    }
+    oom_exits.erase(e.id);  // no such job any more
+    return true;
   }
   Job job = it->second;
+  int64_t held_mib = 0;  // GPU memory it held, for an oom's reason
+  for (const GpuShare& g : job.allocation.gpus) held_mib += g.memory_mib;
   job.allocation = {};
   job.pid = 0;
   job.exit_code = e.exit_code;
@@ -127,6 +148,9 @@ bool Service::Impl::Finish(const launch::Exited& e) {
       }
     } else if (e.exit_code && *e.exit_code == 0) {
       job.state = JobState::kSucceeded;
+    } else if (auto oom = oom_exits.find(e.id); oom != oom_exits.end()) {
+      job.state = JobState::kOom;
+      job.reason = OomReason(oom->second, held_mib);
     } else {
       job.state = JobState::kFailed;
       job.reason =
@@ -145,6 +169,7 @@ bool Service::Impl::Finish(const launch::Exited& e) {
     return false;
   }
   unrecorded_exits.erase(e.id);
+  oom_exits.erase(e.id);
   jobs.running.erase(it);
   state.Release(job.id);
   preempt_requested.erase(job.id);

@@ -111,7 +111,7 @@ export function demand(d) {
   return parts.join(', ');
 }
 
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'preempted']);
+export const TERMINAL = new Set(['succeeded', 'failed', 'oom', 'cancelled', 'preempted']);
 
 // A state as a badge: text and a class (colour is never the only signal).
 export function stateBadge(state) {

@@ -60,9 +60,12 @@ class ScriptedLauncher : public launch::Launcher {
     }
     return it->second;
   }
+  // Logs under `log_dir` (none when it is empty: nothing to read).
   std::string LogPath(JobId id, bool err) const override {
-    return "/tmp/" + std::to_string(id) + (err ? ".err" : ".out");
+    if (log_dir.empty()) return "";
+    return log_dir + "/" + std::to_string(id) + (err ? ".err" : ".out");
   }
+  std::string log_dir;
   void Exit(JobId id, int code) {
     std::lock_guard lock(mu);
     exits.push_back({id, code, ""});
