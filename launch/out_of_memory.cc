@@ -125,8 +125,8 @@ std::optional<OutOfMemory> FindOutOfMemoryInFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return std::nullopt;
   const std::streamoff size = f.tellg();
-  const std::streamoff from =
-      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(kOomTailBytes));
+  const std::streamoff from = std::max<std::streamoff>(
+      0, size - static_cast<std::streamoff>(kOomTailBytes));
   f.seekg(from);
   std::string tail(static_cast<size_t>(size - from), '\0');
   f.read(tail.data(), static_cast<std::streamsize>(tail.size()));

@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "launch/out_of_memory.h"
 #include "scheduler/admission.h"
 #include "scheduler/elastic.h"
 #include "scheduler/model_jobs.h"
 #include "scheduler/round.h"
 #include "scheduler/start_decision.h"
-#include "launch/out_of_memory.h"
 #include "service/elastic_part_internal.h"
 #include "service/job_table_internal.h"
 #include "service/metrics_internal.h"

@@ -87,7 +87,8 @@ LauncherNews Service::Impl::CollectLauncherEvents() {
   // (read here, without the lock).
   for (const launch::Exited& e : news.exits) {
     if (e.cancelled || (e.exit_code && *e.exit_code == 0)) continue;
-    if (auto oom = launch::FindOutOfMemoryInFile(launcher->LogPath(e.id, true))) {
+    if (auto oom =
+            launch::FindOutOfMemoryInFile(launcher->LogPath(e.id, true))) {
       news.oom.emplace(e.id, std::move(*oom));
     }
   }

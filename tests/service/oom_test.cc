@@ -66,8 +66,10 @@ TEST_F(OomTest, OutOfGpuMemoryEndsOomNotFailed) {
        "GiB. GPU 0 has a total capacity of 79.18 GiB of which 1.50 GiB is "
        "free.\n",
        1);
-  Ends(similar->id, "INFO: reducing the batch to avoid CUDA out of memory\n"
-                    "ValueError: bad config\n", 1);
+  Ends(similar->id,
+       "INFO: reducing the batch to avoid CUDA out of memory\n"
+       "ValueError: bad config\n",
+       1);
   // Exit 0: whatever it printed, it succeeded.
   Ends(fine->id, "torch.OutOfMemoryError: CUDA out of memory. (caught)\n", 0);
   s->Tick();
