@@ -25,6 +25,9 @@ std::string HumanDuration(double seconds);
 // Splits `s` at every `sep`; empty pieces are kept.
 std::vector<std::string_view> Split(std::string_view s, char sep);
 
+// `s` without the white space at either end.
+std::string_view Trim(std::string_view s);
+
 // `s` safe inside XML/HTML text and attribute values: & < > " ' escaped.
 std::string EscapeXml(std::string_view s);
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "common/strings.h"
 #include "estimator/profile.h"
 
 namespace tessera::estimator {
@@ -120,16 +121,6 @@ Result<std::vector<Measurement>> ParseTrace(const std::string& path,
                     " (was the session created with enableProfiling?)");
   }
   return avg.Means();
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 bool ParseMs(std::string_view text, double* ms) {

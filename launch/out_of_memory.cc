@@ -8,20 +8,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/strings.h"
+
 namespace tessera::launch {
 namespace {
 
 constexpr size_t kMaxLine = 300;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 bool Contains(std::string_view s, std::string_view what) {
   return s.find(what) != std::string_view::npos;
