@@ -206,24 +206,6 @@ TEST(TimedReplay, AModelPodWaitsForAGpuOfAKindItMayUse) {
   EXPECT_EQ(tessera.model.whole, 1);
 }
 
-// A random trace on a small mixed cluster (as InvariantsHoldAfterEveryRound).
-std::vector<TracePod> RandomTrace(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<TracePod> pods;
-  const std::vector<std::string> qos = {"LS", "BE", "Burstable"};
-  for (int i = 0; i < n; ++i) {
-    const int kind = static_cast<int>(rng() % 4);
-    const int gpus = kind == 0   ? 0
-                     : kind == 3 ? 1 + static_cast<int>(rng() % 4)
-                                 : 1;
-    const int milli = kind == 1 ? 100 + static_cast<int>(rng() % 900) : 1000;
-    pods.push_back(Pod(static_cast<double>(rng() % 500),
-                       static_cast<double>(1 + rng() % 200), gpus, milli,
-                       qos[rng() % 3]));
-  }
-  return pods;
-}
-
 void ExpectSameRun(const TimedRun& a, const TimedRun& b) {
   EXPECT_EQ(a.pod_delay_s, b.pod_delay_s);
   EXPECT_EQ(a.pod_jct_s, b.pod_jct_s);

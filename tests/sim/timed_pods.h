@@ -3,8 +3,11 @@
 
 // Hand-made trace pods for the timed replays' tests.
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/trace.h"
 
@@ -32,6 +35,25 @@ TracePod Pod(double arrival, double duration, int gpus, int milli = 1000,
   p.scheduled_time = arrival;
   p.deletion_time = arrival + duration;
   return p;
+}
+
+// `n` random pods (seeded): CPU-only, fractions, one whole GPU or gangs
+// of up to four, arriving within 500 s, each of the three QoS classes.
+[[maybe_unused]] std::vector<TracePod> RandomTrace(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<TracePod> pods;
+  const std::vector<std::string> qos = {"LS", "BE", "Burstable"};
+  for (int i = 0; i < n; ++i) {
+    const int kind = static_cast<int>(rng() % 4);
+    const int gpus = kind == 0   ? 0
+                     : kind == 3 ? 1 + static_cast<int>(rng() % 4)
+                                 : 1;
+    const int milli = kind == 1 ? 100 + static_cast<int>(rng() % 900) : 1000;
+    pods.push_back(Pod(static_cast<double>(rng() % 500),
+                       static_cast<double>(1 + rng() % 200), gpus, milli,
+                       qos[rng() % 3]));
+  }
+  return pods;
 }
 
 }  // namespace

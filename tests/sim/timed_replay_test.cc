@@ -252,19 +252,7 @@ TEST(TimedReplay, DelayPercentilesAreNearestRank) {
 // queued (every pod fits the empty cluster).
 TEST(TimedReplay, InvariantsHoldAfterEveryRound) {
   const Topology t = MakeTopology({{32, 32, 32, 32}, {32, 32}, {32}});
-  std::mt19937 rng(7);
-  std::vector<TracePod> pods;
-  const std::vector<std::string> qos = {"LS", "BE", "Burstable"};
-  for (int i = 0; i < 120; ++i) {
-    const int kind = static_cast<int>(rng() % 4);
-    const int gpus = kind == 0   ? 0
-                     : kind == 3 ? 1 + static_cast<int>(rng() % 4)
-                                 : 1;
-    const int milli = kind == 1 ? 100 + static_cast<int>(rng() % 900) : 1000;
-    pods.push_back(Pod(static_cast<double>(rng() % 500),
-                       static_cast<double>(1 + rng() % 200), gpus, milli,
-                       qos[rng() % 3]));
-  }
+  const std::vector<TracePod> pods = RandomTrace(120, 7);
   for (const std::string& policy : PolicyNames()) {
     for (const std::string scorer : {"best-fit", "fgd", "random"}) {
       TimedOptions o;
