@@ -225,7 +225,8 @@ std::vector<PendingStart> Service::Impl::Commit(RoundView& view,
   }
   // Quotas against what is held now, this round's starts included.
   const bool flat_quotas = !options.quotas.empty();
-  Holdings held = service_internal::QuotaBook::Held(jobs);
+  Holdings held;
+  if (flat_quotas) held = service_internal::QuotaBook::Held(jobs);
   quotas.SetWaits(std::move(plan.held));
   QueueTree tree_held;
   if (plan.tree) {
