@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -74,17 +75,30 @@ bool SameLiveProcess(int64_t pid, int64_t start_time) {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
+// Whether `spec` shares a GPU whose fractions MPS keeps apart.
+bool NeedsMps(const LaunchSpec& spec) {
+  return std::ranges::any_of(spec.parts, [](const LaunchPart& p) {
+    return p.mps && !p.exclusive && !p.gpu_indices.empty();
+  });
+}
+
 class LocalLauncher : public Launcher {
  public:
-  explicit LocalLauncher(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+  LocalLauncher(std::string log_dir, std::optional<MpsOptions> mps)
+      : log_dir_(std::move(log_dir)) {
+    if (mps) mps_.emplace(std::move(*mps));
+  }
 
   // Running jobs are left running: a restarted service adopts them.
   ~LocalLauncher() override = default;
 
-  Result<Launched> Start(const LaunchSpec& spec) override {
-    if (spec.command.empty() || spec.command[0].empty()) {
-      return BadInput("job " + std::to_string(spec.id) + ": empty command");
+  Result<Launched> Start(const LaunchSpec& given) override {
+    if (given.command.empty() || given.command[0].empty()) {
+      return BadInput("job " + std::to_string(given.id) + ": empty command");
     }
+    Result<LaunchSpec> with_mps = WithMps(given);
+    if (!with_mps) return with_mps.error();
+    const LaunchSpec& spec = *with_mps;
     std::lock_guard lock(mu_);
     const std::string dir = spec.log_dir.empty() ? log_dir_ : spec.log_dir;
     if (dir != log_dir_) log_dirs_[spec.id] = dir;
@@ -119,7 +133,10 @@ class LocalLauncher : public Launcher {
 
   bool per_worker() const override { return true; }
 
-  Status StartWorkers(const LaunchSpec& spec) override {
+  Status StartWorkers(const LaunchSpec& given) override {
+    Result<LaunchSpec> with_mps = WithMps(given);
+    if (!with_mps) return with_mps.error();
+    const LaunchSpec& spec = *with_mps;
     std::lock_guard lock(mu_);
     auto it = worker_jobs_.find(spec.id);
     if (it == worker_jobs_.end()) {
@@ -299,6 +316,25 @@ class LocalLauncher : public Launcher {
   }
 
  private:
+  // `spec` as a client of the MPS daemon when it needs one: the daemon
+  // checked (and started) first.
+  Result<LaunchSpec> WithMps(const LaunchSpec& spec) {
+    if (!NeedsMps(spec)) return spec;
+    const std::string job = "job " + std::to_string(spec.id);
+    if (!mps_) {
+      return Infeasible(job +
+                        ": its node's isolation is mps, and this launcher "
+                        "manages no MPS control daemon");
+    }
+    std::lock_guard lock(mps_mu_);
+    if (Status ok = mps_->Ensure(); !ok.ok()) {
+      return Unavailable(job + ": not started, " + ok.error().message);
+    }
+    LaunchSpec out = spec;
+    for (const auto& [k, v] : mps_->ClientEnv()) out.env[k] = v;
+    return out;
+  }
+
   struct Child {
     int64_t pid = 0;
     int64_t start_time = 0;
@@ -495,6 +531,8 @@ class LocalLauncher : public Launcher {
   }
 
   const std::string log_dir_;
+  std::mutex mps_mu_;  // one check of the daemon at a time
+  std::optional<MpsDaemon> mps_;
   mutable std::mutex mu_;                   // guards the maps below
   std::map<JobId, Child> children_;         // running, by job id
   std::map<JobId, std::string> log_dirs_;   // where not log_dir_
@@ -504,8 +542,9 @@ class LocalLauncher : public Launcher {
 
 }  // namespace
 
-std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir) {
-  return std::make_unique<LocalLauncher>(std::move(log_dir));
+std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir,
+                                            std::optional<MpsOptions> mps) {
+  return std::make_unique<LocalLauncher>(std::move(log_dir), std::move(mps));
 }
 
 int64_t ProcessStartTime(int64_t pid) {

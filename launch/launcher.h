@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "launch/mps_daemon.h"
 #include "scheduler/job.h"
 
 namespace tessera::launch {
@@ -28,6 +29,9 @@ struct LaunchPart {
   std::vector<int64_t> gpu_memory_mib;  // per GPU
   bool exclusive = false;               // whole GPUs
   int64_t cpu_milli = 0, memory_mib = 0;
+  // The node's fractions are isolated by MPS (scheduler::Isolation::kMps):
+  // a fractional part runs as a client of an MPS control daemon.
+  bool mps = false;
 };
 
 // One process of a per-worker elastic job (docs/elastic.md, "The two launch
@@ -159,7 +163,17 @@ class Launcher {
 // and only then tells the child to go; a child whose parent died first
 // exits without running anything. So after a crash, a job with no pid file
 // never ran, and one with a pid file is found by Reconcile.
-std::unique_ptr<Launcher> MakeLocalLauncher(std::string log_dir);
+//
+// With `mps`, a job with a fractional part on a node of isolation mps
+// (LaunchPart::mps) runs as a client of that MPS control daemon (one for
+// the machine's GPUs: a split job's process uses several, and a process is
+// the client of one daemon): before each such start the launcher checks
+// the daemon and starts it (again) if it does not answer; when it cannot,
+// the start fails with kUnavailable saying why, and the service tries
+// again later. Without `mps`, such a start fails with kInfeasible.
+// The daemon outlives the launcher, as the jobs do.
+std::unique_ptr<Launcher> MakeLocalLauncher(
+    std::string log_dir, std::optional<MpsOptions> mps = std::nullopt);
 
 // The process start time of `pid` (field 22 of /proc/<pid>/stat), or -1.
 int64_t ProcessStartTime(int64_t pid);

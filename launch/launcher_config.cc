@@ -25,7 +25,8 @@ constexpr std::string_view kKeys[] = {"kind",
                                       "pending_timeout_s",
                                       "bin_dir",
                                       "slurm_conf",
-                                      "job_prefix"};
+                                      "job_prefix",
+                                      "mps_control"};
 // sbatch options tessera sets from the job: a user's would contradict it.
 constexpr std::string_view kOwnOptions[] = {
     "-J",        "--job-name",  "-o",          "--output",   "-e",
@@ -62,8 +63,19 @@ class Parser {
       TESSERA_RETURN_IF_ERROR(kind);
       out->kind = *kind;
     }
+    if (const Field* f = YamlReader::Find(*fields, "mps_control")) {
+      if (out->kind != "local") {
+        return r_.Fail(*f, label,
+                       "applies only to kind local (under Slurm, its gres/mps "
+                       "plugin runs the daemons)");
+      }
+      Result<std::string> text = r_.Text(*f, label);
+      TESSERA_RETURN_IF_ERROR(text);
+      if (text->empty()) return r_.Fail(*f, label, "must not be empty");
+      out->mps_control = *text;
+    }
     for (const Field& f : *fields) {
-      if (f.key != "kind" && out->kind != "slurm") {
+      if (f.key != "kind" && f.key != "mps_control" && out->kind != "slurm") {
         return r_.Fail(f, label,
                        "applies only to kind slurm (this launcher's kind is '" +
                            out->kind + "')");
@@ -228,7 +240,12 @@ Status ParseLauncherConfig(const YamlReader& reader, const Field& field,
 Result<std::unique_ptr<Launcher>> MakeLauncher(const LauncherConfig& config,
                                                const std::string& log_dir,
                                                const std::string& db_path) {
-  if (config.kind == "local") return MakeLocalLauncher(log_dir);
+  if (config.kind == "local") {
+    MpsOptions mps;
+    mps.control = config.mps_control;
+    mps.dir = (std::filesystem::path(log_dir) / "mps").string();
+    return MakeLocalLauncher(log_dir, std::move(mps));
+  }
   if (config.kind != "slurm") {
     return BadInput("launcher.kind: unknown kind '" + config.kind + "'");
   }

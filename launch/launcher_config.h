@@ -20,6 +20,10 @@ namespace tessera::launch {
 // live here too.
 struct LauncherConfig {
   std::string kind = "local";
+  // Kind local: the MPS control program that runs the daemon of the nodes
+  // of `isolation: mps` (searched in PATH); its pipe and log directories
+  // are <log_dir>/mps/pipe and /log.
+  std::string mps_control = "nvidia-cuda-mps-control";
   SlurmOptions slurm;  // kind slurm (ParseLauncherConfig)
 };
 

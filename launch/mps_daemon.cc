@@ -16,9 +16,15 @@ std::map<std::string, std::string> MpsDaemon::ClientEnv() const {
           {"CUDA_MPS_LOG_DIRECTORY", options_.dir + "/log"}};
 }
 
+std::string MpsDaemon::What() const {
+  return "the MPS control daemon" +
+         (options_.gpu.empty() ? std::string() : " for GPU " + options_.gpu) +
+         " (" + options_.dir + ")";
+}
+
 std::map<std::string, std::string> MpsDaemon::Env() const {
   std::map<std::string, std::string> env = ClientEnv();
-  env["CUDA_VISIBLE_DEVICES"] = options_.gpu;
+  if (!options_.gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = options_.gpu;
   return env;
 }
 
@@ -33,7 +39,7 @@ Status MpsDaemon::Ensure() {
     started_ = true;
     return {};
   }
-  const std::string what = "MPS control daemon for GPU " + options_.gpu;
+  const std::string what = What();
   std::error_code ec;
   for (const char* sub : {"/pipe", "/log"}) {
     std::filesystem::create_directories(options_.dir + sub, ec);
@@ -70,8 +76,7 @@ Status MpsDaemon::Stop() {
   const CommandResult quit =
       RunCommand({options_.control}, Env(), options_.timeout_s, "quit\n");
   if (!quit.ok()) {
-    return Unavailable("MPS control daemon for GPU " + options_.gpu +
-                       ": 'quit' failed: " + quit.Summary());
+    return Unavailable(What() + ": 'quit' failed: " + quit.Summary());
   }
   return {};
 }

@@ -26,7 +26,8 @@ struct MpsOptions {
   std::string control = "nvidia-cuda-mps-control";  // searched in PATH
   // Its pipe and log directories are made under this one (pipe/, log/).
   std::string dir;
-  // The GPU it serves, as CUDA_VISIBLE_DEVICES names it ("0", a UUID).
+  // The GPUs it serves, as CUDA_VISIBLE_DEVICES names them ("0", "0,1", a
+  // UUID); "" = every GPU of the machine (the local launcher's choice).
   std::string gpu;
   double timeout_s = 10;  // each control call, and the wait for a start
 };
@@ -51,6 +52,7 @@ class MpsDaemon {
 
  private:
   std::map<std::string, std::string> Env() const;
+  std::string What() const;  // "the MPS control daemon (DIR)", for errors
 
   MpsOptions options_;
   bool started_ = false;

@@ -108,6 +108,11 @@ struct JobRequest {
   // queue named after its user, else its team's.
   std::string queue;
   std::optional<ElasticRequest> elastic;  // set: an elastic job
+  // Out of GPU memory (docs/operations.md, "Out of memory"): "" = the
+  // pool's default, "fail" (the default's default) or "requeue" (back in
+  // the queue once, with its reservation raised to what it was seen to
+  // need plus the headroom).
+  std::string on_oom;
 };
 
 // A reservation on one GPU.
@@ -156,6 +161,16 @@ struct ElasticState {
   bool operator==(const ElasticState&) const = default;
 };
 
+// What a job's processes were measured to use on its GPUs
+// (launch/gpu_usage.h), kept with the job.
+struct MeasuredUse {
+  int64_t peak_mib = 0;  // device memory of its processes, the most seen
+  int64_t last_mib = 0;  // the last reading
+  double mean_utilization_pct = 0;  // of the GPUs it used, over readings
+  int64_t readings = 0;
+  bool operator==(const MeasuredUse&) const = default;
+};
+
 struct Job {
   JobId id = 0;
   std::string user;
@@ -183,6 +198,12 @@ struct Job {
   std::string queue;
   bool borrowed = false;
   ElasticState elastic;  // an elastic job's workers while it runs
+  MeasuredUse usage;     // this run's (reset when it starts again)
+  int oom_requeues = 0;  // times put back after running out of memory
+  // A model job: what sized its memory (scheduler::LearnedSize::source:
+  // "estimate", "estimate, raised by 1 measurement", "measured (3
+  // samples)", "out of memory at 2048 MiB"); "" for a job by resources.
+  std::string sized_by;
 };
 
 }  // namespace tessera::scheduler

@@ -33,6 +33,21 @@ int HolderTag(const Allocation& a) {
   return kOtherTag;  // a gang of shares
 }
 
+std::string_view IsolationName(Isolation i) {
+  return i == Isolation::kMps ? "mps" : "none";
+}
+
+std::optional<Isolation> ParseIsolation(std::string_view text) {
+  if (text == "mps") return Isolation::kMps;
+  if (text == "none") return Isolation::kNone;
+  return std::nullopt;
+}
+
+bool Topology::Shareable(int gpu) const {
+  return share_unisolated ||
+         nodes[gpus[gpu].node].isolation != Isolation::kNone;
+}
+
 int Topology::FindNode(std::string_view name) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].name == name) return static_cast<int>(i);
@@ -159,7 +174,8 @@ Status ClusterState::Reserve(JobId job, const Allocation& a) {
     GpuUse& use = gpus_[share.gpu];
     use.milli += share.milli;
     use.memory_mib += share.memory_mib;
-    use.exclusive = use.exclusive || a.exclusive;
+    use.exclusive =
+        use.exclusive || a.exclusive || !topology_->Shareable(share.gpu);
     ++use.holders;
   }
   NodeUse& node = nodes_[a.node];
@@ -180,7 +196,7 @@ void ClusterState::Release(JobId job) {
     use.milli -= share.milli;
     use.memory_mib -= share.memory_mib;
     --use.holders;
-    if (a.exclusive) use.exclusive = false;
+    if (a.exclusive || use.holders == 0) use.exclusive = false;
   }
   NodeUse& node = nodes_[a.node];
   node.cpu_milli -= a.cpu_milli;
@@ -215,11 +231,13 @@ std::string ClusterState::CheckInvariants() const {
   // Recompute every sum from the holders: the incremental sums must agree.
   std::vector<GpuUse> gpus(gpus_.size());
   std::vector<NodeUse> nodes(nodes_.size());
+  const Topology& t = *topology_;
   for (const auto& [job, a] : holders_) {
     for (const GpuShare& share : a.gpus) {
       gpus[share.gpu].milli += share.milli;
       gpus[share.gpu].memory_mib += share.memory_mib;
-      gpus[share.gpu].exclusive = gpus[share.gpu].exclusive || a.exclusive;
+      gpus[share.gpu].exclusive =
+          gpus[share.gpu].exclusive || a.exclusive || !t.Shareable(share.gpu);
       ++gpus[share.gpu].holders;
     }
     nodes[a.node].cpu_milli += a.cpu_milli;
@@ -230,7 +248,6 @@ std::string ClusterState::CheckInvariants() const {
   auto fail = [&problems](const std::string& what) {
     problems += (problems.empty() ? "" : "; ") + what;
   };
-  const Topology& t = *topology_;
   for (size_t g = 0; g < gpus_.size(); ++g) {
     const std::string& id = t.gpus[g].id;
     const GpuUse& use = gpus_[g];

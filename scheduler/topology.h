@@ -6,7 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -22,6 +24,14 @@ struct GpuInfo {
   int64_t memory_mib = 0;
 };
 
+// What keeps the fractions of a node's GPUs apart (`isolation:` in the
+// serve config; docs/operations.md, "Isolation"): nothing, or an MPS
+// control daemon (the local launcher's own, Slurm's gres/mps, the device
+// plugin's MPS mode), under which a job's memory cap and thread share hold.
+enum class Isolation : uint8_t { kNone, kMps };
+std::string_view IsolationName(Isolation i);  // "none", "mps"
+std::optional<Isolation> ParseIsolation(std::string_view text);
+
 struct NodeInfo {
   std::string name;
   std::string pool;
@@ -29,12 +39,19 @@ struct NodeInfo {
   int64_t memory_mib = 0;
   std::vector<int> gpus;  // indices into Topology::gpus
   bool drained = false;   // admits nothing new
+  Isolation isolation = Isolation::kNone;
 };
 
 struct Topology {
   std::vector<NodeInfo> nodes;
   std::vector<GpuInfo> gpus;
-  std::vector<std::string> pools;             // pools[0] is the default pool
+  std::vector<std::string> pools;  // pools[0] is the default pool
+  // Whether jobs may share a GPU nothing isolates (Isolation::kNone). The
+  // service's config says false unless `share_unisolated: true`; the
+  // simulators replay traces of shared GPUs and keep true.
+  bool share_unisolated = true;
+  // Whether two jobs may hold shares of `gpu` at once.
+  bool Shareable(int gpu) const;
   int FindNode(std::string_view name) const;  // -1 if none
   int FindGpu(std::string_view id) const;     // -1 if none
   bool HasPool(std::string_view pool) const;

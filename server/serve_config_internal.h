@@ -27,6 +27,9 @@ namespace tessera::server::serve_config_internal {
 
 // What the config's sections become (scheduler/).
 using scheduler::GpuInfo;
+
+// "list[index]", the label of a list's entry in error messages.
+std::string Label(const std::string& list, size_t index);
 using scheduler::InterferenceLaw;
 using scheduler::kFullGpuMilli;
 using scheduler::NodeInfo;

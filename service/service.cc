@@ -22,6 +22,7 @@ namespace tessera::service {
 using scheduler::CouldEverFit;
 using scheduler::ElasticGuaranteedDemand;
 using scheduler::GpuInfo;
+using scheduler::IsolationName;
 using scheduler::JobStateName;
 using scheduler::MakePolicy;
 using scheduler::MakeScorer;
@@ -288,6 +289,8 @@ nlohmann::json Service::ClusterJson() {
           m.state.reserved_memory_mib(static_cast<int>(g))},
          {"reserved_milli", m.state.reserved_milli(static_cast<int>(g))},
          {"exclusive", m.state.exclusive(static_cast<int>(g))},
+         {"isolation", IsolationName(node.isolation)},
+         {"shareable", t.Shareable(static_cast<int>(g))},
          {"drained", node.drained},
          {"jobs", holders}});
   }
@@ -297,6 +300,7 @@ nlohmann::json Service::ClusterJson() {
     waits.push_back({{"job", id}, {"reason", why}});
   }
   return {{"pools", std::move(pools)},
+          {"share_unisolated", t.share_unisolated},
           {"gpus", std::move(gpus)},
           {"users", std::move(quotas["users"])},
           {"teams", std::move(quotas["teams"])},

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,9 @@ struct ServiceOptions {
   std::map<std::string, InterferenceLaw> interference;
   bool calibrate_interference = true;
   double model_default_work_s = 3600;
+  // Pools whose jobs go back to the queue once when they run out of GPU
+  // memory (`on_oom: requeue` on the pool; a job's own on_oom wins).
+  std::set<std::string> requeue_oom_pools;
   // Model jobs by path read only regular files under these directories
   // (symbolic links resolved; each must exist); none: no job by path.
   std::vector<std::string> model_roots;

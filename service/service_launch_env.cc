@@ -135,7 +135,14 @@ std::vector<launch::LaunchPart> Service::Impl::LaunchParts(
     for (launch::LaunchPart& p : parts) {
       if (p.node == t.nodes[node].name) return p;
     }
-    parts.push_back({t.nodes[node].name, {}, {}, {}, a.exclusive, 0, 0});
+    parts.push_back({t.nodes[node].name,
+                     {},
+                     {},
+                     {},
+                     a.exclusive,
+                     0,
+                     0,
+                     t.nodes[node].isolation == scheduler::Isolation::kMps});
     return parts.back();
   };
   launch::LaunchPart& first = part_of(a.node);

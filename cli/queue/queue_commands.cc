@@ -471,8 +471,17 @@ int RunCluster(const ClientArgs& args) {
       }
       std::cout << w.Render("") << "\n";
     }
-    TextTable gpus({"GPU", "POOL", "KIND", "MEMORY", "MILLI", "JOBS"},
-                   {false, false, false, true, true, false});
+    // How the fractions of each GPU are kept apart, and whether the queue
+    // shares it: "mps", "none: one job", "none: shared anyway".
+    const auto isolation = [](const json& g) {
+      const std::string kind = g.value("isolation", "none");
+      if (kind != "none") return kind;
+      return kind +
+             (g.value("shareable", true) ? ": shared anyway" : ": one job");
+    };
+    TextTable gpus(
+        {"GPU", "POOL", "KIND", "ISOLATION", "MEMORY", "MILLI", "JOBS"},
+        {false, false, false, false, true, true, false});
     for (const json& g : (*cluster)["gpus"]) {
       std::string jobs;
       for (const json& id : g.value("jobs", json::array())) {
@@ -481,7 +490,7 @@ int RunCluster(const ClientArgs& args) {
       const bool drained = g.value("drained", false);
       gpus.AddRow(
           {Str(g, "id") + (drained ? " (drained)" : ""), Str(g, "pool"),
-           Str(g, "kind"),
+           Str(g, "kind"), isolation(g),
            GiB(Int(g, "reserved_memory_mib")) + "/" + GiB(Int(g, "memory_mib")),
            std::to_string(Int(g, "reserved_milli")) + "/1000",
            jobs.empty() ? "-" : jobs});

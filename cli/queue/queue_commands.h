@@ -24,6 +24,7 @@ struct SubmitArgs {
   std::string name, pool;
   std::optional<int> priority;
   bool preemptible = false;
+  std::string on_oom;   // "" = the pool's default
   std::string queue;    // --queue: the queue tree's queue ("" = the team's)
   std::string gpus;     // whole GPUs: "N", or elastic "MIN:MAX"
   std::string workers;  // elastic fractional workers "MIN:MAX"

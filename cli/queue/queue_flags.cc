@@ -70,6 +70,7 @@ Examples:
   tessera submit --model-path /srv/models/gpt2.onnx --batch 8 -- python train_gpt2.py
   tessera submit --name sweep-3 --priority 5 --preemptible --time-limit 600 \
       --env SEED=3 --gpu-milli 500 --gpu-memory 12GiB --json -- python sweep.py
+  tessera submit --gpu-milli 250 --gpu-memory 4GiB --on-oom requeue -- python eval.py
   tessera submit --gpus 1:8 -- python elastic_train.py     # elastic: 1 to 8 GPUs
   tessera submit --workers 2:16 --gpu-milli 250 --gpu-memory 4GiB \
       --elastic-mode one-process -- python hpo.py          # docs/elastic.md
@@ -87,6 +88,12 @@ Examples:
       ->type_name("K");
   cmd->add_flag("--preemptible", args.preemptible,
                 "May be stopped (and requeued) for higher-priority jobs");
+  cmd->add_option("--on-oom", args.on_oom,
+                  "Out of GPU memory: fail, or requeue (once, with the "
+                  "reservation raised to what it was seen to need plus the "
+                  "headroom); default: the pool's")
+      ->type_name("fail|requeue")
+      ->check(CLI::IsMember({"fail", "requeue"}));
   cmd->add_option("--gpus", args.gpus,
                   "Whole GPUs on one node; MIN:MAX: an elastic job that "
                   "starts with MIN and grows to MAX (docs/elastic.md)")

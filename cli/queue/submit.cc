@@ -197,6 +197,7 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
   j.queue = a.queue;
   if (a.priority) j.priority = *a.priority;
   j.preemptible = a.preemptible;
+  j.on_oom = a.on_oom;
   j.splittable = !a.no_split;
   if (a.time_limit_s) j.time_limit_s = *a.time_limit_s;
   if (a.steps) {

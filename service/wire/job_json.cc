@@ -22,6 +22,7 @@ using scheduler::ElasticRequest;
 using scheduler::GpuShare;
 using scheduler::IsUploadId;
 using scheduler::kFullGpuMilli;
+using scheduler::MeasuredUse;
 using scheduler::ModelRequest;
 using scheduler::ParseElasticMode;
 using scheduler::ParseJobState;
@@ -395,7 +396,7 @@ class Reader {
         Keys(j, "",
              {"name", "pool", "priority", "preemptible", "command", "env",
               "resources", "model", "splittable", "time_limit_s", "work",
-              "queue", "elastic"}));
+              "queue", "elastic", "on_oom"}));
     if (j.contains("name")) {
       TESSERA_RETURN_IF_ERROR(String(j["name"], "name", &r->name));
     }
@@ -437,6 +438,13 @@ class Reader {
                                      kMaxTimeLimitS, &r->time_limit_s));
     }
     if (j.contains("work")) TESSERA_RETURN_IF_ERROR(Work(j["work"], r));
+    if (j.contains("on_oom")) {
+      TESSERA_RETURN_IF_ERROR(String(j["on_oom"], "on_oom", &r->on_oom));
+      if (r->on_oom != "fail" && r->on_oom != "requeue") {
+        return FieldError("on_oom",
+                          "must be fail or requeue (got '" + r->on_oom + "')");
+      }
+    }
     return strict_ ? Consistent(*r) : Status{};
   }
 
@@ -558,6 +566,27 @@ Status ParseAllocationRecord(const Reader& rd, const json& j, Allocation* a) {
   return {};
 }
 
+Status ParseMeasuredUse(const Reader& rd, const json& j, MeasuredUse* u) {
+  TESSERA_RETURN_IF_ERROR(
+      rd.Keys(j, "usage",
+              {"peak_mib", "last_mib", "mean_utilization_pct", "readings"}));
+  const std::pair<const char*, int64_t*> ints[] = {{"peak_mib", &u->peak_mib},
+                                                   {"last_mib", &u->last_mib},
+                                                   {"readings", &u->readings}};
+  for (const auto& [key, out] : ints) {
+    if (j.contains(key)) {
+      TESSERA_RETURN_IF_ERROR(
+          rd.Int(j[key], std::string("usage.") + key, 0, kInt64Max, out));
+    }
+  }
+  if (j.contains("mean_utilization_pct")) {
+    TESSERA_RETURN_IF_ERROR(rd.Number(j["mean_utilization_pct"],
+                                      "usage.mean_utilization_pct", 100,
+                                      &u->mean_utilization_pct));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<JobRequest> ParseJobRequest(const json& j, const RequestLimits& limits) {
@@ -573,7 +602,8 @@ Result<Job> ParseJobRecord(const json& j) {
       {"id",       "user",         "team",       "state",       "request",
        "demand",   "submitted_at", "started_at", "finished_at", "exit_code",
        "reason",   "allocation",   "plan",       "pid",         "pid_start",
-       "restarts", "origin",       "queue",      "borrowed",    "elastic"}));
+       "restarts", "origin",       "queue",      "borrowed",    "elastic",
+       "usage",    "oom_requeues", "sized_by"}));
   for (const char* k : {"id", "state", "request"}) {
     if (!j.contains(k)) return FieldError(k, "missing from the job record");
   }
@@ -640,6 +670,17 @@ Result<Job> ParseJobRecord(const json& j) {
   if (j.contains("elastic")) {
     TESSERA_RETURN_IF_ERROR(
         ParseElasticStateRecord(j["elastic"], &job.elastic));
+  }
+  if (j.contains("usage")) {
+    TESSERA_RETURN_IF_ERROR(ParseMeasuredUse(rd, j["usage"], &job.usage));
+  }
+  if (j.contains("oom_requeues")) {
+    TESSERA_RETURN_IF_ERROR(rd.SmallInt(j["oom_requeues"], "oom_requeues", 0,
+                                        kIntMax, &job.oom_requeues));
+  }
+  if (j.contains("sized_by")) {
+    TESSERA_RETURN_IF_ERROR(
+        rd.String(j["sized_by"], "sized_by", &job.sized_by));
   }
   return job;
 }

@@ -19,6 +19,7 @@ using scheduler::Allocation;
 using scheduler::ElasticState;
 using scheduler::Job;
 using scheduler::JobRequest;
+using scheduler::MeasuredUse;
 using scheduler::Resources;
 using scheduler::Topology;
 
@@ -55,6 +56,8 @@ nlohmann::json AllocationJson(const Allocation& allocation,
 // The store's form: JobJson plus what the service needs to recover (the
 // allocation by indices, pid and start time). Parse is its inverse.
 nlohmann::json JobRecordJson(const Job& job);
+// {"peak_mib", "last_mib", "mean_utilization_pct", "readings"}.
+nlohmann::json MeasuredUseJson(const MeasuredUse& u);
 Result<Job> ParseJobRecord(const nlohmann::json& j);
 
 // Elastic jobs (service/wire/elastic_json.cc, docs/elastic.md). The job's

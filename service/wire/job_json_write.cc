@@ -85,6 +85,7 @@ json JobRequestJson(const JobRequest& r) {
             {"time_limit_s", r.time_limit_s}};
   if (r.work_steps > 0) j["work"] = {{"steps", r.work_steps}};
   if (!r.queue.empty()) j["queue"] = r.queue;
+  if (!r.on_oom.empty()) j["on_oom"] = r.on_oom;
   for (const auto& [k, v] : r.env) j["env"][k] = v;
   if (r.resources) j["resources"] = ResourcesJson(*r.resources);
   if (r.model) j["model"] = ModelJson(*r.model);
@@ -106,6 +107,13 @@ json AllocationJson(const Allocation& a, const Topology& topology) {
          {"gpu_memory_mib", g.memory_mib}});
   }
   return allocation;
+}
+
+json MeasuredUseJson(const MeasuredUse& u) {
+  return {{"peak_mib", u.peak_mib},
+          {"last_mib", u.last_mib},
+          {"mean_utilization_pct", u.mean_utilization_pct},
+          {"readings", u.readings}};
 }
 
 json JobJson(const Job& job, const Topology& topology) {
@@ -135,6 +143,9 @@ json JobJson(const Job& job, const Topology& topology) {
     out["queue"] = job.queue;
     out["borrowed"] = job.borrowed;
   }
+  if (job.usage.readings > 0) out["usage"] = MeasuredUseJson(job.usage);
+  if (job.oom_requeues > 0) out["oom_requeues"] = job.oom_requeues;
+  if (!job.sized_by.empty()) out["sized_by"] = job.sized_by;
   return out;
 }
 
@@ -161,6 +172,9 @@ json JobRecordJson(const Job& job) {
     out["queue"] = job.queue;
     out["borrowed"] = job.borrowed;
   }
+  if (job.usage.readings > 0) out["usage"] = MeasuredUseJson(job.usage);
+  if (job.oom_requeues > 0) out["oom_requeues"] = job.oom_requeues;
+  if (!job.sized_by.empty()) out["sized_by"] = job.sized_by;
   return out;
 }
 

@@ -13,6 +13,8 @@ const puppeteer = await loadPuppeteer();
 
 const config = `# one node of two A100s (the console's split test)
 log_dir: logs
+# no GPU here: nothing isolates the fractions, and the test shares anyway
+share_unisolated: true
 pools:
   - {name: a100, policy: fifo}
 nodes:

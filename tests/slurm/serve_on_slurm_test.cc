@@ -62,7 +62,10 @@ class ServeOnSlurm : public ::testing::Test {
                            << "  partition: " << partition << "\n"
                            << "  poll_interval_s: 0.2\n"
                            << "  slurm_conf: " << conf_ << "\n"
-                           << "  job_prefix: " << prefix_ << "\n"
+                           << "  job_prefix: " << prefix_
+                           << "\n"
+                           // Shards count, they do not isolate.
+                           << "share_unisolated: true\n"
                            << "pools: [{name: gpu, policy: fifo}]\n"
                            << "nodes:\n"
                            << nodes << "users:\n"
