@@ -134,8 +134,8 @@ K8sReply K8sExtender::Filter(std::string_view body) {
   if (!j) return reply;
   Result<K8sExtenderArgs> args = ParseExtenderArgs(*j);
   if (!args) return Failure(400, args.error().message);
-  const std::vector<K8sNodeVerdict> verdicts =
-      pods_.Evaluate(args->pod, args->nodes, config_.pool);
+  const std::vector<K8sNodeVerdict> verdicts = pods_.Evaluate(
+      args->pod, args->nodes, config_.pool, args->sharing_strategy);
   std::set<std::string> passed;
   json failed = json::object();
   json unresolvable = json::object();
@@ -181,8 +181,8 @@ K8sReply K8sExtender::Prioritize(std::string_view body) {
   Result<K8sExtenderArgs> args = ParseExtenderArgs(*j);
   if (!args) return Failure(400, args.error().message);
   reply.body = json::array();
-  for (const K8sNodeVerdict& v :
-       pods_.Evaluate(args->pod, args->nodes, config_.pool)) {
+  for (const K8sNodeVerdict& v : pods_.Evaluate(
+           args->pod, args->nodes, config_.pool, args->sharing_strategy)) {
     reply.body.push_back({{"Host", v.node}, {"Score", v.score}});
   }
   return reply;

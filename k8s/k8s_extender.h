@@ -56,6 +56,9 @@ struct K8sExtenderArgs {
   std::vector<std::string> nodes;  // the candidates' names, in order
   nlohmann::json node_list;        // Nodes as sent; null when absent
   bool has_node_names = false;
+  // The Node objects' kK8sSharingStrategyLabel, by name (those that carry
+  // it; none with NodeNames only).
+  std::map<std::string, std::string> sharing_strategy;
 };
 // kBadInput naming the field: not an object, no Pod, wrong types, a bad
 // quantity, neither Nodes nor NodeNames. Keys match as Go's encoding/json

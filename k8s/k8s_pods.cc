@@ -85,6 +85,61 @@ std::map<std::string, std::string> Annotations(const Topology& t,
   return out;
 }
 
+// What the service's answer for one node means for `pod` (node unset).
+K8sNodeVerdict VerdictOf(const NodeRoom& f, const K8sPod& pod,
+                         const std::string& pool) {
+  K8sNodeVerdict v;
+  v.resolvable = false;
+  using Verdict = NodeRoom::Verdict;
+  switch (f.verdict) {
+    case Verdict::kUnknownNode:
+      v.reason = "not a node of tessera's configuration";
+      break;
+    case Verdict::kOtherPool:
+      v.reason = "in pool '" + f.node_pool + "'; the extender offers pool '" +
+                 pool + "' only";
+      break;
+    case Verdict::kNeverFits:
+      v.reason = "could never hold the pod's " + DescribeK8sDemand(pod.demand);
+      break;
+    case Verdict::kDrained:
+      v.reason = "drained in tessera";
+      break;
+    case Verdict::kNoRoomNow:
+      v.resolvable = true;
+      v.reason = f.reason;
+      break;
+    case Verdict::kFits:
+      v.resolvable = true;
+      v.fits = true;
+      break;
+  }
+  return v;
+}
+
+// Why `node` cannot hold `pod`'s fraction of a GPU isolated: the config
+// says isolation mps, but GPU feature discovery's label says the device
+// plugin shares its GPUs otherwise (docs/kubernetes.md, "Isolation"). ""
+// when it can, when the pod asks for no gpu-milli share (1000 is a share
+// too), or when no label says.
+std::string UnisolatedReason(
+    const Topology& t, const K8sPod& pod, const std::string& node,
+    const std::map<std::string, std::string>& sharing_strategy) {
+  if (pod.demand.gpu_milli <= 0) return "";  // whole GPUs, or none
+  const auto label = sharing_strategy.find(node);
+  if (label == sharing_strategy.end() || label->second == "mps") return "";
+  const int n = t.FindNode(node);
+  if (n < 0 ||
+      t.nodes[static_cast<size_t>(n)].isolation != scheduler::Isolation::kMps) {
+    return "";
+  }
+  return "isolation: mps in tessera's config, but its label " +
+         Str(kK8sSharingStrategyLabel) + " is '" + label->second +
+         "', so NVIDIA's device plugin does not keep the pods sharing a GPU "
+         "apart with MPS: set the device plugin's sharing.mps for the node, "
+         "or declare it isolation: none in the config";
+}
+
 }  // namespace
 
 K8sPods::K8sPods(Service& service) : service_(service) {}
@@ -120,7 +175,8 @@ std::optional<Job> K8sPods::FindBound(const K8sPodRef& ref) {
 
 std::vector<K8sNodeVerdict> K8sPods::Evaluate(
     const K8sPod& pod, const std::vector<std::string>& nodes,
-    const std::string& pool) {
+    const std::string& pool,
+    const std::map<std::string, std::string>& sharing_strategy) {
   {
     std::lock_guard lock(mu_);
     Remember(pod);
@@ -138,38 +194,20 @@ std::vector<K8sNodeVerdict> K8sPods::Evaluate(
       service_.EvaluateNodes(pod.demand, nodes, pool, "the pod");
   double lo = std::numeric_limits<double>::infinity();
   double hi = -lo;
-  using Verdict = NodeRoom::Verdict;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const NodeRoom& f = fits[i];
-    K8sNodeVerdict& v = out[i];
-    v.node = nodes[i];
-    v.resolvable = false;
-    switch (f.verdict) {
-      case Verdict::kUnknownNode:
-        v.reason = "not a node of tessera's configuration";
-        break;
-      case Verdict::kOtherPool:
-        v.reason = "in pool '" + f.node_pool + "'; the extender offers pool '" +
-                   pool + "' only";
-        break;
-      case Verdict::kNeverFits:
-        v.reason =
-            "could never hold the pod's " + DescribeK8sDemand(pod.demand);
-        break;
-      case Verdict::kDrained:
-        v.reason = "drained in tessera";
-        break;
-      case Verdict::kNoRoomNow:
-        v.resolvable = true;
-        v.reason = f.reason;
-        break;
-      case Verdict::kFits:
-        v.resolvable = true;
-        v.fits = true;
-        lo = std::min(lo, f.score);
-        hi = std::max(hi, f.score);
-        break;
+    out[i] = VerdictOf(fits[i], pod, pool);
+    out[i].node = nodes[i];
+    if (out[i].fits || out[i].resolvable) {
+      if (std::string why = UnisolatedReason(service_.topology(), pod, nodes[i],
+                                             sharing_strategy);
+          !why.empty()) {
+        out[i] = {nodes[i], false, false, std::move(why), 0};
+        continue;
+      }
     }
+    if (!out[i].fits) continue;
+    lo = std::min(lo, fits[i].score);
+    hi = std::max(hi, fits[i].score);
   }
   // The scorer's order on 1..10 (0: does not fit), the best node at 10.
   for (size_t i = 0; i < nodes.size(); ++i) {

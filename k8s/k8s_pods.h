@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -30,6 +31,11 @@ using service::Service;
 // Job::origin of a bound pod's reservation.
 inline constexpr const char* kK8sOrigin = "k8s";
 
+// GPU feature discovery's node label: how NVIDIA's device plugin shares
+// the node's GPUs ("none", "time-slicing" or "mps").
+inline constexpr std::string_view kK8sSharingStrategyLabel =
+    "nvidia.com/gpu.sharing-strategy";
+
 class K8sPods {
  public:
   // `service` must outlive it. Pods bound before a restart are the
@@ -38,10 +44,14 @@ class K8sPods {
 
   // Where `pod` fits now among `nodes` (Kubernetes node names, which are
   // the config's), scored as the scorer ranks them; only nodes of `pool`
-  // ("" = any) are offered. Remembers the pod's request for its bind.
-  std::vector<K8sNodeVerdict> Evaluate(const K8sPod& pod,
-                                       const std::vector<std::string>& nodes,
-                                       const std::string& pool);
+  // ("" = any) are offered. `sharing_strategy`: kK8sSharingStrategyLabel
+  // by node, where the request carried Node objects; a pod asking for a
+  // fraction of a GPU never fits a node of isolation mps whose label says
+  // something else than mps. Remembers the pod's request for its bind.
+  std::vector<K8sNodeVerdict> Evaluate(
+      const K8sPod& pod, const std::vector<std::string>& nodes,
+      const std::string& pool,
+      const std::map<std::string, std::string>& sharing_strategy = {});
   // Reserves the pod's GPU share on `node` (the GPU the scorer picks there)
   // and records it durably as a running job. `given`: its request when the
   // caller fetched it (else the one Evaluate remembered). A pod of the same

@@ -63,8 +63,20 @@ Result<std::string> GoString(const json& obj, std::string_view name,
   return v->get<std::string>();
 }
 
-// The names of a NodeList's items.
-Status NodeListNames(const json& list, std::vector<std::string>* names) {
+// The item's kK8sSharingStrategyLabel, if it has one (a string).
+std::optional<std::string> SharingStrategy(const json& meta) {
+  if (!meta.contains("labels") || !meta["labels"].is_object()) {
+    return std::nullopt;
+  }
+  const json& labels = meta["labels"];
+  const auto it = labels.find(std::string(kK8sSharingStrategyLabel));
+  if (it == labels.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+// The names of a NodeList's items, and their sharing strategy labels.
+Status NodeListNames(const json& list, K8sExtenderArgs* args) {
+  std::vector<std::string>* names = &args->nodes;
   if (!list.is_object()) {
     return BadInput("Nodes: must be a v1 NodeList object, got " +
                     std::string(list.type_name()));
@@ -85,6 +97,9 @@ Status NodeListNames(const json& list, std::vector<std::string>* names) {
       return BadInput(field + ".metadata.name: missing, or not a string");
     }
     names->push_back(meta["name"].get<std::string>());
+    if (std::optional<std::string> strategy = SharingStrategy(meta)) {
+      args->sharing_strategy[names->back()] = std::move(*strategy);
+    }
   }
   return {};
 }
@@ -112,7 +127,7 @@ Result<K8sExtenderArgs> ParseExtenderArgs(const json& body) {
         "candidate nodes)");
   }
   if (nodes != nullptr) {
-    TESSERA_RETURN_IF_ERROR(NodeListNames(*nodes, &args.nodes));
+    TESSERA_RETURN_IF_ERROR(NodeListNames(*nodes, &args));
     args.node_list = *nodes;
   }
   if (names != nullptr) {

@@ -86,9 +86,7 @@ class SlurmLauncher : public Launcher {
       return Unavailable(s.log_dir +
                          ": cannot create the log directory: " + ec.message());
     }
-    Result<std::map<std::string, SlurmNode>> nodes = Nodes(s.parts);
-    TESSERA_RETURN_IF_ERROR(nodes);
-    Result<SbatchJob> request = BuildSbatchJob(s, options_, *nodes);
+    Result<SbatchJob> request = Request(s);
     TESSERA_RETURN_IF_ERROR(request);
 
     // A job of this id that a previous attempt left in Slurm (an sbatch
@@ -231,11 +229,24 @@ class SlurmLauncher : public Launcher {
     return BadInput("Slurm refused the job: " + what);
   }
 
+  // sbatch's request for `spec` over Slurm's view of the nodes; a request
+  // that view refuses is built again over a fresh view (GRES configured
+  // in Slurm since, e.g. after the error's advice).
+  Result<SbatchJob> Request(const LaunchSpec& spec) {
+    Result<std::map<std::string, SlurmNode>> nodes = Nodes(spec.parts, false);
+    TESSERA_RETURN_IF_ERROR(nodes);
+    Result<SbatchJob> request = BuildSbatchJob(spec, options_, *nodes);
+    if (request) return request;
+    nodes = Nodes(spec.parts, true);
+    TESSERA_RETURN_IF_ERROR(nodes);
+    return BuildSbatchJob(spec, options_, *nodes);
+  }
+
   // Slurm's view of the nodes of `parts`, asked once and again when one is
-  // missing (a node added to Slurm since).
+  // missing (a node added to Slurm since) or when `fresh`.
   Result<std::map<std::string, SlurmNode>> Nodes(
-      const std::vector<LaunchPart>& parts) {
-    {
+      const std::vector<LaunchPart>& parts, bool fresh) {
+    if (!fresh) {
       std::lock_guard lock(mu_);
       const bool known = std::ranges::all_of(
           parts, [&](const LaunchPart& p) { return nodes_.count(p.node); });

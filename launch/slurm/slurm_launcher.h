@@ -3,9 +3,10 @@
 
 // The Slurm launcher: every admitted job becomes a Slurm batch job on the
 // node tessera chose (--nodelist), whole GPUs as `gpu` GRES, fractions as
-// `shard` GRES, a split job over several nodes as one heterogeneous job;
-// its state follows Slurm's (scontrol), cancel is scancel. Design,
-// configuration and limits: docs/slurm.md.
+// `shard` GRES (`mps` GRES on a node of isolation mps), a split job over
+// several nodes as one heterogeneous job; its state follows Slurm's
+// (scontrol), cancel is scancel. Design, configuration and limits:
+// docs/slurm.md.
 
 #include <memory>
 #include <string>
@@ -23,7 +24,8 @@ struct SlurmOptions {
   // Added to every component's options, e.g. {"--qos=normal"}.
   std::vector<std::string> sbatch_args;
   // Shards per GPU; 0 = read from Slurm's node GRES (shard count / gpu
-  // count). A job's shards = floor(milli x this / 1000), at least 1.
+  // count). A job's shards = floor(milli x this / 1000), at least 1. Not
+  // for mps GRES: that count per GPU is always Slurm's.
   int shards_per_gpu = 0;
   double poll_interval_s = 2;
   // A Slurm command running longer is killed and counts as "controller

@@ -1,11 +1,13 @@
 // Building sbatch's request. GPUs: a node whose GPUs are pinned (each its
 // own GRES type idx<N>) is asked for exactly the GPUs tessera reserved;
-// another is asked for a count and Slurm picks (docs/slurm.md).
+// another is asked for a count and Slurm picks (docs/slurm.md). Fractions
+// are shard GRES, or mps GRES on a node of isolation mps.
 
 #include "launch/slurm/slurm_sbatch_internal.h"
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <numeric>
 
 #include "scheduler/mps.h"
@@ -47,7 +49,105 @@ std::string Joined(const std::vector<std::string>& words) {
   return out;
 }
 
-// --gres for one part; kBadInput when Slurm cannot be asked for it.
+// The part's GPU positions in index order (the order of Slurm's
+// CUDA_VISIBLE_DEVICES).
+std::vector<size_t> IndexOrder(const LaunchPart& part) {
+  std::vector<size_t> order(part.gpu_indices.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return part.gpu_indices[a] < part.gpu_indices[b];
+  });
+  return order;
+}
+
+// "<name>:idx<N>:<count>" per GPU of the part, in index order.
+std::string PinnedGres(const LaunchPart& part, std::string_view name,
+                       const std::function<int64_t(size_t)>& count) {
+  std::string gres;
+  for (size_t i : IndexOrder(part)) {
+    gres += (gres.empty() ? "" : ",") + std::string(name) + ":" +
+            std::string(kPinnedGpuTypePrefix) +
+            std::to_string(part.gpu_indices[i]) + ":" +
+            std::to_string(count(i));
+  }
+  return gres;
+}
+
+// Whole GPUs: gpu:<n>, or each GPU by its type where they are pinned.
+std::string WholeGpuGres(const LaunchPart& part, const SlurmNode& node) {
+  if (!node.gpus_pinned) {
+    return "gpu:" + std::to_string(part.gpu_indices.size());
+  }
+  return PinnedGres(part, "gpu", [](size_t) { return int64_t{1}; });
+}
+
+// Fractions as shards (they count, they do not isolate).
+Result<std::string> ShardGres(const LaunchPart& part, const SlurmNode& node,
+                              const SlurmOptions& options,
+                              const std::string& where) {
+  const int64_t per_gpu = options.shards_per_gpu > 0 ? options.shards_per_gpu
+                                                     : node.shards_per_gpu();
+  if (node.shards == 0 || per_gpu <= 0) {
+    return BadInput(where +
+                    " has no shard GRES in Slurm, so a fraction of a GPU "
+                    "cannot be asked for (GresTypes=gpu,shard and "
+                    "Name=shard Count=... in gres.conf)");
+  }
+  if (per_gpu > node.shards_per_gpu()) {
+    return BadInput(where + " has " + std::to_string(node.shards_per_gpu()) +
+                    " shards per GPU in Slurm, fewer than shards_per_gpu " +
+                    std::to_string(per_gpu) + " in the config");
+  }
+  if (node.shards_pinned) {
+    return PinnedGres(part, "shard", [&](size_t i) {
+      return ShardsFor(part.gpu_milli[i], per_gpu);
+    });
+  }
+  if (part.gpu_indices.size() > 1) {
+    return BadInput(
+        where + ": the job holds fractions of " +
+        std::to_string(part.gpu_indices.size()) +
+        " of its GPUs, which untyped shard GRES cannot express (Slurm "
+        "takes a job's shards on a node from one GPU); give each GPU "
+        "its own type (Name=shard Type=idx0 Count=... File=/dev/nvidia0 "
+        "in gres.conf; docs/slurm.md)");
+  }
+  return "shard:" + std::to_string(ShardsFor(part.gpu_milli[0], per_gpu));
+}
+
+// Fractions on a node of isolation mps as gres/mps: Slurm's MPS isolates
+// them, and gives a job one GPU per node (docs/slurm.md, "Isolation").
+Result<std::string> MpsGres(const LaunchPart& part, const SlurmNode& node,
+                            const std::string& where) {
+  const int64_t per_gpu = node.mps_per_gpu();
+  if (node.mps == 0 || per_gpu <= 0) {
+    return BadInput(
+        where +
+        " is isolation: mps in the config, but Slurm lists no mps GRES on "
+        "it, so its fractions cannot be asked for as MPS clients; configure "
+        "gres/mps (GresTypes=gpu,mps in slurm.conf, mps:<count> in the "
+        "node's Gres=, Name=mps Count=... in gres.conf, usually 100 per "
+        "GPU, and a Prolog that starts the MPS server) or declare the node "
+        "isolation: none (docs/slurm.md, \"Isolation\")");
+  }
+  if (part.gpu_indices.size() > 1) {
+    return Infeasible(
+        where + ": the job holds fractions of " +
+        std::to_string(part.gpu_indices.size()) +
+        " of its GPUs, but Slurm's gres/mps gives a job one GPU per node; "
+        "give the job whole GPUs or a fraction of one GPU there, or split "
+        "it over nodes (docs/slurm.md, \"Isolation\")");
+  }
+  if (node.mps_pinned) {
+    return PinnedGres(part, "mps", [&](size_t i) {
+      return ShardsFor(part.gpu_milli[i], per_gpu);
+    });
+  }
+  return "mps:" + std::to_string(ShardsFor(part.gpu_milli[0], per_gpu));
+}
+
+// --gres for one part; kBadInput (kInfeasible) when Slurm cannot be asked
+// for it.
 Result<std::string> PartGres(const LaunchPart& part, const SlurmNode& node,
                              const SlurmOptions& options, JobId id) {
   if (part.gpu_indices.empty()) return std::string();
@@ -62,56 +162,9 @@ Result<std::string> PartGres(const LaunchPart& part, const SlurmNode& node,
                       " (the config's nodes must match Slurm's)");
     }
   }
-  std::vector<size_t> order(part.gpu_indices.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return part.gpu_indices[a] < part.gpu_indices[b];
-  });
-  const std::string prefix(kPinnedGpuTypePrefix);
-  std::vector<std::string> specs;
-  if (part.exclusive) {
-    if (!node.gpus_pinned) {
-      return "gpu:" + std::to_string(part.gpu_indices.size());
-    }
-    for (size_t i : order) {
-      specs.push_back("gpu:" + prefix + std::to_string(part.gpu_indices[i]) +
-                      ":1");
-    }
-  } else {
-    const int64_t per_gpu = options.shards_per_gpu > 0 ? options.shards_per_gpu
-                                                       : node.shards_per_gpu();
-    if (node.shards == 0 || per_gpu <= 0) {
-      return BadInput(where +
-                      " has no shard GRES in Slurm, so a fraction of a GPU "
-                      "cannot be asked for (GresTypes=gpu,shard and "
-                      "Name=shard Count=... in gres.conf)");
-    }
-    if (per_gpu > node.shards_per_gpu()) {
-      return BadInput(where + " has " + std::to_string(node.shards_per_gpu()) +
-                      " shards per GPU in Slurm, fewer than shards_per_gpu " +
-                      std::to_string(per_gpu) + " in the config");
-    }
-    if (!node.shards_pinned) {
-      if (part.gpu_indices.size() > 1) {
-        return BadInput(
-            where + ": the job holds fractions of " +
-            std::to_string(part.gpu_indices.size()) +
-            " of its GPUs, which untyped shard GRES cannot express (Slurm "
-            "takes a job's shards on a node from one GPU); give each GPU "
-            "its own type (Name=shard Type=idx0 Count=... File=/dev/nvidia0 "
-            "in gres.conf; docs/slurm.md)");
-      }
-      return "shard:" + std::to_string(ShardsFor(part.gpu_milli[0], per_gpu));
-    }
-    for (size_t i : order) {
-      specs.push_back("shard:" + prefix + std::to_string(part.gpu_indices[i]) +
-                      ":" +
-                      std::to_string(ShardsFor(part.gpu_milli[i], per_gpu)));
-    }
-  }
-  std::string gres;
-  for (const std::string& s : specs) gres += (gres.empty() ? "" : ",") + s;
-  return gres;
+  if (part.exclusive) return WholeGpuGres(part, node);
+  if (part.mps) return MpsGres(part, node, where);
+  return ShardGres(part, node, options, where);
 }
 
 // The part's own variables: its index and node and, for fractions, the
@@ -122,14 +175,9 @@ std::vector<std::pair<std::string, std::string>> PartEnv(const LaunchPart& part,
   std::vector<std::pair<std::string, std::string>> env = {
       {"TESSERA_PART", std::to_string(k)}, {"TESSERA_NODE", part.node}};
   if (part.exclusive || part.gpu_indices.empty()) return env;
-  std::vector<size_t> order(part.gpu_indices.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return part.gpu_indices[a] < part.gpu_indices[b];
-  });
   std::vector<int> milli;
   std::vector<int64_t> memory_mib;
-  for (const size_t j : order) {
+  for (const size_t j : IndexOrder(part)) {
     milli.push_back(part.gpu_milli[j]);
     memory_mib.push_back(part.gpu_memory_mib[j]);
   }

@@ -134,42 +134,45 @@ int PinnedIndex(std::string_view type, int gpus) {
   return n && *n >= 0 && *n < gpus ? static_cast<int>(*n) : -1;
 }
 
+// Whether `entries` give each of the node's `gpus` GPUs its own type
+// idx<N>, with count 1 each (`single_count`) or one count for all.
+bool CoversAllGpus(const std::vector<GresEntry>& entries, int gpus,
+                   bool single_count) {
+  if (gpus == 0 || static_cast<int>(entries.size()) != gpus) return false;
+  std::vector<bool> seen(static_cast<size_t>(gpus), false);
+  for (const GresEntry& g : entries) {
+    const int i = PinnedIndex(g.type, gpus);
+    if (i < 0 || seen[static_cast<size_t>(i)]) return false;
+    if (single_count ? g.count != 1 : g.count != entries[0].count) {
+      return false;
+    }
+    seen[static_cast<size_t>(i)] = true;
+  }
+  return true;
+}
+
 SlurmNode ParseNode(const Fields& fields) {
   SlurmNode node;
   node.name = *Get(fields, "NodeName");
   if (const std::string* s = Get(fields, "State")) node.state = *s;
   const std::string* gres = Get(fields, "Gres");
   if (gres == nullptr || *gres == "(null)") return node;
-  std::vector<GresEntry> gpu_entries;
-  std::vector<GresEntry> shard_entries;
+  std::map<std::string, std::vector<GresEntry>> by_name;
   for (std::string_view part : SplitOutsideParens(*gres)) {
     GresEntry g = ParseGresEntry(part);
-    if (g.name == "gpu") {
-      node.gpus += static_cast<int>(g.count);
-      gpu_entries.push_back(std::move(g));
-    } else if (g.name == "shard") {
-      node.shards += g.count;
-      shard_entries.push_back(std::move(g));
-    }
+    by_name[g.name].push_back(std::move(g));
   }
-  auto covers_all = [&](const std::vector<GresEntry>& entries,
-                        bool single_count) {
-    if (node.gpus == 0 || static_cast<int>(entries.size()) != node.gpus) {
-      return false;
-    }
-    std::vector<bool> seen(static_cast<size_t>(node.gpus), false);
-    for (const GresEntry& g : entries) {
-      const int i = PinnedIndex(g.type, node.gpus);
-      if (i < 0 || seen[static_cast<size_t>(i)]) return false;
-      if (single_count ? g.count != 1 : g.count != entries[0].count) {
-        return false;
-      }
-      seen[static_cast<size_t>(i)] = true;
-    }
-    return true;
+  auto total = [&](const std::string& name) {
+    int64_t n = 0;
+    for (const GresEntry& g : by_name[name]) n += g.count;
+    return n;
   };
-  node.gpus_pinned = covers_all(gpu_entries, true);
-  node.shards_pinned = covers_all(shard_entries, false);
+  node.gpus = static_cast<int>(total("gpu"));
+  node.shards = total("shard");
+  node.mps = total("mps");
+  node.gpus_pinned = CoversAllGpus(by_name["gpu"], node.gpus, true);
+  node.shards_pinned = CoversAllGpus(by_name["shard"], node.gpus, false);
+  node.mps_pinned = CoversAllGpus(by_name["mps"], node.gpus, false);
   return node;
 }
 

@@ -2,8 +2,8 @@
 #define TESSERA_LAUNCH_SLURM_SLURM_STATE_H_
 
 // Reading Slurm's answers: `scontrol show job -o -d` (a job's state, exit
-// code and the GPUs it holds), `scontrol show node -o` (a node's GPU and
-// shard GRES) and the error lines of its commands. Pure functions over
+// code and the GPUs it holds), `scontrol show node -o` (a node's GPU,
+// shard and mps GRES) and the error lines of its commands. Pure functions over
 // text, so that the tests feed them captured output (Slurm 22.05).
 // docs/slurm.md maps Slurm's states to tessera's.
 
@@ -60,7 +60,8 @@ SlurmOutcome ClassifySlurmJob(const SlurmJob& job);
 // A node's GPUs as Slurm's GRES describes them. "Pinned": every GPU has
 // its own type idx<N> (gres.conf `Name=gpu Type=idx2 File=/dev/nvidia2`,
 // and `Name=shard Type=idx2 Count=100 File=/dev/nvidia2`), so that a job
-// can ask for GPU N itself (--gres=gpu:idx2:1, shard:idx2:25).
+// can ask for GPU N itself (--gres=gpu:idx2:1, shard:idx2:25). The mps
+// GRES (gres/mps, the MPS-isolated fractions) is read like the shards.
 struct SlurmNode {
   std::string name;
   std::string state;           // State=IDLE, MIXED, DOWN+DRAIN, ...
@@ -68,7 +69,10 @@ struct SlurmNode {
   int64_t shards = 0;          // shard GRES count (all GPUs)
   bool gpus_pinned = false;    // gpu types idx0..idx<gpus-1>, count 1 each
   bool shards_pinned = false;  // shard types idx0..idx<gpus-1>, equal counts
+  int64_t mps = 0;             // mps GRES count (all GPUs)
+  bool mps_pinned = false;     // mps types idx0..idx<gpus-1>, equal counts
   int64_t shards_per_gpu() const { return gpus > 0 ? shards / gpus : 0; }
+  int64_t mps_per_gpu() const { return gpus > 0 ? mps / gpus : 0; }
 };
 inline constexpr std::string_view kPinnedGpuTypePrefix = "idx";
 

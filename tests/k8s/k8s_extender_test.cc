@@ -85,7 +85,7 @@ class K8sExtenderTest : public ::testing::Test {
     extender_.reset();
     service_.reset();
     ServiceOptions o;
-    o.topology = Cluster();
+    o.topology = cluster_;
     o.scorer = scorer;
     o.db_path = dir_.File("k8s.db");
     o.log_dir = dir_.File("logs");
@@ -156,6 +156,7 @@ class K8sExtenderTest : public ::testing::Test {
   }
 
   testlib::TempDir dir_;
+  Topology cluster_ = Cluster();  // what Make serves
   double now_ = 1'700'000'000;
   std::unique_ptr<Service> service_;
   std::unique_ptr<K8sExtender> extender_;
@@ -193,6 +194,57 @@ TEST_F(K8sExtenderTest, FilterAnswersANodeListWithTheNodeObjects) {
   EXPECT_EQ(items[1]["metadata"]["name"], "node1");
   EXPECT_EQ(r.body["Nodes"]["kind"], "NodeList");
   EXPECT_TRUE(r.body["FailedAndUnresolvableNodes"].contains("cpu-only"));
+}
+
+TEST_F(K8sExtenderTest, FractionsAvoidMpsNodesWhoseDevicePluginIsNotMps) {
+  // node0 is isolation mps in the config, but GPU feature discovery says
+  // its device plugin time-slices; node1 (mps too) runs MPS.
+  cluster_.nodes[0].isolation = scheduler::Isolation::kMps;
+  cluster_.nodes[1].isolation = scheduler::Isolation::kMps;
+  Make();
+  json args = Fixture("filter_args_nodes.json");
+  const std::string label(kK8sSharingStrategyLabel);
+  json& items = args["Nodes"]["items"];
+  items[0]["metadata"]["labels"][label] = "time-slicing";
+  items[1]["metadata"]["labels"][label] = "mps";
+  K8sReply r = extender_->Filter(args.dump());
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  ASSERT_EQ(r.body["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ(r.body["Nodes"]["items"][0]["metadata"]["name"], "node1");
+  EXPECT_EQ(r.body["FailedAndUnresolvableNodes"]["node0"],
+            "isolation: mps in tessera's config, but its label "
+            "nvidia.com/gpu.sharing-strategy is 'time-slicing', so NVIDIA's "
+            "device plugin does not keep the pods sharing a GPU apart with "
+            "MPS: set the device plugin's sharing.mps for the node, or "
+            "declare it isolation: none in the config");
+  r = extender_->Prioritize(args.dump());
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body[0]["Host"], "node0");
+  EXPECT_EQ(r.body[0]["Score"], 0);
+  EXPECT_EQ(r.body[1]["Score"], kK8sMaxPriority);
+  // A whole GPU shares with nobody: the label does not matter.
+  json whole = args;
+  whole["Pod"]["spec"]["containers"][0]["resources"] = {
+      {"limits", {{"nvidia.com/gpu", "1"}}}};
+  r = extender_->Filter(whole.dump());
+  EXPECT_EQ(r.body["Nodes"]["items"].size(), 2u) << r.body.dump();
+  // Without the label (no GPU feature discovery) nothing says otherwise;
+  // and a node of isolation none shares as its config says.
+  items[0]["metadata"]["labels"].erase(label);
+  items[1]["metadata"]["labels"][label] = "none";
+  cluster_.nodes[1].isolation = scheduler::Isolation::kNone;
+  Make();
+  r = extender_->Filter(args.dump());
+  EXPECT_EQ(r.body["Nodes"]["items"].size(), 2u) << r.body.dump();
+  // Node names only carry no labels: nothing to check.
+  items[0]["metadata"]["labels"][label] = "time-slicing";
+  cluster_.nodes[1].isolation = scheduler::Isolation::kMps;
+  Make();
+  json names = args;
+  names.erase("Nodes");
+  names["NodeNames"] = {"node0", "node1"};
+  r = extender_->Filter(names.dump());
+  EXPECT_EQ(r.body["NodeNames"], json({"node0", "node1"})) << r.body.dump();
 }
 
 TEST_F(K8sExtenderTest, NodesThatNeverCouldAreUnresolvable) {

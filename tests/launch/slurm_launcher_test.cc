@@ -143,6 +143,28 @@ TEST(SlurmLauncher, StartsAndFollowsTheJob) {
   EXPECT_EQ(exited[0].exit_code, 3);
 }
 
+TEST(SlurmLauncher, MpsNodeNeedsMpsGresAndIsAskedAgainOnceConfigured) {
+  FakeSlurm slurm;
+  auto launcher = MakeSlurmLauncher(slurm.Options(), slurm.LogDir());
+  LaunchSpec spec = Spec(7);
+  spec.parts[0].mps = true;
+  auto refused = launcher->Start(spec);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kBadInput);
+  EXPECT_THAT(refused.error().message,
+              HasSubstr("node 'n1' is isolation: mps in the config, but "
+                        "Slurm lists no mps GRES on it"));
+  EXPECT_THAT(slurm.Calls(), ::testing::Not(HasSubstr("sbatch")));
+  // The admin adds gres/mps: the next start sees it without a restart.
+  slurm.Set("nodes",
+            "NodeName=n1 Gres=gpu:idx0:1,gpu:idx1:1,mps:idx0:100,"
+            "mps:idx1:100 State=IDLE\n");
+  slurm.Set("jobs", Record(42, "tessera-7", "RUNNING", "0:0"));
+  auto launched = launcher->Start(spec);
+  ASSERT_TRUE(launched) << launched.error().message;
+  EXPECT_THAT(slurm.Calls(), HasSubstr("--gres=mps:idx1:25"));
+}
+
 TEST(SlurmLauncher, CancelIsScancelAndEndsCancelled) {
   FakeSlurm slurm;
   auto launcher = MakeSlurmLauncher(slurm.Options(), slurm.LogDir());

@@ -16,12 +16,15 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // n1: GPUs pinned (gres types idx0..idx3, 100 shards each); n2: gpu:4,
-// shard:400 untyped; n3: GPUs without shards.
+// shard:400 untyped; n3: GPUs without shards or mps; m1: GPUs and mps
+// pinned (100 mps each); m2: gpu:4, shard:400, mps:800 untyped.
 std::map<std::string, SlurmNode> Nodes() {
   SlurmNode n1{"n1", "IDLE", 4, 400, true, true};
   SlurmNode n2{"n2", "IDLE", 4, 400, false, false};
   SlurmNode n3{"n3", "IDLE", 2, 0, false, false};
-  return {{"n1", n1}, {"n2", n2}, {"n3", n3}};
+  SlurmNode m1{"m1", "IDLE", 4, 0, true, false, 400, true};
+  SlurmNode m2{"m2", "IDLE", 4, 400, false, false, 800, false};
+  return {{"n1", n1}, {"n2", n2}, {"n3", n3}, {"m1", m1}, {"m2", m2}};
 }
 
 LaunchPart Fraction(const std::string& node, std::vector<int> gpus, int milli,
@@ -185,7 +188,8 @@ TEST(SlurmSbatch, RefusesWhatSlurmCannotBeAskedFor) {
   };
   EXPECT_THAT(
       message(Spec({Fraction("n9", {0}, 250, 1)})),
-      HasSubstr("node 'n9' is not a Slurm node (Slurm has n1, n2, n3)"));
+      HasSubstr("node 'n9' is not a Slurm node (Slurm has m1, m2, n1, n2, "
+                "n3)"));
   EXPECT_THAT(message(Spec({Fraction("n2", {5}, 250, 1)})),
               HasSubstr("has 4 GPUs in Slurm's gpu GRES"));
   EXPECT_THAT(message(Spec({Fraction("n3", {0}, 250, 1)})),
@@ -203,6 +207,104 @@ TEST(SlurmSbatch, RefusesWhatSlurmCannotBeAskedFor) {
   LaunchSpec empty = Spec({Fraction("n1", {0}, 250, 1)});
   empty.command.clear();
   EXPECT_THAT(message(empty), HasSubstr("empty command"));
+}
+
+LaunchPart MpsFraction(const std::string& node, std::vector<int> gpus,
+                       int milli, int64_t mib) {
+  LaunchPart p = Fraction(node, std::move(gpus), milli, mib);
+  p.mps = true;
+  return p;
+}
+
+TEST(SlurmSbatch, MpsFractionOnAPinnedGpuAsksForThatGpusMps) {
+  auto job = BuildSbatchJob(Spec({MpsFraction("m1", {2}, 250, 8192)}),
+                            SlurmOptions{}, Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(Has(job->options, "--gres=mps:idx2:25"));
+  EXPECT_THAT(job->options, Not(Contains(HasSubstr("shard"))));
+  // The limits tessera reserved, as for shards (Slurm's own
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is overridden: docs/slurm.md).
+  EXPECT_THAT(job->script,
+              HasSubstr("export TESSERA_PART='0' TESSERA_NODE='m1' "
+                        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE='25' "
+                        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT='0=8192M'\n"));
+}
+
+TEST(SlurmSbatch, MpsFractionOnAnUntypedNodeCountsByTheNodesMpsPerGpu) {
+  // m2: 800 mps over 4 GPUs, 200 a GPU; the configured shards_per_gpu is
+  // for shards only.
+  SlurmOptions options;
+  options.shards_per_gpu = 10;
+  auto job = BuildSbatchJob(Spec({MpsFraction("m2", {3}, 250, 1024)}), options,
+                            Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(Has(job->options, "--gres=mps:50"));
+  job =
+      BuildSbatchJob(Spec({MpsFraction("m2", {0}, 2, 1024)}), options, Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(Has(job->options, "--gres=mps:1"));  // at least one
+}
+
+TEST(SlurmSbatch, WithoutMpsOrWholeGpusTheRequestIsUnchanged) {
+  // An mps node's part without mps (isolation none): shards as before.
+  auto job = BuildSbatchJob(Spec({Fraction("m2", {1}, 500, 1024)}),
+                            SlurmOptions{}, Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(Has(job->options, "--gres=shard:50"));
+  // Whole GPUs of an mps node are gpu GRES (Slurm allocates a GPU as gpu
+  // or as mps, never both to one job).
+  LaunchPart whole = MpsFraction("m1", {3, 0}, 1000, 81920);
+  whole.exclusive = true;
+  job = BuildSbatchJob(Spec({whole}), SlurmOptions{}, Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(Has(job->options, "--gres=gpu:idx0:1,gpu:idx3:1"));
+  EXPECT_THAT(job->script, Not(HasSubstr("CUDA_MPS")));
+}
+
+TEST(SlurmSbatch, ASplitJobMixesMpsAndShardComponents) {
+  auto job = BuildSbatchJob(
+      Spec({MpsFraction("m1", {1}, 300, 8000), Fraction("n2", {3}, 400, 6000)}),
+      SlurmOptions{}, Nodes());
+  ASSERT_TRUE(job) << job.error().message;
+  const auto& o = job->options;
+  const auto colon = std::find(o.begin(), o.end(), ":");
+  ASSERT_NE(colon, o.end());
+  EXPECT_TRUE(
+      Has(std::vector<std::string>(o.begin(), colon), "--gres=mps:idx1:30"));
+  EXPECT_TRUE(
+      Has(std::vector<std::string>(colon + 1, o.end()), "--gres=shard:40"));
+}
+
+TEST(SlurmSbatch, RefusesMpsFractionsSlurmCannotIsolate) {
+  auto error = [](const LaunchPart& part) {
+    auto job = BuildSbatchJob(Spec({part}), SlurmOptions{}, Nodes());
+    EXPECT_FALSE(job);
+    return job ? Error{} : job.error();
+  };
+  // No mps GRES on the node: what to configure, or isolation: none.
+  for (const char* node : {"n3", "n1"}) {
+    const Error e = error(MpsFraction(node, {0}, 250, 1));
+    EXPECT_EQ(e.code, ErrorCode::kBadInput) << node;
+    EXPECT_THAT(e.message, HasSubstr("node '" + std::string(node) +
+                                     "' is isolation: mps in the config, but "
+                                     "Slurm lists no mps GRES on it"));
+    EXPECT_THAT(e.message, HasSubstr("GresTypes=gpu,mps"));
+    EXPECT_THAT(e.message, HasSubstr("Name=mps Count="));
+    EXPECT_THAT(e.message, HasSubstr("isolation: none"));
+  }
+  // Fractions of two GPUs: gres/mps gives a job one GPU per node, pinned
+  // or not (Slurm 22.05 takes mps:idx1:30,mps:idx2:30 as 30 of GPU 1).
+  for (const char* node : {"m1", "m2"}) {
+    const Error e = error(MpsFraction(node, {1, 2}, 300, 1));
+    EXPECT_EQ(e.code, ErrorCode::kInfeasible) << node;
+    EXPECT_THAT(e.message, HasSubstr("node '" + std::string(node) +
+                                     "': the job holds fractions of 2 of its "
+                                     "GPUs, but Slurm's gres/mps gives a job "
+                                     "one GPU per node"));
+  }
+  // A GPU index past Slurm's is still the config's mismatch.
+  EXPECT_THAT(error(MpsFraction("m1", {4}, 300, 1)).message,
+              HasSubstr("has 4 GPUs in Slurm's gpu GRES"));
 }
 
 TEST(SlurmSbatch, ConfiguredShardsPerGpuAndPercentInLogPaths) {

@@ -169,6 +169,38 @@ TEST(SlurmState, NodeGresVariants) {
   EXPECT_FALSE(nodes->at("d").gpus_pinned);  // idx0 twice
 }
 
+// The Gres= of `scontrol show node -o` for gres/mps, as Slurm 22.05
+// printed it for the nodes of tests/slurm/slurm_up.sh given mps GRES
+// (GresTypes=gpu,shard,mps): pinned per GPU, and untyped beside shards.
+TEST(SlurmState, NodeMpsGres) {
+  auto nodes = ParseScontrolNodes(
+      "NodeName=n1 Arch=x86_64 Gres=gpu:idx0:1,gpu:idx1:1,gpu:idx2:1,"
+      "gpu:idx3:1,mps:idx0:100,mps:idx1:100,mps:idx2:100,mps:idx3:100 "
+      "State=IDLE\n"
+      "NodeName=n2 Arch=x86_64 Gres=gpu:4,shard:400,mps:400 State=IDLE\n"
+      "NodeName=e Gres=gpu:2,mps:300 State=IDLE\n"
+      "NodeName=f Gres=gpu:idx0:1,gpu:idx1:1,mps:idx0:100,mps:idx1:50 "
+      "State=IDLE\n"
+      "NodeName=g Gres=gpu:4,shard:400 State=IDLE\n");
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  const SlurmNode& n1 = nodes->at("n1");
+  EXPECT_EQ(n1.mps, 400);
+  EXPECT_EQ(n1.mps_per_gpu(), 100);
+  EXPECT_TRUE(n1.mps_pinned);
+  EXPECT_EQ(n1.shards, 0);
+  EXPECT_TRUE(n1.gpus_pinned);
+  const SlurmNode& n2 = nodes->at("n2");
+  EXPECT_EQ(n2.gpus, 4);
+  EXPECT_EQ(n2.mps, 400);
+  EXPECT_EQ(n2.shards, 400);
+  EXPECT_FALSE(n2.mps_pinned);
+  EXPECT_EQ(nodes->at("e").mps_per_gpu(), 150);
+  EXPECT_FALSE(nodes->at("f").mps_pinned);  // unequal counts
+  EXPECT_EQ(nodes->at("f").mps, 150);
+  EXPECT_EQ(nodes->at("g").mps, 0);
+  EXPECT_EQ(nodes->at("g").mps_per_gpu(), 0);
+}
+
 TEST(SlurmState, TellsTransientErrorsFromRefusals) {
   // As printed by Slurm 22.05's commands.
   EXPECT_TRUE(IsTransientSlurmError(
