@@ -6,6 +6,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace tessera::launch {
 
@@ -33,6 +38,33 @@ void UsageMeter::Add(const GpuReadings& r,
     s.usage.mean_utilization_pct =
         s.utilization_sum / static_cast<double>(s.usage.readings);
   }
+}
+
+std::map<int64_t, std::set<uint32_t>> SessionProcesses(
+    const std::set<int64_t>& sessions) {
+  std::map<int64_t, std::set<uint32_t>> out;
+  if (sessions.empty()) return out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "stat");
+    std::string text;
+    if (!in || !std::getline(in, text)) continue;  // ended meanwhile
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces.
+    const size_t paren = text.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(text.substr(paren + 1));
+    std::string state;
+    int64_t ppid = 0, pgrp = 0, session = 0;
+    if (!(rest >> state >> ppid >> pgrp >> session)) continue;
+    if (sessions.count(session)) {
+      out[session].insert(static_cast<uint32_t>(std::stoul(name)));
+    }
+  }
+  return out;
 }
 
 JobUsage UsageMeter::Of(JobId id) const {

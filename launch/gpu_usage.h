@@ -61,6 +61,13 @@ struct JobUsage {
   int readings = 0;
 };
 
+// The processes of each session in `sessions` (a session's id is its
+// leader's pid: the local launcher starts each job with setsid, so a job's
+// whole process tree is its session), read from /proc. A session with no
+// live process is absent.
+std::map<int64_t, std::set<uint32_t>> SessionProcesses(
+    const std::set<int64_t>& sessions);
+
 class UsageMeter {
  public:
   // Adds `r` to the jobs whose processes (pids, the job's whole process

@@ -14,8 +14,8 @@ void SizingBook::Add(const ModelFingerprint& fp, const SizingSample& s) {
   while (q.size() > static_cast<size_t>(kWindow)) q.pop_front();
 }
 
-LearnedSize SizingBook::Size(const ModelFingerprint& fp,
-                             int64_t estimate_mib) const {
+LearnedSize SizingBook::Size(const ModelFingerprint& fp, int64_t estimate_mib,
+                             std::string_view kind) const {
   LearnedSize out{estimate_mib, std::nullopt, 0, "estimate"};
   auto it = samples_.find(fp);
   if (it == samples_.end() || it->second.empty()) return out;
@@ -25,7 +25,9 @@ LearnedSize SizingBook::Size(const ModelFingerprint& fp,
   std::vector<double> steps;
   for (const SizingSample& s : q) {
     most = std::max(most, s.peak_mib);
-    if (s.step_s && *s.step_s > 0) steps.push_back(*s.step_s);
+    if (s.step_s && *s.step_s > 0 && (kind.empty() || s.gpu_kind == kind)) {
+      steps.push_back(*s.step_s);
+    }
   }
   const auto with_headroom = static_cast<int64_t>(
       std::ceil(static_cast<double>(most) * (1 + headroom_)));

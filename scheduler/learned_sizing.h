@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace tessera::scheduler {
 
@@ -37,10 +38,19 @@ struct ModelFingerprint {
   auto operator<=>(const ModelFingerprint&) const = default;
 };
 
+// The headroom over a measured need (a peak, an out-of-memory's need): a
+// measurement is nearer the truth than an estimate, which keeps
+// kDefaultModelHeadroom.
+inline constexpr double kMeasuredHeadroom = 0.05;
+
 struct SizingSample {
   int64_t peak_mib = 0;
   bool hit_cap = false;  // died at its cap: the peak is a lower bound
+  // Its step alone on one whole GPU of `gpu_kind` (progress reports), if
+  // it ran so.
   std::optional<double> step_s;
+  std::string gpu_kind;
+  double at = 0;  // Unix seconds
 };
 
 struct LearnedSize {
@@ -57,11 +67,19 @@ class SizingBook {
   static constexpr int kSamplesToOverride = 3;
   static constexpr int kWindow = 8;
 
-  explicit SizingBook(double headroom = 0.05) : headroom_(headroom) {}
+  explicit SizingBook(double headroom = kMeasuredHeadroom)
+      : headroom_(headroom) {}
 
   void Add(const ModelFingerprint& fp, const SizingSample& s);
-  // The size of the next job of `fp`, whose estimate is `estimate_mib`.
-  LearnedSize Size(const ModelFingerprint& fp, int64_t estimate_mib) const;
+  // The size of the next job of `fp`, whose estimate is `estimate_mib`;
+  // its step time from the samples of GPU kind `kind` ("" = any).
+  LearnedSize Size(const ModelFingerprint& fp, int64_t estimate_mib,
+                   std::string_view kind = "") const;
+  const std::map<ModelFingerprint, std::deque<SizingSample>>& samples() const {
+    return samples_;
+  }
+  // Forgets `fp` (a bound on how many the book keeps is its owner's).
+  void Erase(const ModelFingerprint& fp) { samples_.erase(fp); }
 
  private:
   double headroom_;

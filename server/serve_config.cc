@@ -56,7 +56,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "calibrate_interference",
                                          "model_default_work_s",
                                          "elastic_release_grace_s",
-                                         "share_unisolated"};
+                                         "share_unisolated",
+                                         "gpu_usage"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights", "on_oom"};
 constexpr std::string_view kOnOom[] = {"fail", "requeue"};
@@ -233,6 +234,9 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
                                       &config.service.topology, &gpus));
   }
 
+  if (const Field* f = Find(*top, "gpu_usage")) {
+    TESSERA_RETURN_IF_ERROR(ParseGpuUsage(*f, &config));
+  }
   const Field* users = Find(*top, "users");
   if (users == nullptr) {
     return BadInput(At(root) +

@@ -65,6 +65,11 @@ struct ServeConfig {
   // `tls:` HTTPS with these PEM files; client_ca_file also lets clients
   // authenticate to the extender with a certificate. Empty: plain HTTP.
   http::TlsOptions tls;
+  // `gpu_usage:` measured GPU use (docs/operations.md, "Measured use"):
+  // the NVML library `tessera serve` loads (off: none is loaded). The
+  // interval and the node are ServiceOptions'.
+  bool measure_gpu_usage = true;
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 // Parses a configuration. `source` names it in error messages (a path).

@@ -23,7 +23,48 @@ constexpr std::string_view kNodeKeys[] = {"name",   "pool", "cpu_milli",
 constexpr std::string_view kIsolations[] = {"none", "mps"};
 constexpr std::string_view kGpuKeys[] = {"kind", "count", "memory"};
 
+constexpr std::string_view kGpuUsageKeys[] = {"library", "interval_s", "node"};
+
 }  // namespace
+
+// `gpu_usage: off`, or {library, interval_s, node}.
+Status ConfigParser::ParseGpuUsage(const Field& f, ServeConfig* config) const {
+  const std::string label = "gpu_usage";
+  if (f.value.IsScalar()) {
+    Result<bool> on = Bool(f, "");
+    if (!on) {
+      return Fail(f, "", "must be off, or a map of library, interval_s, node");
+    }
+    config->measure_gpu_usage = *on;
+    return {};
+  }
+  Result<Fields> fields = MapFields(f.value, label, kGpuUsageKeys);
+  TESSERA_RETURN_IF_ERROR(fields);
+  ServiceOptions& service = config->service;
+  if (const Field* lib = Find(*fields, "library")) {
+    Result<std::string> text = Text(*lib, label);
+    TESSERA_RETURN_IF_ERROR(text);
+    if (text->empty()) return Fail(*lib, label, "must not be empty");
+    config->nvml_library = *text;
+  }
+  if (const Field* every = Find(*fields, "interval_s")) {
+    Result<double> s = Number(*every, label);
+    TESSERA_RETURN_IF_ERROR(s);
+    if (!(*s >= 0.05 && *s <= 3600)) {
+      return Fail(*every, label, "must be between 0.05 and 3600 seconds");
+    }
+    service.usage_interval_s = *s;
+  }
+  if (const Field* node = Find(*fields, "node")) {
+    Result<std::string> name = Text(*node, label);
+    TESSERA_RETURN_IF_ERROR(name);
+    if (service.topology.FindNode(*name) < 0) {
+      return Fail(*node, label, "unknown node '" + *name + "'");
+    }
+    service.usage_node = *name;
+  }
+  return {};
+}
 
 Status ConfigParser::ParseNode(const YAML::Node& node, const std::string& label,
                                Topology* topology, int64_t* gpus) const {

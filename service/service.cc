@@ -140,8 +140,21 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
                       "' could ever hold this request");
     }
   }
+  std::optional<scheduler::ModelFingerprint> fingerprint;
+  if (request.model) {
+    fingerprint = service_internal::FingerprintOf(*request.model);
+  }
   MutexLock lock(m.mu);
   TESSERA_RETURN_IF_ERROR(m.quotas.Admit(user, m.jobs.queue, m.Now()));
+  if (fingerprint) {
+    // What jobs of the same model measured sizes it (the estimate is the
+    // prior: scheduler/learned_sizing.h has the rule).
+    const scheduler::LearnedSize l = m.learned.Size(
+        *fingerprint, job.demand.gpu_memory_mib, PoolKind(t, request.pool));
+    job.demand.gpu_memory_mib = l.memory_mib;
+    job.sized_by = l.source;
+    if (l.step_s && sized) sized->step_s = *l.step_s;
+  }
   job.request = std::move(request);
   job.submitted_at = m.Now();
   std::string what = "pool " + job.request.pool;
@@ -293,6 +306,11 @@ nlohmann::json Service::ClusterJson() {
          {"shareable", t.Shareable(static_cast<int>(g))},
          {"drained", node.drained},
          {"jobs", holders}});
+    nlohmann::json& gpu = gpus.back();
+    if (const auto* r = m.usage.LastOf(t, static_cast<int>(g))) {
+      gpu["used_memory_mib"] = r->used_mib;
+      gpu["utilization_pct"] = r->utilization_pct;
+    }
   }
   nlohmann::json quotas = m.quotas.Json(m.jobs);
   nlohmann::json waits = nlohmann::json::array();
@@ -301,6 +319,7 @@ nlohmann::json Service::ClusterJson() {
   }
   return {{"pools", std::move(pools)},
           {"share_unisolated", t.share_unisolated},
+          {"gpu_usage", m.usage.Status()},
           {"gpus", std::move(gpus)},
           {"users", std::move(quotas["users"])},
           {"teams", std::move(quotas["teams"])},
@@ -322,7 +341,9 @@ std::string Service::MetricsText() {
   for (const auto& [id, j] : m.jobs.starting) {
     ++by_state[{std::string(JobStateName(j.state)), j.request.pool}];
   }
-  return m.metrics.Render(m.state, by_state);
+  return m.metrics.Render(m.state, by_state) +
+         service_internal::UsageMetrics(m.state.topology(), m.jobs.running,
+                                        m.usage);
 }
 
 const Topology& Service::topology() const { return impl_->options.topology; }

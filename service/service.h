@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/gpu_usage.h"
 #include "launch/launcher.h"
 #include "scheduler/job.h"
 #include "scheduler/model_jobs.h"
@@ -102,6 +103,15 @@ struct ServiceOptions {
   std::map<std::string, InterferenceLaw> interference;
   bool calibrate_interference = true;
   double model_default_work_s = 3600;
+  // Measured GPU use (docs/operations.md, "Measured use"): the probe of
+  // this machine's GPUs (launch::OpenNvml), read every usage_interval_s;
+  // its readings of GPU i belong to topology GPU i of node `usage_node`
+  // ("" = the first node). Null: nothing measured, and
+  // `usage_unavailable` says why.
+  std::shared_ptr<launch::GpuProbe> gpu_probe;
+  std::string usage_unavailable = "no GPU probe configured";
+  double usage_interval_s = 1;
+  std::string usage_node;
   // Pools whose jobs go back to the queue once when they run out of GPU
   // memory (`on_oom: requeue` on the pool; a job's own on_oom wins).
   std::set<std::string> requeue_oom_pools;

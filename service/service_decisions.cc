@@ -90,8 +90,9 @@ std::pair<double, std::string> Service::Impl::WorkOf(
 
 InterferenceLaw Service::Impl::LawOf(const std::string& kind) const {
   if (options.calibrate_interference) {
-    auto fit = fits.find(kind);
-    if (fit != fits.end() && fit->second.samples >= kMinCalibrationSamples) {
+    auto fit = learned.fits().find(kind);
+    if (fit != learned.fits().end() &&
+        fit->second.samples >= kMinCalibrationSamples) {
       return InterferenceLaw::Linear(fit->second.alpha());
     }
   }
@@ -253,17 +254,18 @@ nlohmann::json Service::Impl::InterferenceJson() const {
   for (const GpuInfo& g : options.topology.gpus) kinds.insert(g.kind);
   for (const std::string& kind : kinds) {
     const auto configured = options.interference.find(kind);
-    const auto fit = fits.find(kind);
+    const auto fit = learned.fits().find(kind);
     nlohmann::json j = {
         {"kind", kind},
         {"law", InterferenceName(LawOf(kind))},
         {"configured", InterferenceName(configured != options.interference.end()
                                             ? configured->second
                                             : InterferenceLaw{})},
-        {"samples", fit != fits.end() ? fit->second.samples : 0}};
-    j["calibrated_alpha"] = fit != fits.end() && fit->second.samples > 0
-                                ? nlohmann::json(fit->second.alpha())
-                                : nlohmann::json(nullptr);
+        {"samples", fit != learned.fits().end() ? fit->second.samples : 0}};
+    j["calibrated_alpha"] =
+        fit != learned.fits().end() && fit->second.samples > 0
+            ? nlohmann::json(fit->second.alpha())
+            : nlohmann::json(nullptr);
     out.push_back(std::move(j));
   }
   return out;
@@ -319,7 +321,7 @@ Result<ProgressReport> Service::ReportProgress(JobId id, int64_t steps) {
         if (alone > 0) {
           const std::string kind =
               m.options.topology.gpus[job.allocation.gpus.front().gpu].kind;
-          InterferenceFit& fit = m.fits[kind];
+          InterferenceFit& fit = m.learned.mutable_fits()[kind];
           const double x = sharing;
           const double y = step / alone - 1;
           fit.xy += x * y;

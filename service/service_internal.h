@@ -31,6 +31,8 @@
 #include "scheduler/start_decision.h"
 #include "service/elastic_part_internal.h"
 #include "service/job_table_internal.h"
+#include "service/measure/learned_part_internal.h"
+#include "service/measure/usage_part_internal.h"
 #include "service/metrics_internal.h"
 #include "service/quota_book_internal.h"
 #include "service/service.h"
@@ -73,6 +75,12 @@ inline double WallClock() {
 }
 
 // The GPU kind a pool's model jobs are sized for: its first GPU's.
+// The topology node whose GPUs the usage probe reads (-1: none).
+inline int UsageNode(const ServiceOptions& o) {
+  if (o.topology.nodes.empty()) return -1;
+  return o.usage_node.empty() ? 0 : o.topology.FindNode(o.usage_node);
+}
+
 inline std::string PoolKind(const Topology& t, const std::string& pool) {
   for (const NodeInfo& n : t.nodes) {
     if (n.pool == pool && !n.gpus.empty()) return t.gpus[n.gpus[0]].kind;
@@ -163,17 +171,6 @@ struct JobProgress {
   double alone_step_s = 0;  // measured with nobody beside it (0: never)
 };
 
-// The interference factor fitted for one GPU kind: least squares of
-// slowdown - 1 = alpha (k - 1) through the origin.
-struct InterferenceFit {
-  double xy = 0, xx = 0;
-  int samples = 0;
-  double alpha() const { return xx > 0 ? std::max(0.0, xy / xx) : 0; }
-};
-// A calibrated factor replaces the configured law after this many
-// intervals measured beside other jobs.
-inline constexpr int kMinCalibrationSamples = 3;
-
 }  // namespace service_internal
 
 // A start under way: the job (state `starting`, reserved and stored) and
@@ -204,6 +201,8 @@ struct RoundView {
   // GPUs of this round's starts that wait for extras asked back: no later
   // start is placed on them (StartBesideExtras).
   std::set<int> waited_for;
+  // to_load's step alone on a whole GPU as measured (measure/learned_part).
+  std::map<JobId, double> measured_step_s;
 };
 
 struct Service::Impl {
@@ -264,6 +263,9 @@ struct Service::Impl {
   // After a transient launcher error nothing starts until then.
   double launch_retry_at TESSERA_GUARDED_BY(mu) = 0;
   Metrics metrics TESSERA_GUARDED_BY(mu);
+  // Measured GPU use (measure/usage_part_internal.h): Read on the round
+  // thread without `mu`, the rest under it.
+  service_internal::UsagePart usage;
   // Quotas per user and team: the submission rates, why queued jobs wait
   // (quota_book_internal.h).
   service_internal::QuotaBook quotas TESSERA_GUARDED_BY(mu);
@@ -275,8 +277,9 @@ struct Service::Impl {
       TESSERA_GUARDED_BY(round_mu);
   std::map<JobId, service_internal::JobProgress> progress
       TESSERA_GUARDED_BY(mu);
-  std::map<std::string, service_internal::InterferenceFit> fits
-      TESSERA_GUARDED_BY(mu);  // by GPU kind
+  // What sizing and the interference law learned (by fingerprint, by GPU
+  // kind), stored as one record (measure/learned_part_internal.h).
+  service_internal::LearnedPart learned TESSERA_GUARDED_BY(mu);
 
   // The queue tree (service_queues.cc, docs/quotas.md); empty without
   // `queues:`. Reclaim victims still stopping (their grace), and why a
@@ -413,6 +416,8 @@ struct Service::Impl {
   explicit Impl(ServiceOptions o)
       : options(std::move(o)),
         state(options.topology),
+        usage(options.gpu_probe, options.usage_interval_s,
+              service_internal::UsageNode(options), options.usage_unavailable),
         quotas(options.quotas, options.max_queued_per_user) {}
 
   double Now() const {
@@ -420,7 +425,9 @@ struct Service::Impl {
   }
 
   // Loads and sizes a model job's graph (no lock needed; slow).
-  std::shared_ptr<const SizedModel> LoadModel(const Job& job) const;
+  // With `measured_step_s` > 0, its step time replaces the estimate's.
+  std::shared_ptr<const SizedModel> LoadModel(const Job& job,
+                                              double measured_step_s) const;
   // Canonicalizes the model roots into `model_files` (service_models.cc).
   Status SetUpModelFiles();
 
@@ -464,6 +471,8 @@ struct Service::Impl {
                                                      const Allocation& a);
 
   // Back to the queue, in id order.
+  void EndedByItself(Job& job, const launch::Exited& e, const Allocation& held)
+      TESSERA_REQUIRES(mu);
   void Requeue(Job job) TESSERA_REQUIRES(mu);
 
   // Marks `job` (removed from the queue by the caller) `starting` on
@@ -487,6 +496,19 @@ struct Service::Impl {
   // 2. (mu) what the store has to take from it; the round's housekeeping
   // (overdue extras reclaimed); the snapshot the policies plan on.
   void RecordLauncherEvents(const LauncherNews& news) TESSERA_REQUIRES(mu);
+  // A reading of the running jobs' GPU use when one is due (takes `mu`
+  // briefly for their pids; reads the probe without it), and its effect.
+  std::optional<service_internal::UsageSample> SampleUsage(double now)
+      TESSERA_REQUIRES(round_mu) TESSERA_EXCLUDES(mu);
+  void ApplyUsage(const service_internal::UsageSample& sample)
+      TESSERA_REQUIRES(mu);
+  // A model job's run that ended (succeeded, or out of memory on `held`):
+  // its measurements become a sizing sample of its fingerprint.
+  void LearnFrom(const Job& job, const Allocation& held, bool out_of_memory)
+      TESSERA_REQUIRES(mu);
+  // The learned record to the store when due; back from it at start.
+  void StoreLearned(double now) TESSERA_REQUIRES(mu);
+  Status LoadLearned() TESSERA_REQUIRES(mu);
   void BeginRound(double now) TESSERA_REQUIRES(mu);
   RoundView TakeSnapshot(double now) TESSERA_REQUIRES(mu);
   // 3. (no mu) models not loaded yet, then every pool's policy.

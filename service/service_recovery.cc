@@ -81,6 +81,7 @@ bool Service::Impl::AdoptWorkerJob(Job& job) {
 }
 
 Status Service::Impl::Recover() {
+  TESSERA_RETURN_IF_ERROR(LoadLearned());
   auto stored = store->LoadAll(/*active_only=*/true);
   if (!stored) return stored.error();
   for (Job& job : *stored) {

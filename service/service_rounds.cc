@@ -36,10 +36,13 @@ void Service::Impl::RunRound() {
   MutexLock round(round_mu);
   const LauncherNews news = CollectLauncherEvents();
   const double now = Now();
+  const std::optional<service_internal::UsageSample> sample = SampleUsage(now);
   std::optional<RoundView> view;
   {
     MutexLock lock(mu);
     RecordLauncherEvents(news);
+    if (sample) ApplyUsage(*sample);
+    StoreLearned(now);
     if (now < launch_retry_at) return;  // the engine was unreachable
     BeginRound(now);
     view.emplace(TakeSnapshot(now));
@@ -143,6 +146,7 @@ RoundView Service::Impl::TakeSnapshot(double now) {
       {},
       !reclaim_victims.empty(),
       reclaimers,
+      {},
       {}};
   RoundSnapshot& snap = view.snap;
   for (const auto& [id, j] : jobs.running) snap.running.push_back(j);
@@ -156,6 +160,11 @@ RoundView Service::Impl::TakeSnapshot(double now) {
       snap.models.emplace(j.id, it->second);
     } else {
       view.to_load.push_back(j.id);
+      const scheduler::LearnedSize l = learned.Size(
+          service_internal::FingerprintOf(*j.request.model),
+          j.demand.gpu_memory_mib,
+          service_internal::PoolKind(options.topology, j.request.pool));
+      if (l.step_s) view.measured_step_s[j.id] = *l.step_s;
     }
   }
   return view;
@@ -171,7 +180,9 @@ RoundPlan Service::Impl::Plan(RoundView& view, double now) {
   for (const JobId id : view.to_load) {
     auto j = std::find_if(snap.queue.begin(), snap.queue.end(),
                           [&](const Job& q) { return q.id == id; });
-    snap.models[id] = LoadModel(*j);
+    const auto step = view.measured_step_s.find(id);
+    snap.models[id] =
+        LoadModel(*j, step == view.measured_step_s.end() ? 0 : step->second);
   }
   pending_splits.clear();
   pending_decisions.clear();

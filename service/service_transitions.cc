@@ -4,6 +4,8 @@
 // The caller holds `mu` throughout (service_internal.h).
 #include <algorithm>
 
+#include "scheduler/learned_sizing.h"
+#include "service/measure/out_of_memory_internal.h"
 #include "service/service_internal.h"
 
 namespace tessera::service {
@@ -30,19 +32,21 @@ using scheduler::FindAllocation;
 using scheduler::GpuShare;
 using scheduler::IsTerminal;
 using scheduler::JobStateName;
+using scheduler::kMeasuredHeadroom;
 using scheduler::PlacementRequest;
 using scheduler::SizeModel;
 
 using service_internal::PoolKind;
 
 std::shared_ptr<const SizedModel> Service::Impl::LoadModel(
-    const Job& job) const {
+    const Job& job, double measured_step_s) const {
   if (!job.request.model) return nullptr;
   // The same rules as a submission: the roots or the upload store.
   auto sized =
       SizeModel(*job.request.model,
                 PoolKind(options.topology, job.request.pool), model_files);
   if (!sized) return nullptr;
+  if (measured_step_s > 0) sized->step_s = measured_step_s;
   return std::make_shared<const SizedModel>(std::move(sized).value());
 }
 
@@ -122,9 +126,7 @@ bool Service::Impl::Finish(const launch::Exited& e) {
     return true;
   }
   Job job = it->second;
-  int64_t held_mib = 0;  // GPU memory it held, for an oom's reason
-  for (const GpuShare& g : job.allocation.gpus) held_mib += g.memory_mib;
-  job.allocation = {};
+  const Allocation held = std::exchange(job.allocation, {});
   job.pid = 0;
   job.exit_code = e.exit_code;
   const bool preempted = preempt_requested.count(job.id) > 0;
@@ -139,31 +141,22 @@ bool Service::Impl::Finish(const launch::Exited& e) {
     ++job.restarts;
     job.exit_code.reset();
     job.plan = nullptr;
+  } else if (cancel_requested.count(job.id) || e.cancelled) {
+    job.finished_at = Now();
+    job.state = JobState::kCancelled;
+    if (job.reason.empty()) {
+      job.reason = e.reason.empty() ? "cancelled" : e.reason;
+    }
   } else {
     job.finished_at = Now();
-    if (cancel_requested.count(job.id) || e.cancelled) {
-      job.state = JobState::kCancelled;
-      if (job.reason.empty()) {
-        job.reason = e.reason.empty() ? "cancelled" : e.reason;
-      }
-    } else if (e.exit_code && *e.exit_code == 0) {
-      job.state = JobState::kSucceeded;
-    } else if (auto oom = oom_exits.find(e.id); oom != oom_exits.end()) {
-      job.state = JobState::kOom;
-      job.reason = OomReason(oom->second, held_mib);
-    } else {
-      job.state = JobState::kFailed;
-      job.reason =
-          e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
-      // A per-worker job's status is its guaranteed workers': which failed.
-      if (e.exit_code && PerWorker(job) && !e.reason.empty()) {
-        job.reason = e.reason + ": " + job.reason;
-      }
-    }
+    EndedByItself(job, e, held);
   }
-  const JobEvent event =
-      Event(job.id, nullptr, std::string(JobStateName(job.state)),
-            job.reason.empty() ? std::string("exit code 0") : job.reason);
+  const bool requeued = job.state == JobState::kQueued;
+  LearnFrom(job, held, requeued || job.state == JobState::kOom);
+  const JobEvent event = Event(
+      job.id, nullptr,
+      requeued ? std::string("requeued") : std::string(JobStateName(job.state)),
+      job.reason.empty() ? std::string("exit code 0") : job.reason);
   if (!Persist(job, &event).ok()) {
     unrecorded_exits[e.id] = e;  // still running, in memory as on disk
     return false;
@@ -177,7 +170,8 @@ bool Service::Impl::Finish(const launch::Exited& e) {
   reclaim_victims.erase(job.id);
   cancel_requested.erase(job.id);
   progress.erase(job.id);
-  if (preempted) {
+  usage.Forget(job.id);
+  if (preempted || requeued) {
     Requeue(std::move(job));
   } else {
     models.erase(job.id);
@@ -186,6 +180,72 @@ bool Service::Impl::Finish(const launch::Exited& e) {
   }
   allocation_changed.notify_all();  // an elastic job's long-polls end
   return true;
+}
+
+// A job that ended by itself: succeeded, failed, or out of GPU memory (its
+// stderr said, or the sampler saw it at its cap), then put back once when
+// it asked (measure/out_of_memory_internal.h).
+void Service::Impl::EndedByItself(Job& job, const launch::Exited& e,
+                                  const Allocation& held) {
+  if (e.exit_code && *e.exit_code == 0) {
+    job.state = JobState::kSucceeded;
+    return;
+  }
+  std::optional<launch::OutOfMemory> oom;
+  if (auto it = oom_exits.find(e.id); it != oom_exits.end()) {
+    oom = it->second;
+  } else if (service_internal::DiedAtCap(job, held)) {
+    oom = launch::OutOfMemory{"sampler",
+                              "its last reading, " +
+                                  std::to_string(job.usage.last_mib) +
+                                  " MiB, was at its cap",
+                              std::nullopt};
+  }
+  if (!oom) {
+    job.state = JobState::kFailed;
+    job.reason =
+        e.exit_code ? "exit code " + std::to_string(*e.exit_code) : e.reason;
+    // A per-worker job's status is its guaranteed workers': which failed.
+    if (e.exit_code && PerWorker(job) && !e.reason.empty()) {
+      job.reason = e.reason + ": " + job.reason;
+    }
+    return;
+  }
+  service_internal::OomHeld h;
+  int64_t held_mib = 0;
+  for (const GpuShare& g : held.gpus) {
+    held_mib += g.memory_mib;
+    h.per_gpu_mib = std::max(h.per_gpu_mib, g.memory_mib);
+  }
+  h.gpus = static_cast<int>(held.gpus.size());
+  h.exclusive = held.exclusive;
+  const Topology& t = state.topology();
+  for (const scheduler::GpuInfo& g : t.gpus) {
+    if (t.nodes[g.node].pool == job.request.pool) {
+      h.largest_gpu_mib = std::max(h.largest_gpu_mib, g.memory_mib);
+    }
+  }
+  const std::string& on_oom = job.request.on_oom;
+  const bool asked =
+      on_oom == "requeue" ||
+      (on_oom.empty() && options.requeue_oom_pools.count(job.request.pool));
+  const service_internal::OomOutcome o =
+      service_internal::DecideOom(job, oom, h, asked, kMeasuredHeadroom);
+  job.state = JobState::kOom;
+  job.reason = OomReason(*oom, held_mib);
+  if (!o.requeue) {
+    if (!o.detail.empty()) job.reason += "; " + o.detail;
+    return;
+  }
+  job.state = JobState::kQueued;
+  job.reason += "; put back once, " + o.detail;
+  job.finished_at = 0;
+  job.exit_code.reset();
+  ++job.oom_requeues;
+  job.demand.gpu_memory_mib = o.gpu_memory_mib;
+  job.queue.clear();
+  job.borrowed = false;
+  job.plan = nullptr;
 }
 
 void Service::Impl::Requeue(Job job) {
@@ -205,6 +265,7 @@ std::optional<Job> Service::Impl::BeginStart(Job job,
   begun.state = JobState::kStarting;
   begun.allocation = allocation;
   begun.reason.clear();
+  begun.usage = {};  // this run's, measured from now
   BeginElastic(begun);
   if (!plan.is_null()) begun.plan = std::move(plan);
   const JobEvent event =

@@ -389,6 +389,38 @@ Status Store::AddEvent(const JobEvent& event) {
   return impl_->Transaction([&] { return impl_->WriteEvent(event); });
 }
 
+Status Store::PutRecord(const std::string& key, const std::string& value) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (key == "schema_version") return Internal("meta: schema_version is kept");
+  Statement put;
+  TESSERA_RETURN_IF_ERROR(
+      m.Prepare(put, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  Use u(put);
+  sqlite3_bind_text(*u, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(*u, 2, value.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(*u) != SQLITE_DONE) {
+    return m.SqlError("cannot write the record '" + key + "'");
+  }
+  return {};
+}
+
+Result<std::optional<std::string>> Store::GetRecord(const std::string& key) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  Statement get;
+  TESSERA_RETURN_IF_ERROR(
+      m.Prepare(get, "SELECT value FROM meta WHERE key = ?1"));
+  Use u(get);
+  sqlite3_bind_text(*u, 1, key.c_str(), -1, SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(*u);
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  if (rc != SQLITE_ROW) {
+    return m.SqlError("cannot read the record '" + key + "'");
+  }
+  return std::optional<std::string>(ColumnText(*u, 0));
+}
+
 Result<std::vector<JobEvent>> Store::Events(JobId id) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);

@@ -36,6 +36,11 @@ class Store {
   // An event without a change to a job (a cancel asked of a running job,
   // a node drained).
   Status AddEvent(const JobEvent& event);
+  // A record of the service's own beside the jobs (the meta table): what
+  // sizing learned (measure/learned_part_internal.h). Get: nullopt when
+  // never written.
+  Status PutRecord(const std::string& key, const std::string& value);
+  Result<std::optional<std::string>> GetRecord(const std::string& key);
   // Job `id`'s events, oldest first.
   Result<std::vector<JobEvent>> Events(JobId id);
   // Several updates in one transaction (a gang start, preemptions).

@@ -184,6 +184,25 @@ void PrintDecision(const json& d, bool queued) {
   }
 }
 
+// "reserved 8.0 GiB, used at most 6.1 GiB (now 5.9 GiB), GPU busy 71%",
+// from what the service measured of this run; "" before any reading.
+std::string GpuUse(const json& job) {
+  if (!job.contains("usage") || !job["usage"].is_object()) return "";
+  const json& u = job["usage"];
+  int64_t reserved = 0;
+  for (const json& a : job.value("allocation", json::array())) {
+    reserved += Int(a, "gpu_memory_mib");
+  }
+  char busy[32];
+  std::snprintf(busy, sizeof busy, "%.0f%%",
+                u.value("mean_utilization_pct", 0.0));
+  std::string out;
+  if (reserved > 0) out = "reserved " + GiB(reserved) + ", ";
+  return out + "used at most " + GiB(Int(u, "peak_mib")) + " (now " +
+         GiB(Int(u, "last_mib")) + "), GPU busy " + busy + " over " +
+         Str(u, "readings") + " reading(s)";
+}
+
 void PrintJob(const json& job) {
   const auto [waited, ran] = Times(job);
   std::string command;
@@ -213,7 +232,13 @@ void PrintJob(const json& job) {
   row("ran", ran == "-" ? "" : ran);
   row("command", command);
   if (job.contains("demand")) row("demand", Demand(job["demand"]));
+  row("sized by", Str(job, "sized_by"));
   row("allocation", Allocation(job));
+  row("gpu use", GpuUse(job));
+  if (Int(job, "oom_requeues") > 0) {
+    row("on oom",
+        "put back " + Str(job, "oom_requeues") + " time(s) with more memory");
+  }
   const bool elastic = job.contains("elastic") && job["elastic"].is_object();
   if (elastic) {
     const json& e = job["elastic"];

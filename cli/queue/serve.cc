@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cli/output.h"
+#include "launch/gpu_usage.h"
 #include "launch/launcher.h"
 #include "launch/launcher_config.h"
 #include "server/http_server.h"
@@ -60,6 +61,42 @@ std::string Url(const std::string& host, int port, bool tls) {
          std::to_string(port);
 }
 
+// Measured GPU use (docs/operations.md, "Measured use"): this machine's
+// NVML, when the config wants it and the jobs run here.
+void OpenGpuProbe(server::ServeConfig& config) {
+  service::ServiceOptions& o = config.service;
+  if (!config.measure_gpu_usage) {
+    o.usage_unavailable = "gpu_usage: off";
+  } else if (config.launcher.kind != "local") {
+    o.usage_unavailable = "the jobs run on other machines (launcher " +
+                          config.launcher.kind + ")";
+  } else if (auto probe = launch::OpenNvml(config.nvml_library)) {
+    o.gpu_probe = std::move(*probe);
+    return;
+  } else {
+    o.usage_unavailable = probe.error().message;
+    std::cerr << "tessera: " << o.usage_unavailable << std::endl;
+  }
+}
+
+// "; isolation: mps on 1 node, none on 1 (one job per GPU)".
+std::string DescribeIsolation(const scheduler::Topology& t) {
+  int mps = 0, none = 0;
+  for (const scheduler::NodeInfo& n : t.nodes) {
+    (n.isolation == scheduler::Isolation::kMps ? mps : none) += 1;
+  }
+  std::string out = "; isolation:";
+  if (mps > 0) out += " mps on " + std::to_string(mps) + " node(s)";
+  if (none > 0) {
+    out += std::string(mps > 0 ? "," : "") + " none on " +
+           std::to_string(none) + " node(s) (" +
+           (t.share_unisolated ? "shared anyway: share_unisolated"
+                               : "one job per GPU") +
+           ")";
+  }
+  return out;
+}
+
 std::string Describe(const server::ServeConfig& config) {
   const scheduler::Topology& t = config.service.topology;
   std::string pools;
@@ -72,6 +109,7 @@ std::string Describe(const server::ServeConfig& config) {
   return std::to_string(t.gpus.size()) + " GPUs on " +
          std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; db " +
          config.service.db_path + ", logs in " + config.service.log_dir +
+         DescribeIsolation(t) +
          (config.launcher.kind == "slurm"
               ? "; jobs run as Slurm jobs" +
                     (config.launcher.slurm.partition.empty()
@@ -100,6 +138,7 @@ int RunServe(const ServeArgs& args) {
   Result<std::unique_ptr<launch::Launcher>> launcher = launch::MakeLauncher(
       config->launcher, config->service.log_dir, config->service.db_path);
   if (!launcher) return ReportError(launcher.error().WithContext(args.config));
+  OpenGpuProbe(*config);
   Result<std::unique_ptr<service::Service>> service =
       service::Service::Start(config->service, std::move(*launcher));
   if (!service) return ReportError(service.error());

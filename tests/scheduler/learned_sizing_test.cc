@@ -11,6 +11,16 @@ namespace {
 
 const ModelFingerprint kVgg{"sha256:vgg16", 32, "fp32", true, "pytorch"};
 
+SizingSample Sample(int64_t peak_mib, bool hit_cap,
+                    std::optional<double> step_s, std::string kind = "") {
+  SizingSample s;
+  s.peak_mib = peak_mib;
+  s.hit_cap = hit_cap;
+  s.step_s = step_s;
+  s.gpu_kind = std::move(kind);
+  return s;
+}
+
 TEST(SizingBook, TheEstimateUntilMeasured) {
   const SizingBook book;
   const LearnedSize s = book.Size(kVgg, 3000);
@@ -23,7 +33,7 @@ TEST(SizingBook, TheEstimateUntilMeasured) {
 TEST(SizingBook, FewSamplesOnlyRaise) {
   SizingBook book(0.05);
   // Below the estimate: kept (one sample says little).
-  book.Add(kVgg, {2000, false, 0.5});
+  book.Add(kVgg, Sample(2000, false, 0.5));
   LearnedSize s = book.Size(kVgg, 3000);
   EXPECT_EQ(s.memory_mib, 3000);
   EXPECT_EQ(s.source, "estimate");
@@ -31,7 +41,7 @@ TEST(SizingBook, FewSamplesOnlyRaise) {
   EXPECT_DOUBLE_EQ(s.step_s.value_or(0), 0.5);
   // Above it (VGG-16 at batch 32 on an H200 used 3.11 GiB live against
   // 2.93 GiB reserved): raised to the peak plus 5%.
-  book.Add(kVgg, {3184, false, 0.7});
+  book.Add(kVgg, Sample(3184, false, 0.7));
   s = book.Size(kVgg, 3000);
   EXPECT_EQ(s.memory_mib, 3344);  // ceil(3184 * 1.05)
   EXPECT_EQ(s.source, "estimate, raised by 2 measurements");
@@ -41,7 +51,7 @@ TEST(SizingBook, FewSamplesOnlyRaise) {
 TEST(SizingBook, EnoughSamplesOverrideBelowTheEstimate) {
   SizingBook book(0.05);
   for (int i = 0; i < SizingBook::kSamplesToOverride; ++i) {
-    book.Add(kVgg, {2000 + 10 * i, false, std::nullopt});
+    book.Add(kVgg, Sample(2000 + 10 * i, false, std::nullopt));
   }
   const LearnedSize s = book.Size(kVgg, 3000);
   EXPECT_EQ(s.memory_mib, 2121);  // ceil(2020 * 1.05): waste given back
@@ -51,12 +61,12 @@ TEST(SizingBook, EnoughSamplesOverrideBelowTheEstimate) {
 
 TEST(SizingBook, DiedAtItsCapKeepsTheSizeAboveTheCap) {
   SizingBook book(0.05);
-  book.Add(kVgg, {3000, true, std::nullopt});  // OOM at a 3000 MiB cap
-  for (int i = 0; i < 4; ++i) book.Add(kVgg, {2500, false, std::nullopt});
+  book.Add(kVgg, Sample(3000, true, std::nullopt));  // OOM at a 3000 MiB cap
+  for (int i = 0; i < 4; ++i) book.Add(kVgg, Sample(2500, false, std::nullopt));
   EXPECT_EQ(book.Size(kVgg, 3000).memory_mib, 3150);
   // Only once kWindow later samples have replaced it does it go.
   for (int i = 0; i < SizingBook::kWindow; ++i) {
-    book.Add(kVgg, {2500, false, std::nullopt});
+    book.Add(kVgg, Sample(2500, false, std::nullopt));
   }
   EXPECT_EQ(book.Size(kVgg, 3000).memory_mib, 2625);
 }
@@ -65,11 +75,22 @@ TEST(SizingBook, FingerprintsAreKeptApart) {
   SizingBook book;
   ModelFingerprint other = kVgg;
   other.batch = 64;
-  for (int i = 0; i < 3; ++i) book.Add(other, {9000, false, std::nullopt});
+  for (int i = 0; i < 3; ++i)
+    book.Add(other, Sample(9000, false, std::nullopt));
   EXPECT_EQ(book.Size(kVgg, 3000).memory_mib, 3000);
   other.batch = 32;
   other.precision = "bf16";
   EXPECT_EQ(book.Size(other, 1500).source, "estimate");
+}
+
+TEST(SizingBook, StepTimesAreOfTheGpuKindAsked) {
+  SizingBook book;
+  book.Add(kVgg, Sample(2000, false, 0.2, "h100"));
+  book.Add(kVgg, Sample(2000, false, 0.5, "a100-80gb"));
+  EXPECT_DOUBLE_EQ(book.Size(kVgg, 3000, "h100").step_s.value_or(0), 0.2);
+  EXPECT_DOUBLE_EQ(book.Size(kVgg, 3000, "a100-80gb").step_s.value_or(0), 0.5);
+  EXPECT_FALSE(book.Size(kVgg, 3000, "t4").step_s);
+  EXPECT_DOUBLE_EQ(book.Size(kVgg, 3000).step_s.value_or(0), 0.35);
 }
 
 }  // namespace
