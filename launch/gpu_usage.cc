@@ -60,6 +60,7 @@ std::map<int64_t, std::set<uint32_t>> SessionProcesses(
     std::string state;
     int64_t ppid = 0, pgrp = 0, session = 0;
     if (!(rest >> state >> ppid >> pgrp >> session)) continue;
+    if (state == "Z" || state == "X") continue;  // ended, not reaped yet
     if (sessions.count(session)) {
       out[session].insert(static_cast<uint32_t>(std::stoul(name)));
     }

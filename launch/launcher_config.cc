@@ -66,8 +66,8 @@ class Parser {
     if (const Field* f = YamlReader::Find(*fields, "mps_control")) {
       if (out->kind != "local") {
         return r_.Fail(*f, label,
-                       "applies only to kind local (under Slurm, its gres/mps "
-                       "plugin runs the daemons)");
+                       "applies only to kind local (under Slurm, the nodes' "
+                       "Prolog starts the daemons for gres/mps jobs)");
       }
       Result<std::string> text = r_.Text(*f, label);
       TESSERA_RETURN_IF_ERROR(text);
@@ -243,7 +243,10 @@ Result<std::unique_ptr<Launcher>> MakeLauncher(const LauncherConfig& config,
   if (config.kind == "local") {
     MpsOptions mps;
     mps.control = config.mps_control;
-    mps.dir = (std::filesystem::path(log_dir) / "mps").string();
+    // Absolute: a job that changes directory still finds the daemon.
+    std::error_code ec;
+    const std::filesystem::path logs = std::filesystem::absolute(log_dir, ec);
+    mps.dir = ((ec ? std::filesystem::path(log_dir) : logs) / "mps").string();
     return MakeLocalLauncher(log_dir, std::move(mps));
   }
   if (config.kind != "slurm") {

@@ -341,10 +341,17 @@ StartRequest::Opening CapacityFreesAt(
       while ((free_mib < memory_mib || free_milli < milli) &&
              left < ends.size()) {
         const Allocation* a = state.AllocationOf(ends[left].second);
-        for (const GpuShare& s : a ? a->gpus : std::vector<GpuShare>{}) {
-          if (s.gpu != g) continue;
-          free_mib += s.memory_mib;
-          free_milli += a->exclusive ? kFullGpuMilli : s.milli;
+        if (state.exclusive(g)) {
+          // Its one holder (whole GPUs, or a fraction of a GPU that is not
+          // shareable) had all of it: all of it frees.
+          free_mib = info.memory_mib;
+          free_milli = kFullGpuMilli;
+        } else {
+          for (const GpuShare& s : a ? a->gpus : std::vector<GpuShare>{}) {
+            if (s.gpu != g) continue;
+            free_mib += s.memory_mib;
+            free_milli += s.milli;
+          }
         }
         at = ends[left].first;
         ++left;

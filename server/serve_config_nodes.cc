@@ -31,6 +31,11 @@ constexpr std::string_view kGpuUsageKeys[] = {"library", "interval_s", "node"};
 Status ConfigParser::ParseGpuUsage(const Field& f, ServeConfig* config) const {
   const std::string label = "gpu_usage";
   if (f.value.IsScalar()) {
+    const std::string text = f.value.Scalar();
+    if (text == "off" || text == "on") {
+      config->measure_gpu_usage = text == "on";
+      return {};
+    }
     Result<bool> on = Bool(f, "");
     if (!on) {
       return Fail(f, "", "must be off, or a map of library, interval_s, node");

@@ -198,7 +198,14 @@ Result<std::vector<JobEvent>> Service::Events(JobId id) {
 }
 
 Result<std::optional<Job>> Service::Get(JobId id) {
-  return impl_->store->Get(id);
+  auto job = impl_->store->Get(id);
+  if (!job || !*job || !impl_->usage.measuring()) return job;
+  // A running job's record has its use as last stored (UsagePart); the
+  // sampler's since then is in memory.
+  MutexLock lock(impl_->mu);
+  auto it = impl_->jobs.running.find(id);
+  if (it != impl_->jobs.running.end()) (*job)->usage = it->second.usage;
+  return job;
 }
 
 Result<Job> Service::Cancel(JobId id, const std::string& reason,

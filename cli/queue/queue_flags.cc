@@ -177,8 +177,8 @@ Examples:
 )") + kClientFooter);
   AddClientOptions(cmd, args.client);
   cmd->add_option("--state", args.state,
-                  "queued, running, succeeded, failed, cancelled or "
-                  "preempted")
+                  "queued, starting, running, succeeded, failed, oom (out "
+                  "of GPU memory), cancelled or preempted")
       ->type_name("S");
   cmd->add_option("--user", args.user, "Only this user's jobs")->type_name("U");
   cmd->add_option("--pool", args.pool, "Only this pool's jobs")->type_name("P");

@@ -120,9 +120,12 @@ export function mountCluster(main, ctx) {
       out.push(section.node);
     }
     clear(pools).append(...out);
-    status.textContent = view.filter ?
+    const unisolated = view.cluster.share_unisolated &&
+      view.cluster.gpus.some((g) => (g.isolation ?? 'none') === 'none');
+    status.textContent = (view.filter ?
       `${matched} of ${total} nodes match, ${shown} shown` :
-      `${total} nodes, ${view.cluster.gpus.length} GPUs; ${shown} nodes shown`;
+      `${total} nodes, ${view.cluster.gpus.length} GPUs; ${shown} nodes shown`) +
+      (unisolated ? '. Some GPUs are shared with nothing isolating their jobs (share_unisolated).' : '');
     if (view.openGpu) {
       const cell = pools.querySelector(`[data-gpu="${CSS.escape(view.openGpu)}"]`);
       if (cell) openPopover(cell, false);
@@ -210,13 +213,27 @@ export function mountCluster(main, ctx) {
       head, el('div', {class: 'gpus'}, node.gpus.map(renderGpu)));
   }
 
+  // How the GPU's fractions are kept apart (docs/operations.md,
+  // "Isolation"): "isolated by MPS", "no isolation: one job at a time",
+  // "no isolation, shared anyway".
+  function isolation(g) {
+    if (g.isolation && g.isolation !== 'none') return `isolated by ${g.isolation.toUpperCase()}`;
+    return g.shareable === false ? 'no isolation: one job at a time' : 'no isolation, shared anyway';
+  }
+
+  // What NVML measured on it, when the service measures: ", 5 GiB used, 63% busy".
+  function measured(g) {
+    return g.used_memory_mib === undefined ? '' :
+      `, ${mib(g.used_memory_mib)} used, ${g.utilization_pct}% busy`;
+  }
+
   function renderGpu(g) {
     const milliPct = Math.min(100, g.reserved_milli / 10);
     const memPct = g.memory_mib ? Math.min(100, 100 * g.reserved_memory_mib / g.memory_mib) : 0;
     const jobs = g.jobs.length;
     const label = `${g.id}: ${g.reserved_milli} of 1000 milli, ` +
-      `${mib(g.reserved_memory_mib)} of ${mib(g.memory_mib)} reserved, ` +
-      `${jobs} ${jobs === 1 ? 'job' : 'jobs'}${g.drained ? ', drained' : ''}`;
+      `${mib(g.reserved_memory_mib)} of ${mib(g.memory_mib)} reserved${measured(g)}, ` +
+      `${jobs} ${jobs === 1 ? 'job' : 'jobs'}, ${isolation(g)}${g.drained ? ', drained' : ''}`;
     const cell = el('button', {type: 'button', class: 'gpu', 'aria-label': label,
       'aria-haspopup': 'dialog', 'aria-expanded': 'false',
       title: jobs ? `${label}: ${g.jobs.map((id) => `#${id}`).join(', ')}` : label,
@@ -263,8 +280,8 @@ export function mountCluster(main, ctx) {
       el('div', {class: 'popover-head'},
         el('h2', {id: 'gpu-popover-title'}, `Jobs on ${g.id}`), close),
       el('p', null, `${g.kind}, ${g.reserved_milli} of 1000 milli, ` +
-        `${mib(g.reserved_memory_mib)} of ${mib(g.memory_mib)} reserved` +
-        `${g.exclusive ? ', exclusive' : ''}${g.drained ? ', drained' : ''}.`),
+        `${mib(g.reserved_memory_mib)} of ${mib(g.memory_mib)} reserved${measured(g)}` +
+        `${g.exclusive ? ', exclusive' : ''}${g.drained ? ', drained' : ''}; ${isolation(g)}.`),
       items.length ? el('ul', {class: 'popover-jobs'}, items) :
         el('p', null, 'No job on this GPU.'));
     popover.hidden = false;

@@ -66,7 +66,19 @@ export function mountJob(main, ctx, id) {
       fact('Node', job.node || '–'),
       job.exit_code !== null && job.exit_code !== undefined ? fact('Exit code', String(job.exit_code)) : null,
       job.reason ? fact('Reason', job.reason) : null,
-      job.restarts ? fact('Restarts', String(job.restarts)) : null));
+      job.restarts ? fact('Restarts', String(job.restarts)) : null,
+      job.sized_by ? fact('Sized by', job.sized_by) : null,
+      job.usage ? fact('GPU use', gpuUse(job)) : null,
+      job.oom_requeues ? fact('Out of memory',
+        `put back ${job.oom_requeues} time${job.oom_requeues === 1 ? '' : 's'} with more memory`) : null));
+  }
+
+  // "reserved 8 GiB, used at most 6.1 GiB (now 5.9 GiB), GPU busy 71%".
+  function gpuUse(job) {
+    const u = job.usage;
+    const reserved = (job.allocation || []).reduce((s, a) => s + a.gpu_memory_mib, 0);
+    return `${reserved ? `reserved ${mib(reserved)}, ` : ''}used at most ${mib(u.peak_mib)} ` +
+      `(now ${mib(u.last_mib)}), GPU busy ${Math.round(u.mean_utilization_pct)}%`;
   }
 
   function renderActions(job) {

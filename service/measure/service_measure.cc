@@ -15,7 +15,12 @@ std::optional<service_internal::UsageSample> Service::Impl::SampleUsage(
   std::map<JobId, int64_t> leaders;
   {
     MutexLock lock(mu);
-    for (const auto& [id, job] : jobs.running) leaders[id] = job.pid;
+    for (const auto& [id, job] : jobs.running) {
+      // Jobs on other machines' GPUs: the probe does not see them.
+      if (usage.Measures(job.allocation, state.topology())) {
+        leaders[id] = job.pid;
+      }
+    }
   }
   return usage.Read(now, leaders);
 }

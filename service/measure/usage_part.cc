@@ -80,6 +80,14 @@ std::vector<JobId> UsagePart::Apply(const UsageSample& s,
   return store;
 }
 
+bool UsagePart::Measures(const scheduler::Allocation& a,
+                         const scheduler::Topology& t) const {
+  for (const scheduler::GpuShare& g : a.gpus) {
+    if (node_ >= 0 && t.gpus[g.gpu].node == node_) return true;
+  }
+  return false;
+}
+
 const launch::GpuReading* UsagePart::LastOf(const scheduler::Topology& t,
                                             int gpu) const {
   if (node_ < 0 || t.gpus[gpu].node != node_) return nullptr;

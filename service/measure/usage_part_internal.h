@@ -50,6 +50,9 @@ class UsagePart {
             int node, std::string why_not);
 
   bool measuring() const { return probe_ != nullptr; }
+  // Whether `a` holds a GPU of the probe's node (only those are measured).
+  bool Measures(const scheduler::Allocation& a,
+                const scheduler::Topology& t) const;
   // "measured every 1 s by NVML" or why not, for the cluster view.
   std::string Status() const;
 

@@ -58,6 +58,9 @@ await run('console', async ({onExit}) => {
     return c.querySelector('.bar-milli .fill').style.width;
   });
   assert(parseFloat(width) === 25, `the compute bar is a quarter full (${width})`);
+  const isolated = (await gpuLabels(page)).find((l) => /250 of 1000/.test(l));
+  assert(/no isolation: one job at a time/.test(isolated),
+    `the cell says nothing isolates the GPU, so it holds one job: ${isolated}`);
   step('Enter on a GPU cell opens its job list; Escape closes it');
   await page.waitForFunction(() => document.querySelector('#pools') !== null);
   await page.evaluate(() => [...document.querySelectorAll('button.gpu')]

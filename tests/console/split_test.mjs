@@ -49,6 +49,9 @@ await run('split', async ({onExit}) => {
   assert(/-> split/.test(summary), `the decision's summary: ${summary}`);
   const devices = await page.$$eval('table.plan-devices tbody tr th', (ths) => ths.map((t) => t.textContent));
   assert(devices.join() === 'node0/gpu0,node0/gpu1', `the plan's devices: ${devices}`);
+  const sizedBy = await page.$$eval('#job-summary dt', (dts) =>
+    dts.find((d) => d.textContent === 'Sized by')?.nextElementSibling?.textContent);
+  assert(sizedBy === 'estimate', `the job says what sized it: ${sizedBy}`);
   await page.waitForSelector('#plan-timeline .tl-scroll svg');
   await page.waitForSelector('#plan-graph .graph-scroll svg');
   await screenshot(page, args, 'split-job');

@@ -17,37 +17,17 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/launch/launcher_waits.h"
 #include "tests/testlib/onnx_model_builder.h"
 
 namespace tessera::launch {
 namespace {
 
 using ::testing::HasSubstr;
-using Clock = std::chrono::steady_clock;
-
-constexpr auto kPatience = std::chrono::seconds(10);
-
-// Polls `launcher` until job `id` has exited, or gives up after kPatience.
-std::optional<Exited> WaitForExit(Launcher& launcher, JobId id) {
-  const auto deadline = Clock::now() + kPatience;
-  while (Clock::now() < deadline) {
-    for (const Exited& e : launcher.Poll()) {
-      if (e.id == id) return e;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return std::nullopt;
-}
-
-// Waits until `done` holds, up to kPatience.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = Clock::now() + kPatience;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+using waits::Clock;
+using waits::kPatience;
+using waits::WaitForExit;
+using waits::WaitUntil;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

@@ -7,13 +7,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "launch/subprocess.h"
+#include "tests/launch/fake_mps_control.h"
 
 namespace tessera::launch {
 namespace {
@@ -39,43 +39,18 @@ class Dir {
   std::string path_;
 };
 
-// A fake nvidia-cuda-mps-control: the daemon "runs" while the file
-// `running` is in its pipe directory. `-d` writes it (with the GPU it
-// was given) unless `silent`; each start is logged.
+// The fake control program (fake_mps_control.h) in `dir`.
 std::string FakeControl(const Dir& dir, bool silent = false,
                         bool failing = false) {
-  const std::string path = dir.File(silent    ? "fake-mps-silent"
-                                    : failing ? "fake-mps-failing"
-                                              : "fake-mps");
-  std::ofstream f(path);
-  f << "#!/bin/sh\n"
-       "run=\"$CUDA_MPS_PIPE_DIRECTORY/running\"\n"
-       "if [ \"$1\" = -d ]; then\n"
-    << (failing ? "  echo 'An instance of this daemon is already running' >&2\n"
-                  "  exit 1\n"
-                : "")
-    << (silent ? "" : "  echo \"$CUDA_VISIBLE_DEVICES\" > \"$run\"\n")
-    << "  echo start >> \"$CUDA_MPS_LOG_DIRECTORY/control.log\"\n"
-       "  exit 0\n"
-       "fi\n"
-       "read cmd\n"
-       "case \"$cmd\" in\n"
-       "  get_server_list) [ -f \"$run\" ] && exit 0\n"
-       "    echo 'Cannot find MPS control daemon process' >&2; exit 1;;\n"
-       "  quit) rm -f \"$run\"; exit 0;;\n"
-       "esac\n"
-       "exit 2\n";
-  f.close();
-  chmod(path.c_str(), 0755);
-  return path;
+  return testing::WriteFakeMpsControl(dir.File(silent    ? "fake-mps-silent"
+                                               : failing ? "fake-mps-failing"
+                                                         : "fake-mps"),
+                                      silent    ? testing::FakeMps::kSilent
+                                      : failing ? testing::FakeMps::kFailing
+                                                : testing::FakeMps::kWorking);
 }
 
-int Starts(const std::string& log) {
-  std::ifstream f(log);
-  int n = 0;
-  for (std::string line; std::getline(f, line);) n += line == "start";
-  return n;
-}
+int Starts(const std::string& log) { return testing::FakeMpsStarts(log); }
 
 TEST(MpsDaemon, StartedThenStartedAgainWhenItDied) {
   Dir dir;

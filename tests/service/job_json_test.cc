@@ -348,6 +348,10 @@ Job FullJob() {
   job.pid = 12345;
   job.pid_start = 987654321;
   job.restarts = 2;
+  job.request.on_oom = "requeue";
+  job.usage = MeasuredUse{6500, 4000, 42.5, 17};
+  job.oom_requeues = 1;
+  job.sized_by = "estimate, raised by 1 measurement";
   return job;
 }
 
@@ -408,6 +412,10 @@ void ExpectSameJob(const Job& a, const Job& b) {
   EXPECT_EQ(a.pid, b.pid);
   EXPECT_EQ(a.pid_start, b.pid_start);
   EXPECT_EQ(a.restarts, b.restarts);
+  EXPECT_EQ(a.request.on_oom, b.request.on_oom);
+  EXPECT_EQ(a.usage, b.usage);
+  EXPECT_EQ(a.oom_requeues, b.oom_requeues);
+  EXPECT_EQ(a.sized_by, b.sized_by);
 }
 
 TEST(JobRecord, RoundTripsEveryField) {
@@ -426,6 +434,141 @@ TEST(JobRecord, RoundTripsEveryField) {
   ASSERT_TRUE(back2) << back2.error().message;
   ExpectSameJob(*back2, model_job);
   EXPECT_EQ(back2->request.model->inputs, model_job.request.model->inputs);
+}
+
+// Issue 31's fields: measured use, out-of-memory requeues, what sized the
+// job, and the request's on_oom, through the record's text and back.
+TEST(JobRecord, RoundTripsMeasuredUseAndOutOfMemoryFields) {
+  const Job job = FullJob();
+  const json record = JobRecordJson(job);
+  EXPECT_EQ(record["usage"], json({{"peak_mib", 6500},
+                                   {"last_mib", 4000},
+                                   {"mean_utilization_pct", 42.5},
+                                   {"readings", 17}}));
+  EXPECT_EQ(record["oom_requeues"], 1);
+  EXPECT_EQ(record["sized_by"], "estimate, raised by 1 measurement");
+  EXPECT_EQ(record["request"]["on_oom"], "requeue");
+  auto back = ParseJobRecord(json::parse(record.dump()));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->usage, (MeasuredUse{6500, 4000, 42.5, 17}));
+  EXPECT_EQ(back->oom_requeues, 1);
+  EXPECT_EQ(back->sized_by, "estimate, raised by 1 measurement");
+  EXPECT_EQ(back->request.on_oom, "requeue");
+
+  // Their defaults: not written, and read back as defaults.
+  Job plain = FullJob();
+  plain.usage = {};
+  plain.oom_requeues = 0;
+  plain.sized_by = "";
+  plain.request.on_oom = "";
+  const json plain_record = JobRecordJson(plain);
+  EXPECT_FALSE(plain_record.contains("usage"));
+  EXPECT_FALSE(plain_record.contains("oom_requeues"));
+  EXPECT_FALSE(plain_record.contains("sized_by"));
+  EXPECT_FALSE(plain_record["request"].contains("on_oom"));
+  auto plain_back = ParseJobRecord(plain_record);
+  ASSERT_TRUE(plain_back) << plain_back.error().message;
+  ExpectSameJob(*plain_back, plain);
+
+  // A record of an older version has none of them.
+  json old = JobRecordJson(FullJob());
+  for (const char* k : {"usage", "oom_requeues", "sized_by"}) old.erase(k);
+  old["request"].erase("on_oom");
+  auto old_back = ParseJobRecord(old);
+  ASSERT_TRUE(old_back) << old_back.error().message;
+  EXPECT_EQ(old_back->usage, MeasuredUse{});
+  EXPECT_EQ(old_back->oom_requeues, 0);
+  EXPECT_EQ(old_back->sized_by, "");
+  EXPECT_EQ(old_back->request.on_oom, "");
+}
+
+TEST(JobRecord, RejectsACorruptMeasuredUse) {
+  const auto error_of = [](const json& j) -> std::string {
+    auto r = ParseJobRecord(j);
+    return r ? "" : r.error().message;
+  };
+  json j = JobRecordJson(FullJob());
+  j["usage"]["peak_gib"] = 6;
+  EXPECT_THAT(error_of(j), HasSubstr("usage.peak_gib: unknown field"));
+  j = JobRecordJson(FullJob());
+  j["usage"]["readings"] = "17";
+  EXPECT_THAT(error_of(j), HasSubstr("usage.readings: must be an integer"));
+  j = JobRecordJson(FullJob());
+  j["usage"]["mean_utilization_pct"] = "high";
+  EXPECT_THAT(error_of(j),
+              HasSubstr("usage.mean_utilization_pct: must be a number"));
+  j = JobRecordJson(FullJob());
+  j["usage"] = 5;
+  EXPECT_THAT(error_of(j), HasSubstr("usage: must be a JSON object"));
+  j = JobRecordJson(FullJob());
+  j["oom_requeues"] = "once";
+  EXPECT_THAT(error_of(j), HasSubstr("oom_requeues: must be an integer"));
+  j = JobRecordJson(FullJob());
+  j["sized_by"] = 3;
+  EXPECT_THAT(error_of(j), HasSubstr("sized_by: must be a string"));
+}
+
+TEST(ParseJobRequest, OnOomIsFailOrRequeue) {
+  for (const char* value : {"fail", "requeue"}) {
+    json j = Fractional();
+    j["on_oom"] = value;
+    auto r = ParseJobRequest(j);
+    ASSERT_TRUE(r) << value << ": " << r.error().message;
+    EXPECT_EQ(r->on_oom, value);
+    EXPECT_EQ(JobRequestJson(*r)["on_oom"], value);
+    auto again = ParseJobRequest(JobRequestJson(*r));
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(again->on_oom, value);
+  }
+  // Not given: the pool's default, and not shown.
+  auto plain = ParseJobRequest(Fractional());
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->on_oom, "");
+  EXPECT_FALSE(JobRequestJson(*plain).contains("on_oom"));
+
+  json j = Fractional();
+  j["on_oom"] = "retry";
+  EXPECT_THAT(ErrorOf(j),
+              HasSubstr("on_oom: must be fail or requeue (got 'retry')"));
+  j["on_oom"] = "";
+  EXPECT_THAT(ErrorOf(j), HasSubstr("on_oom: must be fail or requeue"));
+  j["on_oom"] = "Requeue";
+  EXPECT_THAT(ErrorOf(j), HasSubstr("on_oom: must be fail or requeue"));
+  j["on_oom"] = true;
+  EXPECT_THAT(ErrorOf(j), HasSubstr("on_oom: must be a string"));
+  // A model job may ask too.
+  json model = ByModel();
+  model["on_oom"] = "requeue";
+  auto by_model = ParseJobRequest(model);
+  ASSERT_TRUE(by_model) << by_model.error().message;
+  EXPECT_EQ(by_model->on_oom, "requeue");
+}
+
+TEST(JobJson, ShowsUsageOnlyOnceMeasured) {
+  Job job = FullJob();
+  json j = JobJson(job, OneNode());
+  ASSERT_TRUE(j.contains("usage"));
+  EXPECT_EQ(j["usage"]["peak_mib"], 6500);
+  EXPECT_EQ(j["usage"]["last_mib"], 4000);
+  EXPECT_DOUBLE_EQ(j["usage"]["mean_utilization_pct"].get<double>(), 42.5);
+  EXPECT_EQ(j["usage"]["readings"], 17);
+  EXPECT_EQ(j["oom_requeues"], 1);
+  EXPECT_EQ(j["sized_by"], "estimate, raised by 1 measurement");
+  EXPECT_EQ(j["request"]["on_oom"], "requeue");
+  // Not read yet: no usage, even with numbers left from before.
+  job.usage.readings = 0;
+  j = JobJson(job, OneNode());
+  EXPECT_FALSE(j.contains("usage"));
+  job.usage = MeasuredUse{};
+  job.oom_requeues = 0;
+  job.sized_by = "";
+  j = JobJson(job, OneNode());
+  EXPECT_FALSE(j.contains("usage"));
+  EXPECT_FALSE(j.contains("oom_requeues"));
+  EXPECT_FALSE(j.contains("sized_by"));
+  // One reading is enough.
+  job.usage.readings = 1;
+  EXPECT_EQ(JobJson(job, OneNode())["usage"]["readings"], 1);
 }
 
 TEST(JobRecord, KeepsWhatASubmissionWouldNotPass) {

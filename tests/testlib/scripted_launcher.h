@@ -34,7 +34,9 @@ class ScriptedLauncher : public launch::Launcher {
     if (hook) hook(spec);  // may block: a slow engine
     std::lock_guard lock(mu);
     started.push_back(spec);
-    return launch::Launched{1000 + spec.id, 1};
+    const auto pid = pid_for.find(spec.id);
+    return launch::Launched{pid == pid_for.end() ? 1000 + spec.id : pid->second,
+                            1};
   }
   void Stop(JobId id, double) override {
     std::lock_guard lock(mu);
@@ -82,6 +84,8 @@ class ScriptedLauncher : public launch::Launcher {
   std::vector<std::pair<JobId, int>> notified;  // Notify's calls
   std::map<JobId, launch::Reconciled> reconcile;
   std::optional<Error> fail_next;  // the next Start's error
+  // The pid Start reports for a job (default 1000 + id, no process).
+  std::map<JobId, int64_t> pid_for;
   // Called by Start (without mu) before it records the start.
   std::function<void(const launch::LaunchSpec&)> start_hook;
 };
