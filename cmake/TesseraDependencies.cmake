@@ -23,6 +23,8 @@ target_link_libraries(tessera_glpk INTERFACE ${GLPK_LIB})
 target_include_directories(tessera_glpk SYSTEM INTERFACE ${GLPK_INCLUDE_DIR})
 
 pkg_check_modules(CBC REQUIRED IMPORTED_TARGET cbc)
+# PostgreSQL's client library, for the shared job store (service/store/).
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)

@@ -19,6 +19,10 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libboost-graph-dev libglpk-dev coinor-libcbc-dev
   nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libsqlite3-dev
+  # PostgreSQL: the client library of the shared job store, and the server
+  # the store's tests start in a temporary directory (tests/testlib/
+  # postgres_server.h).
+  libpq-dev postgresql
   libcpp-httplib-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format graphviz

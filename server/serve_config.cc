@@ -57,7 +57,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "model_default_work_s",
                                          "elastic_release_grace_s",
                                          "share_unisolated",
-                                         "gpu_usage"};
+                                         "gpu_usage",
+                                         "store"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights", "on_oom"};
 constexpr std::string_view kOnOom[] = {"fail", "requeue"};
@@ -234,6 +235,13 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
                                       &config.service.topology, &gpus));
   }
 
+  if (const Field* f = Find(*top, "store")) {
+    if (Find(*top, "db") != nullptr) {
+      return Fail(*f, "",
+                  "give the database once: 'db: PATH' or 'store:', not both");
+    }
+    TESSERA_RETURN_IF_ERROR(ParseStore(*f, &config));
+  }
   if (const Field* f = Find(*top, "gpu_usage")) {
     TESSERA_RETURN_IF_ERROR(ParseGpuUsage(*f, &config));
   }

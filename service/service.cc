@@ -65,7 +65,7 @@ Result<std::unique_ptr<Service>> Service::Start(
   }
   TESSERA_RETURN_IF_ERROR(impl->SetUpModelFiles());
   TESSERA_RETURN_IF_ERROR(impl->SetUpQueues());
-  auto store = Store::Open(impl->options.db_path);
+  auto store = Store::Open(impl->options.store, impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
   {

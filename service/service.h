@@ -80,11 +80,25 @@ struct Quotas {
   bool empty() const;
 };
 
+// Where the store lives (ServiceOptions::store): an SQLite file (the
+// default, one machine) or a PostgreSQL database that several replicas
+// share (docs/operations.md, "High availability").
+struct StoreOptions {
+  // A PostgreSQL connection URI or keyword string ("postgresql://tessera@
+  // db.example:5432/tessera", "host=... dbname=..."); "" = SQLite at the
+  // service's db_path.
+  std::string postgres_url;
+  // A file whose first line is the password (kept out of the config and
+  // of process listings); "" = none, or the URI's.
+  std::string postgres_password_file;
+};
+
 struct ServiceOptions {
   Topology topology;
   std::map<std::string, PolicyConfig> policies;  // per pool; absent: fifo
   std::string scorer = "tessera";                // admission.h
-  std::string db_path = "tessera.db";
+  std::string db_path = "tessera.db";  // SQLite, unless store says otherwise
+  StoreOptions store;
   std::string log_dir = "tessera-logs";
   double kill_grace_s = 10;
   int64_t max_queued_per_user = 1000;

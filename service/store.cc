@@ -114,7 +114,31 @@ std::string Quoted(JobState s) {
 
 }  // namespace
 
-struct Store::Impl {
+class SqliteStore final : public Store {
+ public:
+  struct Impl;
+  explicit SqliteStore(std::unique_ptr<Impl> impl);
+  ~SqliteStore() override;
+
+  Result<JobId> Insert(const Job& job, const JobEvent* event) override;
+  Status Update(const Job& job, const JobEvent* event) override;
+  Status AddEvent(const JobEvent& event) override;
+  Status PutRecord(const std::string& key, const std::string& value) override;
+  Result<std::optional<std::string>> GetRecord(const std::string& key) override;
+  Result<std::vector<JobEvent>> Events(JobId id) override;
+  Status UpdateAll(const std::vector<Job>& jobs) override;
+  Result<std::optional<Job>> Get(JobId id) override;
+  Result<std::vector<Job>> LoadAll(bool active_only) override;
+  Result<std::vector<Job>> List(const std::string& state,
+                                const std::string& user,
+                                const std::string& pool,
+                                int64_t limit) override;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SqliteStore::Impl {
   std::string path;
   std::mutex mu;          // guards db and every statement below
   sqlite3* db = nullptr;  // one connection, used under mu
@@ -286,19 +310,7 @@ struct Store::Impl {
   }
 
   Result<Job> ReadRow(sqlite3_stmt* s) const {
-    const int64_t id = sqlite3_column_int64(s, 0);
-    const std::string text = ColumnText(s, 1);
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) {
-      return Internal(path + ": job " + std::to_string(id) +
-                      ": record is not JSON");
-    }
-    auto job = ParseJobRecord(j);
-    if (!job) {
-      return job.error().WithContext(path + ": job " + std::to_string(id));
-    }
-    job->id = id;  // the row's id is the truth
-    return job;
+    return JobFromRow(path, sqlite3_column_int64(s, 0), ColumnText(s, 1));
   }
 
   Result<std::vector<Job>> ReadAll(const Statement& stmt) {
@@ -315,11 +327,31 @@ struct Store::Impl {
   }
 };
 
-Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Store::~Store() = default;
+Result<Job> JobFromRow(const std::string& where, int64_t id,
+                       const std::string& record) {
+  const nlohmann::json j = nlohmann::json::parse(record, nullptr, false);
+  if (j.is_discarded()) {
+    return Internal(where + ": job " + std::to_string(id) +
+                    ": record is not JSON");
+  }
+  auto job = ParseJobRecord(j);
+  if (!job) {
+    return job.error().WithContext(where + ": job " + std::to_string(id));
+  }
+  job->id = id;  // the row's id is the truth
+  return job;
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SqliteStore::~SqliteStore() = default;
+
+Result<std::unique_ptr<Store>> Store::Open(const StoreOptions& o,
+                                           const std::string& sqlite_path) {
+  return o.postgres_url.empty() ? Open(sqlite_path) : OpenPostgres(o);
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<SqliteStore::Impl>();
   impl->path = path;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                     SQLITE_OPEN_NOMUTEX;  // Impl::mu serializes
@@ -339,10 +371,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
       impl->Exec("PRAGMA synchronous=FULL", "cannot set synchronous=FULL"));
   TESSERA_RETURN_IF_ERROR(impl->CheckSchema());
   TESSERA_RETURN_IF_ERROR(impl->PrepareAll());
-  return std::unique_ptr<Store>(new Store(std::move(impl)));
+  return std::unique_ptr<Store>(new SqliteStore(std::move(impl)));
 }
 
-Result<JobId> Store::Insert(const Job& job, const JobEvent* event) {
+Result<JobId> SqliteStore::Insert(const Job& job, const JobEvent* event) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   JobId id = 0;
@@ -376,7 +408,7 @@ Result<JobId> Store::Insert(const Job& job, const JobEvent* event) {
   return id;
 }
 
-Status Store::Update(const Job& job, const JobEvent* event) {
+Status SqliteStore::Update(const Job& job, const JobEvent* event) {
   std::lock_guard lock(impl_->mu);
   return impl_->Transaction([&]() -> Status {
     TESSERA_RETURN_IF_ERROR(impl_->Write(job));
@@ -384,12 +416,13 @@ Status Store::Update(const Job& job, const JobEvent* event) {
   });
 }
 
-Status Store::AddEvent(const JobEvent& event) {
+Status SqliteStore::AddEvent(const JobEvent& event) {
   std::lock_guard lock(impl_->mu);
   return impl_->Transaction([&] { return impl_->WriteEvent(event); });
 }
 
-Status Store::PutRecord(const std::string& key, const std::string& value) {
+Status SqliteStore::PutRecord(const std::string& key,
+                              const std::string& value) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   if (key == "schema_version") return Internal("meta: schema_version is kept");
@@ -405,7 +438,8 @@ Status Store::PutRecord(const std::string& key, const std::string& value) {
   return {};
 }
 
-Result<std::optional<std::string>> Store::GetRecord(const std::string& key) {
+Result<std::optional<std::string>> SqliteStore::GetRecord(
+    const std::string& key) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   Statement get;
@@ -421,7 +455,7 @@ Result<std::optional<std::string>> Store::GetRecord(const std::string& key) {
   return std::optional<std::string>(ColumnText(*u, 0));
 }
 
-Result<std::vector<JobEvent>> Store::Events(JobId id) {
+Result<std::vector<JobEvent>> SqliteStore::Events(JobId id) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   Use u(m.events);
@@ -442,7 +476,7 @@ Result<std::vector<JobEvent>> Store::Events(JobId id) {
   return out;
 }
 
-Status Store::UpdateAll(const std::vector<Job>& jobs) {
+Status SqliteStore::UpdateAll(const std::vector<Job>& jobs) {
   std::lock_guard lock(impl_->mu);
   return impl_->Transaction([&]() -> Status {
     for (const Job& job : jobs) TESSERA_RETURN_IF_ERROR(impl_->Write(job));
@@ -450,7 +484,7 @@ Status Store::UpdateAll(const std::vector<Job>& jobs) {
   });
 }
 
-Result<std::optional<Job>> Store::Get(JobId id) {
+Result<std::optional<Job>> SqliteStore::Get(JobId id) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   Use u(m.get);
@@ -464,14 +498,15 @@ Result<std::optional<Job>> Store::Get(JobId id) {
   return std::optional<Job>(std::move(*job));
 }
 
-Result<std::vector<Job>> Store::LoadAll(bool active_only) {
+Result<std::vector<Job>> SqliteStore::LoadAll(bool active_only) {
   std::lock_guard lock(impl_->mu);
   return impl_->ReadAll(active_only ? impl_->active : impl_->all);
 }
 
-Result<std::vector<Job>> Store::List(const std::string& state,
-                                     const std::string& user,
-                                     const std::string& pool, int64_t limit) {
+Result<std::vector<Job>> SqliteStore::List(const std::string& state,
+                                           const std::string& user,
+                                           const std::string& pool,
+                                           int64_t limit) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   {

@@ -1,10 +1,8 @@
 #ifndef TESSERA_SERVICE_STORE_INTERNAL_H_
 #define TESSERA_SERVICE_STORE_INTERNAL_H_
 
-// The durable job store: SQLite in WAL mode, one row per job (the job as
-// JSON plus indexed columns). Every write is one transaction, committed
-// before the call returns (synchronous=FULL: a committed job survives
-// kill -9 and power loss). Thread-safe (one connection behind a mutex).
+// The durable job store: one row per job (the job as JSON plus indexed
+// columns), its events, and the service's own records.
 
 #include <memory>
 #include <optional>
@@ -17,47 +15,74 @@
 
 namespace tessera::service {
 
+// The durable job store, an interface over two databases:
+// - SQLite in WAL mode (Open): every write is one transaction, committed
+//   before the call returns (synchronous=FULL: a committed job survives
+//   kill -9 and power loss). One connection behind a mutex.
+// - PostgreSQL (OpenPostgres, service/store/postgres_store.cc): the same
+//   rows and the same transactions; a commit is durable when it returns
+//   (synchronous_commit on). One connection behind a mutex, opened again
+//   when it was lost: meanwhile every call fails kUnavailable.
+// Thread-safe; the same behaviour and tests for both (tests/service/
+// store_test.cc).
+// A stored row back as a job: `record` is its record JSON (job_json.h);
+// the row's `id` is the truth. Errors name `where` (the database) and the
+// job.
+Result<Job> JobFromRow(const std::string& where, int64_t id,
+                       const std::string& record);
+
 class Store {
  public:
-  // Opens or creates the database at `path` (":memory:" for tests).
+  // Opens or creates the SQLite database at `path` (":memory:" for tests).
   // kBadInput naming the path when it cannot be opened or is not a tessera
   // database.
   static Result<std::unique_ptr<Store>> Open(const std::string& path);
-  ~Store();
+  // Connects to PostgreSQL and creates or checks the schema (one replica
+  // at a time: an advisory lock). kUnavailable when the server cannot be
+  // reached, kBadInput for a database of another schema version or an
+  // unreadable password file.
+  static Result<std::unique_ptr<Store>> OpenPostgres(const StoreOptions& o);
+  // `o`'s database, or SQLite at `sqlite_path`.
+  static Result<std::unique_ptr<Store>> Open(const StoreOptions& o,
+                                             const std::string& sqlite_path);
+  virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   // Assigns the next id, stores `job` with it and returns it; `event`
   // (its job set to the new id) is stored in the same transaction.
-  Result<JobId> Insert(const Job& job, const JobEvent* event = nullptr);
+  virtual Result<JobId> Insert(const Job& job,
+                               const JobEvent* event = nullptr) = 0;
   // Replaces the stored job with the same id (kInternal if there is none),
   // with `event` in the same transaction.
-  Status Update(const Job& job, const JobEvent* event = nullptr);
+  virtual Status Update(const Job& job, const JobEvent* event = nullptr) = 0;
   // An event without a change to a job (a cancel asked of a running job,
   // a node drained).
-  Status AddEvent(const JobEvent& event);
+  virtual Status AddEvent(const JobEvent& event) = 0;
   // A record of the service's own beside the jobs (the meta table): what
   // sizing learned (measure/learned_part_internal.h). Get: nullopt when
   // never written.
-  Status PutRecord(const std::string& key, const std::string& value);
-  Result<std::optional<std::string>> GetRecord(const std::string& key);
+  virtual Status PutRecord(const std::string& key,
+                           const std::string& value) = 0;
+  virtual Result<std::optional<std::string>> GetRecord(
+      const std::string& key) = 0;
   // Job `id`'s events, oldest first.
-  Result<std::vector<JobEvent>> Events(JobId id);
+  virtual Result<std::vector<JobEvent>> Events(JobId id) = 0;
   // Several updates in one transaction (a gang start, preemptions).
-  Status UpdateAll(const std::vector<Job>& jobs);
-  Result<std::optional<Job>> Get(JobId id);
-  // Every job, by id; with `active_only` just queued, running and preempted.
-  Result<std::vector<Job>> LoadAll(bool active_only = false);
+  virtual Status UpdateAll(const std::vector<Job>& jobs) = 0;
+  virtual Result<std::optional<Job>> Get(JobId id) = 0;
+  // Every job, by id; with `active_only` just queued, running and
+  // preempted.
+  virtual Result<std::vector<Job>> LoadAll(bool active_only = false) = 0;
   // The newest `limit` jobs, newest first, of `state`, `user` and `pool`
   // ("" = any): one indexed query, whatever the number of jobs stored.
-  Result<std::vector<Job>> List(const std::string& state,
-                                const std::string& user,
-                                const std::string& pool, int64_t limit);
+  virtual Result<std::vector<Job>> List(const std::string& state,
+                                        const std::string& user,
+                                        const std::string& pool,
+                                        int64_t limit) = 0;
 
- private:
-  struct Impl;
-  explicit Store(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  Store() = default;
 };
 
 }  // namespace tessera::service

@@ -107,9 +107,11 @@ std::string Describe(const server::ServeConfig& config) {
              ")";
   }
   return std::to_string(t.gpus.size()) + " GPUs on " +
-         std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; db " +
-         config.service.db_path + ", logs in " + config.service.log_dir +
-         DescribeIsolation(t) +
+         std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; " +
+         (config.service.store.postgres_url.empty()
+              ? "db " + config.service.db_path
+              : std::string("jobs in PostgreSQL")) +
+         ", logs in " + config.service.log_dir + DescribeIsolation(t) +
          (config.launcher.kind == "slurm"
               ? "; jobs run as Slurm jobs" +
                     (config.launcher.slurm.partition.empty()
@@ -123,7 +125,14 @@ std::string Describe(const server::ServeConfig& config) {
 int RunServe(const ServeArgs& args) {
   Result<server::ServeConfig> config = server::LoadServeConfig(args.config);
   if (!config) return ReportError(config.error());
-  if (!args.db.empty()) config->service.db_path = args.db;
+  if (!args.db.empty()) {
+    if (!config->service.store.postgres_url.empty()) {
+      return ReportError(
+          BadInput("--db names an SQLite file; " + args.config +
+                   " keeps the jobs in PostgreSQL (store: postgres)"));
+    }
+    config->service.db_path = args.db;
+  }
   if (!args.listen.empty()) {
     Result<server::ListenAddress> address =
         server::ParseListenAddress(args.listen);

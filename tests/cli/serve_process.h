@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/cli/cli_runner.h"
+#include "tests/testlib/loopback_socket.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::testlib {
@@ -37,21 +38,6 @@ inline std::string Sha256Hex(const std::string& text) {
     hex += buf;
   }
   return hex;
-}
-
-// A loopback TCP port that was free a moment ago.
-inline int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 // `tessera serve --config CONFIG [EXTRA...]`, its stderr appended to a log

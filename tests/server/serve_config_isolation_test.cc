@@ -228,5 +228,35 @@ TEST(ServeConfigIsolation, ExampleFileSharesAnywayAndRequeues) {
   EXPECT_TRUE(config->measure_gpu_usage);
 }
 
+// `store:` (issue 32): SQLite (what `db:` says) or PostgreSQL; never both
+// `db:` and `store:`.
+TEST(ServeConfigStore, SqliteOrPostgres) {
+  Result<ServeConfig> c = Parse(Config("", "", {"store: {sqlite: /srv/q.db}"}));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->service.db_path, "/srv/q.db");
+  EXPECT_EQ(c->service.store.postgres_url, "");
+  c = Parse(Config(
+      "", "",
+      {"store:", "  postgres:", "    url: postgresql://tessera@db:5432/tessera",
+       "    password_file: /etc/tessera/pg-password"}));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->service.store.postgres_url,
+            "postgresql://tessera@db:5432/tessera");
+  EXPECT_EQ(c->service.store.postgres_password_file,
+            "/etc/tessera/pg-password");
+  EXPECT_EQ(ErrorOf(Config("", "", {"db: q.db", "store: {sqlite: q.db}"})),
+            "serve.yaml:12: store: give the database once: 'db: PATH' or "
+            "'store:', not both");
+  EXPECT_EQ(ErrorOf(Config("", "", {"store: {}"})),
+            "serve.yaml:11: store: give exactly one of sqlite: PATH and "
+            "postgres: {url}");
+  EXPECT_EQ(ErrorOf(Config("", "", {"store: {postgres: {password_file: x}}"})),
+            "serve.yaml:11: store.postgres: missing 'url' "
+            "(postgresql://USER@HOST:PORT/DBNAME)");
+  EXPECT_THAT(ErrorOf(Config("", "", {"store: {postgres: {url: x, pw: y}}"})),
+              HasSubstr("serve.yaml:11: unknown key 'pw' in store.postgres "
+                        "(known keys: url, password_file)"));
+}
+
 }  // namespace
 }  // namespace tessera::server

@@ -1,6 +1,6 @@
-// Store: jobs go in with increasing ids, come back whole, survive closing
-// and reopening the file, and a file that is not a tessera database is
-// refused by name.
+// Store: jobs go in with increasing ids, come back whole with their events,
+// survive closing and reopening the database, on SQLite and on PostgreSQL;
+// a file that is not a tessera database is refused by name.
 #include "service/store_internal.h"
 
 #include <gmock/gmock.h>
@@ -13,6 +13,7 @@
 
 #include "service/wire/job_json.h"
 #include "tests/testlib/onnx_model_builder.h"
+#include "tests/testlib/postgres_server.h"
 
 namespace tessera::scheduler {
 
@@ -43,8 +44,72 @@ std::unique_ptr<Store> OpenOrDie(const std::string& path) {
   return s ? std::move(s).value() : nullptr;
 }
 
-TEST(Store, InsertAssignsIncreasingIdsAndGetReturnsTheJob) {
-  auto store = OpenOrDie(":memory:");
+// The tests every store passes, on SQLite (a file) and on PostgreSQL (a
+// real server the test starts: tests/testlib/postgres_server.h).
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      postgres_ = std::make_unique<testlib::PostgresServer>();
+      ASSERT_EQ(postgres_->error(), "");
+      ASSERT_TRUE(postgres_->CreateDatabase("jobs")) << postgres_->error();
+    }
+  }
+  // The store (again: the same file or database each time).
+  std::unique_ptr<Store> Open() {
+    if (GetParam() == "sqlite") return OpenOrDie(dir_.File("jobs.db"));
+    service::StoreOptions o;
+    o.postgres_url = postgres_->Url("jobs");
+    o.postgres_password_file = postgres_->password_file();
+    auto s = Store::OpenPostgres(o);
+    EXPECT_TRUE(s) << s.error().message;
+    return s ? std::move(s).value() : nullptr;
+  }
+
+  testlib::TempDir dir_;
+  std::unique_ptr<testlib::PostgresServer> postgres_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Databases, StoreTest,
+                         ::testing::Values("sqlite", "postgres"),
+                         [](const auto& p) { return p.param; });
+
+TEST_P(StoreTest, EventsAndRecordsAreKept) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  service::JobEvent submitted{0,        1000.25,     "alice",
+                              "laptop", "submitted", "pool a"};
+  auto id = store->Insert(MakeJob("alice", JobState::kQueued), &submitted);
+  ASSERT_TRUE(id);
+  Job job = store->Get(*id)->value();
+  job.state = JobState::kCancelled;
+  const service::JobEvent cancelled{*id, 1001.5,      "bob",
+                                    "",  "cancelled", "it's 'quoted' \"text\""};
+  ASSERT_TRUE(store->Update(job, &cancelled));
+  ASSERT_TRUE(store->AddEvent({0, 1002, "root", "", "drained", "node0"}));
+  auto events = store->Events(*id);
+  ASSERT_TRUE(events) << events.error().message;
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].job, *id);
+  EXPECT_EQ((*events)[0].at, 1000.25);
+  EXPECT_EQ((*events)[0].token, "laptop");
+  EXPECT_EQ((*events)[1].detail, cancelled.detail);
+  EXPECT_EQ(store->Events(0)->size(), 1u);
+  // The service's own records.
+  EXPECT_FALSE(store->GetRecord("learned")->has_value());
+  ASSERT_TRUE(store->PutRecord("learned", "{\"a\": 1}"));
+  ASSERT_TRUE(store->PutRecord("learned", "{\"a\": 2}"));
+  EXPECT_EQ(store->GetRecord("learned")->value(), "{\"a\": 2}");
+  EXPECT_FALSE(store->PutRecord("schema_version", "9"));
+  store.reset();
+  store = Open();
+  EXPECT_EQ(store->GetRecord("learned")->value(), "{\"a\": 2}");
+  EXPECT_EQ(store->List("cancelled", "alice", "a", 10)->size(), 1u);
+  EXPECT_EQ(store->List("", "bob", "", 10)->size(), 0u);
+}
+
+TEST_P(StoreTest, InsertAssignsIncreasingIdsAndGetReturnsTheJob) {
+  auto store = Open();
   ASSERT_TRUE(store);
   auto a = store->Insert(MakeJob("alice", JobState::kQueued));
   auto b = store->Insert(MakeJob("bob", JobState::kQueued));
@@ -68,8 +133,8 @@ TEST(Store, InsertAssignsIncreasingIdsAndGetReturnsTheJob) {
   EXPECT_FALSE(*missing);
 }
 
-TEST(Store, UpdateReplacesTheJob) {
-  auto store = OpenOrDie(":memory:");
+TEST_P(StoreTest, UpdateReplacesTheJob) {
+  auto store = Open();
   ASSERT_TRUE(store);
   auto id = store->Insert(MakeJob("alice", JobState::kQueued));
   ASSERT_TRUE(id);
@@ -90,8 +155,8 @@ TEST(Store, UpdateReplacesTheJob) {
   EXPECT_EQ((*got)->plan, job.plan);
 }
 
-TEST(Store, UpdateOfAnUnknownJobFailsAndChangesNothing) {
-  auto store = OpenOrDie(":memory:");
+TEST_P(StoreTest, UpdateOfAnUnknownJobFailsAndChangesNothing) {
+  auto store = Open();
   ASSERT_TRUE(store);
   auto id = store->Insert(MakeJob("alice", JobState::kQueued));
   ASSERT_TRUE(id);
@@ -111,8 +176,8 @@ TEST(Store, UpdateOfAnUnknownJobFailsAndChangesNothing) {
   EXPECT_EQ(store->Get(*id)->value().state, JobState::kRunning);
 }
 
-TEST(Store, LoadsAllOrTheActiveJobsInIdOrder) {
-  auto store = OpenOrDie(":memory:");
+TEST_P(StoreTest, LoadsAllOrTheActiveJobsInIdOrder) {
+  auto store = Open();
   ASSERT_TRUE(store);
   const JobState states[] = {JobState::kQueued,    JobState::kRunning,
                              JobState::kSucceeded, JobState::kFailed,
@@ -137,12 +202,10 @@ TEST(Store, LoadsAllOrTheActiveJobsInIdOrder) {
   EXPECT_EQ((*active)[2].state, JobState::kPreempted);
 }
 
-TEST(Store, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
-  testlib::TempDir dir;
-  const std::string path = dir.File("jobs.db");
+TEST_P(StoreTest, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
   JobId last = 0;
   {
-    auto store = OpenOrDie(path);
+    auto store = Open();
     ASSERT_TRUE(store);
     for (int i = 0; i < 5; ++i) {
       auto id = store->Insert(MakeJob("alice", JobState::kQueued, 100 + i));
@@ -154,7 +217,7 @@ TEST(Store, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
     j.exit_code = 0;
     ASSERT_TRUE(store->Update(j));
   }
-  auto store = OpenOrDie(path);
+  auto store = Open();
   ASSERT_TRUE(store);
   auto all = store->LoadAll();
   ASSERT_TRUE(all);
@@ -170,9 +233,8 @@ TEST(Store, ReopenedFileHasEverythingAndIdsKeepIncreasing) {
   EXPECT_GT(*next, last);
 }
 
-TEST(Store, ConcurrentInsertsGetDistinctIds) {
-  testlib::TempDir dir;
-  auto store = OpenOrDie(dir.File("jobs.db"));
+TEST_P(StoreTest, ConcurrentInsertsGetDistinctIds) {
+  auto store = Open();
   ASSERT_TRUE(store);
   constexpr int kThreads = 4, kEach = 25;
   std::vector<std::vector<JobId>> ids(kThreads);

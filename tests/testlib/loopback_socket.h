@@ -16,6 +16,21 @@
 
 namespace tessera::testlib {
 
+// A loopback TCP port that was free a moment ago.
+inline int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
 // A TCP connection to 127.0.0.1:port, or -1.
 inline int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
