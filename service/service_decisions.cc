@@ -51,16 +51,6 @@ int MostSharing(const ClusterState& state, const Allocation& a) {
   return k;
 }
 
-// The most memory of one GPU of `pool`.
-int64_t MaxGpuMemory(const Topology& t, const std::string& pool) {
-  int64_t most = 0;
-  for (const NodeInfo& n : t.nodes) {
-    if (n.pool != pool) continue;
-    for (const int g : n.gpus) most = std::max(most, t.gpus[g].memory_mib);
-  }
-  return most;
-}
-
 }  // namespace
 
 namespace service_internal {
@@ -204,7 +194,7 @@ std::optional<Allocation> Service::Impl::DecideModelStart(
   }
   in.pool_gpus = pool_gpus;
   std::vector<double> works;
-  const int64_t gpu_mib = MaxGpuMemory(t, pool);
+  const int64_t gpu_mib = service_internal::MaxGpuMemory(t, pool);
   for (const Job& q : snap.queue) {
     if (q.request.pool != pool) continue;
     if (q.id > job.id) ++in.held_back;

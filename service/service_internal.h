@@ -81,6 +81,16 @@ inline int UsageNode(const ServiceOptions& o) {
   return o.usage_node.empty() ? 0 : o.topology.FindNode(o.usage_node);
 }
 
+// The most memory of one GPU of `pool`.
+inline int64_t MaxGpuMemory(const Topology& t, const std::string& pool) {
+  int64_t most = 0;
+  for (const NodeInfo& n : t.nodes) {
+    if (n.pool != pool) continue;
+    for (const int g : n.gpus) most = std::max(most, t.gpus[g].memory_mib);
+  }
+  return most;
+}
+
 inline std::string PoolKind(const Topology& t, const std::string& pool) {
   for (const NodeInfo& n : t.nodes) {
     if (n.pool == pool && !n.gpus.empty()) return t.gpus[n.gpus[0]].kind;

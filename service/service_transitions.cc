@@ -219,12 +219,8 @@ void Service::Impl::EndedByItself(Job& job, const launch::Exited& e,
   }
   h.gpus = static_cast<int>(held.gpus.size());
   h.exclusive = held.exclusive;
-  const Topology& t = state.topology();
-  for (const scheduler::GpuInfo& g : t.gpus) {
-    if (t.nodes[g.node].pool == job.request.pool) {
-      h.largest_gpu_mib = std::max(h.largest_gpu_mib, g.memory_mib);
-    }
-  }
+  h.largest_gpu_mib =
+      service_internal::MaxGpuMemory(state.topology(), job.request.pool);
   const std::string& on_oom = job.request.on_oom;
   const bool asked =
       on_oom == "requeue" ||

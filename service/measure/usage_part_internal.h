@@ -65,7 +65,10 @@ class UsagePart {
   std::vector<JobId> Apply(const UsageSample& s, std::map<JobId, Job>& running);
   // The job's record was stored (its usage with it).
   void Stored(JobId id, double at) { stored_at_[id] = at; }
-  void Forget(JobId id) { stored_at_.erase(id); }
+  void Forget(JobId id) {
+    stored_at_.erase(id);
+    stored_peak_.erase(id);
+  }
 
   // The last reading of topology GPU `gpu`, if it is on the probe's node.
   const launch::GpuReading* LastOf(const scheduler::Topology& t, int gpu) const;

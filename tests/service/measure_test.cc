@@ -152,6 +152,48 @@ constexpr char kTorchOom[] =
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. "
     "GPU 0 has a total capacity of 79.18 GiB of which 1.50 GiB is free.\n";
 
+// A job that runs out of GPU memory ends `oom`: its stderr's last error
+// says so (launch/out_of_memory.h), and the reason says what it held and
+// asked for; a failure that only looks similar stays `failed`, and the
+// state survives a restart.
+TEST_F(MeasureTest, OutOfGpuMemoryEndsOomNotFailed) {
+  auto s = Make();
+  auto oom = s->Submit(alice_, Fraction(500, 2930));
+  auto similar = s->Submit(alice_, Fraction(300, 1024));
+  auto fine = s->Submit(alice_, Fraction(100, 1024));
+  ASSERT_TRUE(oom && similar && fine);
+  s->Tick();
+  Ends(oom->id,
+       "Traceback (most recent call last):\n"
+       "  File \"train.py\", line 9, in <module>\n"
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 "
+       "GiB. GPU 0 has a total capacity of 79.18 GiB of which 1.50 GiB is "
+       "free.\n",
+       1);
+  Ends(similar->id,
+       "INFO: reducing the batch to avoid CUDA out of memory\n"
+       "ValueError: bad config\n",
+       1);
+  // Exit 0: whatever it printed, it succeeded.
+  Ends(fine->id, "torch.OutOfMemoryError: CUDA out of memory. (caught)\n", 0);
+  s->Tick();
+  const Job o = Get(*s, oom->id);
+  EXPECT_EQ(o.state, JobState::kOom);
+  EXPECT_THAT(o.reason, HasSubstr("out of GPU memory: held 2930 MiB, asked "
+                                  "for 4096 MiB more (pytorch: "));
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(Get(*s, similar->id).state, JobState::kFailed);
+  EXPECT_EQ(Get(*s, fine->id).state, JobState::kSucceeded);
+  EXPECT_EQ(s->CheckInvariants(), "");
+  // The events say it, and the state is kept across a restart.
+  auto events = s->Events(oom->id);
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->back().action, "oom");
+  s.reset();
+  s = Make();
+  EXPECT_EQ(Get(*s, oom->id).state, JobState::kOom);
+}
+
 TEST_F(MeasureTest, UseIsKeptWithTheJobAcrossARestart) {
   auto s = Make();
   Session session;
