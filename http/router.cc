@@ -77,7 +77,7 @@ void Router::Dispatch(Request& req, Response& res,
     if (!std::regex_match(req.path, match, route.pattern)) continue;
     req.matches.assign(match.begin(), match.end());
     try {
-      route.handler(req, res);
+      if (!before_ || before_(req, res)) route.handler(req, res);
     } catch (const std::exception& e) {
       res = Response();
       error(req.path, 500, std::string("internal error: ") + e.what(), res);

@@ -75,6 +75,10 @@ class Router {
  public:
   void Get(const std::string& pattern, Handler handler);
   void Post(const std::string& pattern, Handler handler);
+  // Runs before the handler of every route that matched: false when it
+  // answered itself (the handler is then skipped). One; null: none.
+  using Hook = std::function<bool(const Request&, Response&)>;
+  void Before(Hook hook) { before_ = std::move(hook); }
   // Runs the matching route's handler (filling req.matches), or answers 404
   // through `error`. An exception escaping a handler becomes a 500.
   void Dispatch(Request& req, Response& res, const ErrorWriter& error) const;
@@ -86,6 +90,7 @@ class Router {
     Handler handler;
   };
   std::vector<Route> routes_;
+  Hook before_;
 };
 
 // Defaults, with the reasons for their values (docs/http_api.md).

@@ -287,6 +287,11 @@ class LocalLauncher : public Launcher {
   bool Adopt(JobId id, int64_t pid, int64_t start_time) override {
     if (!SameLiveProcess(pid, start_time)) return false;
     std::lock_guard lock(mu_);
+    // A replica that leads again keeps its own children (it reaps them).
+    if (auto it = children_.find(id);
+        it != children_.end() && it->second.pid == pid) {
+      return true;
+    }
     children_[id] = Child{pid, start_time, /*own=*/false, std::nullopt};
     return true;
   }

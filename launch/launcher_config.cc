@@ -215,11 +215,15 @@ class Parser {
   const YamlReader& r_;
 };
 
-// FNV-1a of the database's absolute path: the same service (database)
-// gets the same instance across restarts and builds.
+// FNV-1a of the database's absolute path (or its URL: replicas of one
+// service share it): the same service (database) gets the same instance
+// across restarts, builds and replicas.
 std::string InstanceOf(const std::string& db_path) {
   std::error_code ec;
-  const std::string path = std::filesystem::absolute(db_path, ec).string();
+  const bool url = db_path.find("://") != std::string::npos ||
+                   db_path.find('=') != std::string::npos;
+  const std::string path =
+      url ? db_path : std::filesystem::absolute(db_path, ec).string();
   uint32_t h = 2166136261U;
   for (unsigned char c : path) {
     h ^= c;

@@ -109,7 +109,21 @@ void HttpServer::Impl::Submit(const Request& req, Response& res) {
               request.error().message);
     return;
   }
-  Result<Job> job = service.Submit(*user, std::move(*request));
+  if (request->model && !request->model->upload.empty()) {
+    // Uploads are kept where the leader runs: its jobs are sized there.
+    if (const service::ReplicaStatus r = service.Replica(); !r.leader) {
+      ToLeader(req, res, r);
+      return;
+    }
+  }
+  const std::string key = req.has_header("Idempotency-Key")
+                              ? req.header("Idempotency-Key")
+                              : std::string();
+  if (key.size() > 255) {
+    SendError(res, 400, "Idempotency-Key: at most 255 characters");
+    return;
+  }
+  Result<Job> job = service.Submit(*user, std::move(*request), key);
   if (!job) {
     SendServiceError(res, job.error());
     return;
@@ -294,8 +308,14 @@ void HttpServer::Impl::UploadModel(const Request& req, Response& res) {
 
 void HttpServer::Impl::Register() {
   RegisterConsole();
-  router.Get("/healthz", Guarded([](const Request&, Response& res) {
-               SendJson(res, 200, json{{"ok", true}});
+  router.Before([this](const Request& req, Response& res) {
+    return BeforeRoute(req, res);
+  });
+  router.Get("/healthz", Guarded([this](const Request& req, Response& res) {
+               Health(req, res, false);
+             }));
+  router.Get("/readyz", Guarded([this](const Request& req, Response& res) {
+               Health(req, res, true);
              }));
   router.Get("/metrics", Guarded([this](const Request& req, Response& res) {
                if (!Authenticated(req, res)) return;

@@ -51,6 +51,17 @@ struct HttpServer::Impl {
 
   // The route table (http_server.cc).
   void Register();
+  // Replicas (http_replica.cc, docs/operations.md "High availability"):
+  // every answer says which replica gave it and in what role; a follower
+  // sends what only the leader does (drains, progress, elastic calls,
+  // uploads, the scheduler extender) there with a 307, or answers 503
+  // while nobody leads. The router's hook: false when it answered.
+  bool BeforeRoute(const Request& req, Response& res) const;
+  // Answers a request only the leader serves, on a follower.
+  void ToLeader(const Request& req, Response& res,
+                const service::ReplicaStatus& replica) const;
+  // GET /healthz and /readyz (?role=leader: 503 on a follower).
+  void Health(const Request& req, Response& res, bool ready) const;
   // Whether the caller may use /k8s/filter, prioritize and bind; else
   // answers 401 or 403 and returns false.
   bool MaySchedule(const Request& req, Response& res) const;

@@ -58,7 +58,8 @@ constexpr std::string_view kTopKeys[] = {"listen",
                                          "elastic_release_grace_s",
                                          "share_unisolated",
                                          "gpu_usage",
-                                         "store"};
+                                         "store",
+                                         "ha"};
 constexpr std::string_view kPoolKeys[] = {"name", "policy", "preemption",
                                           "weights", "on_oom"};
 constexpr std::string_view kOnOom[] = {"fail", "requeue"};
@@ -241,6 +242,9 @@ Result<ServeConfig> ConfigParser::Parse(const YAML::Node& root) const {
                   "give the database once: 'db: PATH' or 'store:', not both");
     }
     TESSERA_RETURN_IF_ERROR(ParseStore(*f, &config));
+  }
+  if (const Field* f = Find(*top, "ha")) {
+    TESSERA_RETURN_IF_ERROR(ParseHa(*f, &config));
   }
   if (const Field* f = Find(*top, "gpu_usage")) {
     TESSERA_RETURN_IF_ERROR(ParseGpuUsage(*f, &config));

@@ -77,6 +77,7 @@ class ConfigParser : public YamlReader {
   // serve_config_limits.cc, serve_config_tls.cc, serve_config_quotas.cc.
   Status ParseLimits(const Field& f, ServeConfig* config) const;
   Status ParseStore(const Field& f, ServeConfig* config) const;
+  Status ParseHa(const Field& f, ServeConfig* config) const;
   // After the nodes: `node` names one.
   Status ParseGpuUsage(const Field& f, ServeConfig* config) const;
   Status ParseTls(const Field& f, ServeConfig* config) const;

@@ -1,6 +1,7 @@
 // The serve config's `store:` (serve_config.h, examples/serve-ha.yaml):
 // `store: {sqlite: PATH}` (what `db: PATH` also says; the default) or
-// `store: {postgres: {url: URL, password_file: FILE}}`.
+// `store: {postgres: {url: URL, password_file: FILE}}`; and `ha:`, how the
+// replicas sharing a PostgreSQL store elect their leader.
 
 #include <yaml-cpp/yaml.h>
 
@@ -14,6 +15,8 @@ namespace {
 
 constexpr std::string_view kStoreKeys[] = {"sqlite", "postgres"};
 constexpr std::string_view kPostgresKeys[] = {"url", "password_file"};
+constexpr std::string_view kHaKeys[] = {"lease_s", "lease_renew_s", "replica",
+                                        "advertise"};
 
 }  // namespace
 
@@ -50,6 +53,49 @@ Status ConfigParser::ParseStore(const Field& f, ServeConfig* config) const {
     TESSERA_RETURN_IF_ERROR(path);
     if (path->empty()) return Fail(*file, pg, "must not be empty");
     config->service.store.postgres_password_file = *path;
+  }
+  // Replicas share PostgreSQL: one leads by the lease, even when alone.
+  if (!config->service.replica) config->service.replica.emplace();
+  return {};
+}
+
+Status ConfigParser::ParseHa(const Field& f, ServeConfig* config) const {
+  const std::string label = "ha";
+  if (config->service.store.postgres_url.empty()) {
+    return Fail(f, "",
+                "replicas need 'store: {postgres: {url: ...}}' (one SQLite "
+                "file cannot be shared by several machines)");
+  }
+  Result<Fields> fields = MapFields(f.value, label, kHaKeys);
+  TESSERA_RETURN_IF_ERROR(fields);
+  service::ReplicaOptions& r = *config->service.replica;
+  for (const auto& [key, target] :
+       {std::pair{"lease_s", &r.lease_s},
+        std::pair{"lease_renew_s", &r.lease_renew_s}}) {
+    const Field* v = Find(*fields, key);
+    if (v == nullptr) continue;
+    Result<double> n = Number(*v, label);
+    TESSERA_RETURN_IF_ERROR(n);
+    if (!(*n > 0) || *n > 3600) {
+      return Fail(*v, label, "must be above 0 and at most 3600 seconds");
+    }
+    *target = *n;
+  }
+  if (!(r.lease_s >= 2 * r.lease_renew_s)) {
+    return Fail(f, "",
+                "ha.lease_s (" + std::to_string(r.lease_s) +
+                    ") must be at least twice ha.lease_renew_s (" +
+                    std::to_string(r.lease_renew_s) +
+                    "): a leader renews several times before its lease lapses");
+  }
+  for (const auto& [key, target] : {std::pair{"replica", &r.name},
+                                    std::pair{"advertise", &r.address}}) {
+    const Field* v = Find(*fields, key);
+    if (v == nullptr) continue;
+    Result<std::string> text = Text(*v, label);
+    TESSERA_RETURN_IF_ERROR(text);
+    if (text->empty()) return Fail(*v, label, "must not be empty");
+    *target = *text;
   }
   return {};
 }

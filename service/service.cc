@@ -32,24 +32,37 @@ using scheduler::SizeModel;
 using service_internal::PoolKind;
 using service_internal::WallClock;
 
-Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-
-Service::~Service() {
-  {
-    MutexLock lock(impl_->mu);
-    impl_->stopping = true;
-  }
-  impl_->wake.notify_all();
-  if (impl_->thread.joinable()) impl_->thread.join();
+std::shared_ptr<Service::Impl> Service::Current() const {
+  std::lock_guard lock(current_mu_);
+  return current_;
 }
 
-Result<std::unique_ptr<Service>> Service::Start(
-    ServiceOptions options, std::unique_ptr<launch::Launcher> launcher) {
-  if (options.topology.pools.empty()) {
-    return BadInput("the cluster has no pools");
+void Service::Swap(std::shared_ptr<Impl> next) {
+  std::lock_guard lock(current_mu_);
+  current_.swap(next);
+}
+
+void Service::Impl::StartThread() {
+  if (options.start_thread) thread = std::thread([this] { Loop(); });
+}
+
+void Service::Impl::StopThread() {
+  {
+    MutexLock lock(mu);
+    stopping = true;
   }
-  auto impl = std::make_unique<Impl>(std::move(options));
+  wake.notify_all();
+  if (thread.joinable()) thread.join();
+}
+
+Result<std::shared_ptr<Service::Impl>> Service::Impl::Create(
+    ServiceOptions options, std::shared_ptr<launch::Launcher> launcher,
+    const Leadership& lead) {
+  auto impl = std::make_shared<Impl>(std::move(options));
   impl->launcher = std::move(launcher);
+  impl->replicated = lead.replicated;
+  impl->leading = lead.leading;
+  impl->may_act = lead.may_act;
   auto scorer = MakeScorer(impl->options.scorer);
   if (!scorer) return scorer.error().WithContext("scorer");
   impl->scorer = std::move(scorer).value();
@@ -68,22 +81,39 @@ Result<std::unique_ptr<Service>> Service::Start(
   auto store = Store::Open(impl->options.store, impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
+  // A leader's writes carry its lease's epoch (a follower's none).
+  if (lead.leading) impl->store->SetFence(lead.epoch);
   {
     // Nobody else can hold mu yet (no round thread, no API call); Recover
-    // holds it anyway, as what it calls requires.
+    // holds it anyway, as what it calls requires. A leader recovers (a
+    // takeover is a restart's recovery); a follower mirrors the store.
     MutexLock lock(impl->mu);
-    TESSERA_RETURN_IF_ERROR(impl->Recover());
+    TESSERA_RETURN_IF_ERROR(lead.leading ? impl->Recover() : impl->Mirror());
   }
-  std::unique_ptr<Service> service(new Service(std::move(impl)));
-  if (service->impl_->options.start_thread) {
-    service->impl_->thread =
-        std::thread([s = service.get()] { s->impl_->Loop(); });
-  }
-  return service;
+  impl->StartThread();
+  return impl;
 }
 
-Result<Job> Service::Submit(const User& user, JobRequest request) {
-  Impl& m = *impl_;
+Result<std::unique_ptr<Service>> Service::Start(
+    ServiceOptions options, std::unique_ptr<launch::Launcher> launcher) {
+  if (options.topology.pools.empty()) {
+    return BadInput("the cluster has no pools");
+  }
+  if (options.replica) {
+    return Replicated(std::move(options),
+                      std::shared_ptr<launch::Launcher>(std::move(launcher)));
+  }
+  Topology topology = options.topology;
+  auto impl = Impl::Create(std::move(options), std::move(launcher), {});
+  if (!impl) return impl.error();
+  return std::unique_ptr<Service>(
+      new Service(std::move(impl).value(), std::move(topology)));
+}
+
+Result<Job> Service::Submit(const User& user, JobRequest request,
+                            const std::string& idempotency_key) {
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   // The configured topology, not the live one (read without the lock):
   // pools and GPUs do not change, and a drain does not make a request
   // wrong.
@@ -160,14 +190,30 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
   std::string what = "pool " + job.request.pool;
   if (job.request.model) what += ", model job";
   const JobEvent event = m.Event(0, &user, "submitted", what);
-  // Committed, with its event, before the caller hears back.
-  auto id = m.store->Insert(job, &event);
+  // Committed, with its event, before the caller hears back. A follower's
+  // goes to the leader through the store's inbox, in the same transaction.
+  InsertOptions how;
+  how.idempotency_key = idempotency_key;
+  how.tell_leader = !m.leading;
+  auto id = m.store->InsertJob(job, &event, how);
   if (!id) {
     m.metrics.store_errors++;
     return Unavailable("the job store failed, the job was not submitted: " +
                        id.error().message);
   }
-  job.id = *id;
+  if (id->existed) {  // a retry of a submission that was stored
+    auto first = m.store->Get(id->id);
+    if (!first || !*first) {
+      return Unavailable("the job store failed: cannot read job " +
+                         std::to_string(id->id));
+    }
+    return **first;
+  }
+  job.id = id->id;
+  if (!m.leading) {  // the leader's next round takes it; the view has it now
+    m.jobs.queue.push_back(job);
+    return job;
+  }
   if (sized) {
     m.models.emplace(job.id,
                      std::make_shared<const SizedModel>(std::move(*sized)));
@@ -180,7 +226,8 @@ Result<Job> Service::Submit(const User& user, JobRequest request) {
 }
 
 Result<std::vector<Job>> Service::List(const JobFilter& filter) {
-  auto jobs = impl_->store->List(
+  const std::shared_ptr<Impl> impl = Current();
+  auto jobs = impl->store->List(
       filter.state ? std::string(JobStateName(*filter.state)) : "", filter.user,
       filter.pool, filter.limit);
   if (!jobs) {
@@ -190,7 +237,8 @@ Result<std::vector<Job>> Service::List(const JobFilter& filter) {
 }
 
 Result<std::vector<JobEvent>> Service::Events(JobId id) {
-  auto events = impl_->store->Events(id);
+  const std::shared_ptr<Impl> impl = Current();
+  auto events = impl->store->Events(id);
   if (!events) {
     return Unavailable("the job store failed: " + events.error().message);
   }
@@ -198,20 +246,28 @@ Result<std::vector<JobEvent>> Service::Events(JobId id) {
 }
 
 Result<std::optional<Job>> Service::Get(JobId id) {
-  auto job = impl_->store->Get(id);
-  if (!job || !*job || !impl_->usage.measuring()) return job;
+  const std::shared_ptr<Impl> impl = Current();
+  auto job = impl->store->Get(id);
+  if (!job || !*job || !impl->usage.measuring()) return job;
   // A running job's record has its use as last stored (UsagePart); the
   // sampler's since then is in memory.
-  MutexLock lock(impl_->mu);
-  auto it = impl_->jobs.running.find(id);
-  if (it != impl_->jobs.running.end()) (*job)->usage = it->second.usage;
+  MutexLock lock(impl->mu);
+  auto it = impl->jobs.running.find(id);
+  if (it != impl->jobs.running.end()) (*job)->usage = it->second.usage;
   return job;
 }
 
 Result<Job> Service::Cancel(JobId id, const std::string& reason,
                             const User* by) {
-  Impl& m = *impl_;
-  MutexLock lock(m.mu);
+  const std::shared_ptr<Impl> impl = Current();
+  MutexLock lock(impl->mu);
+  return impl->leading ? impl->Cancel(id, reason, by)
+                       : impl->AskCancel(id, reason, by);
+}
+
+Result<Job> Service::Impl::Cancel(JobId id, const std::string& reason,
+                                  const User* by) {
+  Impl& m = *this;
   auto q = std::find_if(m.jobs.queue.begin(), m.jobs.queue.end(),
                         [&](const Job& j) { return j.id == id; });
   if (q != m.jobs.queue.end()) {
@@ -262,19 +318,22 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
 
 Status Service::SetDrained(const std::string& node, bool drained,
                            const User* by) {
-  MutexLock lock(impl_->mu);
-  const int n = impl_->state.topology().FindNode(node);
+  const std::shared_ptr<Impl> impl = Current();
+  MutexLock lock(impl->mu);
+  const int n = impl->state.topology().FindNode(node);
   if (n < 0) return BadInput("node '" + node + "': no such node");
-  TESSERA_RETURN_IF_ERROR(impl_->Record(
-      impl_->Event(0, by, drained ? "drained" : "undrained", "node " + node)));
-  impl_->state.SetDrained(n, drained);
-  impl_->dirty = true;
-  impl_->wake.notify_all();
+  TESSERA_RETURN_IF_ERROR(impl->Record(
+      impl->Event(0, by, drained ? "drained" : "undrained", "node " + node)));
+  impl->state.SetDrained(n, drained);
+  impl->dirty = true;
+  impl->wake.notify_all();
   return {};
 }
 
 nlohmann::json Service::ClusterJson() {
-  Impl& m = *impl_;
+  const ReplicaStatus replica = Replica();  // before mu: it takes it
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   nlohmann::json pools = nlohmann::json::array();
@@ -325,6 +384,7 @@ nlohmann::json Service::ClusterJson() {
     waits.push_back({{"job", id}, {"reason", why}});
   }
   return {{"pools", std::move(pools)},
+          {"replica", ReplicaStatusJson(replica)},
           {"share_unisolated", t.share_unisolated},
           {"gpu_usage", m.usage.Status()},
           {"gpus", std::move(gpus)},
@@ -336,7 +396,8 @@ nlohmann::json Service::ClusterJson() {
 }
 
 std::string Service::MetricsText() {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   std::map<std::pair<std::string, std::string>, int64_t> by_state;
   for (const Job& j : m.jobs.queue) {
@@ -353,16 +414,18 @@ std::string Service::MetricsText() {
                                         m.usage);
 }
 
-const Topology& Service::topology() const { return impl_->options.topology; }
+const Topology& Service::topology() const { return topology_; }
 
 std::string Service::LogPath(JobId id, bool stderr_log) const {
-  return impl_->launcher->LogPath(id, stderr_log);
+  const std::shared_ptr<Impl> impl = Current();
+  return impl->launcher->LogPath(id, stderr_log);
 }
 
-void Service::Tick() { impl_->RunRound(); }
+void Service::Tick() { Current()->RunRound(); }
 
 std::string Service::CheckInvariants() {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   auto stored = m.store->LoadAll(/*active_only=*/true);
   if (!stored) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -93,12 +94,40 @@ struct StoreOptions {
   std::string postgres_password_file;
 };
 
+// One of several replicas of the service sharing a PostgreSQL store
+// (ServiceOptions::replica; docs/operations.md, "High availability"): the
+// one holding the store's lease leads (runs rounds, talks to the
+// launcher); the others answer reads from the store and take submissions
+// and cancels for it.
+struct ReplicaOptions {
+  std::string name;     // unique among the replicas
+  std::string address;  // the URL the others send clients to
+  double lease_s = 10;  // a leader that stops renewing loses it after this
+  double lease_renew_s = 1;
+};
+
+// Where this replica stands (Service::Replica).
+struct ReplicaStatus {
+  bool replicated = false;  // false: one service alone, always leading
+  std::string name;
+  bool leader = true;
+  std::string leader_name, leader_address;  // "" = nobody leads now
+  double leader_since = 0;                  // Unix seconds
+  int64_t epoch = 0;                        // the lease's
+  double view_age_s = 0;  // a follower's: how old its view of the jobs is
+};
+
+// GET /v1/cluster's "replica", /healthz's and /readyz's (docs/http_api.md).
+nlohmann::json ReplicaStatusJson(const ReplicaStatus& status);
+
 struct ServiceOptions {
   Topology topology;
   std::map<std::string, PolicyConfig> policies;  // per pool; absent: fifo
   std::string scorer = "tessera";                // admission.h
   std::string db_path = "tessera.db";  // SQLite, unless store says otherwise
   StoreOptions store;
+  // Set: this service is one replica of several (needs store.postgres_url).
+  std::optional<ReplicaOptions> replica;
   std::string log_dir = "tessera-logs";
   double kill_grace_s = 10;
   int64_t max_queued_per_user = 1000;
@@ -205,7 +234,11 @@ class Service {
   // when this returns. kBadInput naming the field (unknown pool, a request
   // no GPU of the pool could ever hold, a model that does not load, the
   // user's queue full).
-  Result<Job> Submit(const User& user, JobRequest request);
+  // A non-empty `idempotency_key` makes a retried submission one job: the
+  // same user's second submission with the key returns the first's job.
+  // On a follower the job is stored for the leader's next round.
+  Result<Job> Submit(const User& user, JobRequest request,
+                     const std::string& idempotency_key = "");
   // Checks an uploaded ONNX model (at most max_upload_bytes,
   // kMaxModelFields protobuf fields, counted before parsing, and
   // kMaxModelNodes nodes: it must load) and stores it durably under its
@@ -219,6 +252,7 @@ class Service {
   Result<std::vector<JobEvent>> Events(JobId id);
   // Queued: cancelled at once. Running: stopped (SIGTERM, then SIGKILL);
   // the job is `cancelled` when its process exits. Terminal: unchanged.
+  // On a follower: asked of the leader (its next round), the job as now.
   // `by`: who asked, for the audit trail (null: the service itself).
   Result<Job> Cancel(JobId id, const std::string& reason,
                      const User* by = nullptr);
@@ -254,6 +288,9 @@ class Service {
 
   // GET /v1/cluster.
   nlohmann::json ClusterJson();
+  // Whether this replica leads, and who does (always this one without
+  // replicas).
+  ReplicaStatus Replica() const;
   // GET /v1/queue (docs/http_api.md): per pool ("" = every pool), the
   // queued jobs in the order the policy considers them, each with why it
   // waits, its position and an estimated start, and the running ones.
@@ -303,8 +340,22 @@ class Service {
 
  private:
   struct Impl;
-  explicit Service(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  // Replicas: the lease's thread, which swaps a leader's Impl for a
+  // follower's and back (service/replica/replication.cc).
+  struct Replication;
+  Service(std::shared_ptr<Impl> impl, Topology topology);
+  static Result<std::unique_ptr<Service>> Replicated(
+      ServiceOptions options, std::shared_ptr<launch::Launcher> launcher);
+  // The Impl that answers now: the leader's or the follower's. A call
+  // keeps the one it started with until it returns.
+  std::shared_ptr<Impl> Current() const;
+  void Swap(std::shared_ptr<Impl> next);
+  // Stops the lease's thread and the Impl's, then lets the lease go.
+  void StopReplication();
+  const Topology topology_;  // as configured: never changes
+  mutable std::mutex current_mu_;
+  std::shared_ptr<Impl> current_;  // guarded by current_mu_
+  std::unique_ptr<Replication> replication_;
 };
 
 }  // namespace tessera::service

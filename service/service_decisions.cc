@@ -262,16 +262,18 @@ nlohmann::json Service::Impl::InterferenceJson() const {
 }
 
 nlohmann::json Service::DecisionOf(JobId id) {
-  MutexLock lock(impl_->mu);
-  auto it = impl_->start_decisions.find(id);
-  return it == impl_->start_decisions.end()
+  const std::shared_ptr<Impl> impl = Current();
+  MutexLock lock(impl->mu);
+  auto it = impl->start_decisions.find(id);
+  return it == impl->start_decisions.end()
              ? nlohmann::json(nullptr)
              : service_internal::DecisionRecordJson(it->second,
-                                                    impl_->state.topology());
+                                                    impl->state.topology());
 }
 
 Result<ProgressReport> Service::ReportProgress(JobId id, int64_t steps) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);
   if (it == m.jobs.running.end()) {

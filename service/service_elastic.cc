@@ -360,7 +360,8 @@ std::vector<launch::WorkerExited> Service::Impl::RunWorkerCalls(
 }
 
 Result<Job> Service::WaitAllocation(JobId id, int64_t after, double wait_s) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -397,7 +398,8 @@ Result<Job> Service::WaitAllocation(JobId id, int64_t after, double wait_s) {
 
 Result<Job> Service::ReleaseWorkers(JobId id, const std::vector<int>& workers,
                                     const User* by) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);
   if (it == m.jobs.running.end()) {

@@ -12,7 +12,9 @@
 // what").
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -218,7 +220,8 @@ struct RoundView {
 struct Service::Impl {
   ServiceOptions options;
   std::unique_ptr<Store> store;
-  std::unique_ptr<launch::Launcher> launcher;
+  // Shared by the Impls a replica swaps (only one runs rounds at a time).
+  std::shared_ptr<launch::Launcher> launcher;
   std::unique_ptr<GpuScorer> scorer;
   std::map<std::string, std::unique_ptr<QueuePolicy>> policies;
 
@@ -422,6 +425,44 @@ struct Service::Impl {
   ModelFiles model_files;
   // Uploads are loaded one at a time (UploadModel): bounds their memory.
   Mutex upload_mu;
+
+  // Replicas (service/replica/, docs/operations.md, "High availability").
+  // What an Impl is made as: a leader (of its lease's epoch) runs rounds
+  // and talks to the launcher; a follower mirrors the store every tick and
+  // hands submissions and cancels to the leader through the store's inbox.
+  struct Leadership {
+    bool replicated = false;  // false: one service alone
+    bool leading = true;
+    int64_t epoch = 0;  // the lease's, for the store's fence
+    // A leader starts jobs only while this says its lease surely holds
+    // (null: always).
+    std::function<bool()> may_act;
+  };
+  static Result<std::shared_ptr<Impl>> Create(
+      ServiceOptions options, std::shared_ptr<launch::Launcher> launcher,
+      const Leadership& lead);
+  void StartThread();
+  void StopThread();  // the round (or mirror) thread; jobs keep running
+  bool replicated = false;
+  // Leads; false once it stepped down (its thread stopped, it answers as
+  // a follower until the replica swaps it for one).
+  std::atomic<bool> leading{true};
+  std::function<bool()> may_act;
+  // A follower's view: the store's active jobs as of `mirrored_at`.
+  double mirrored_at TESSERA_GUARDED_BY(mu) = 0;
+  // Rebuilds the job table and the cluster state from the store's active
+  // jobs (no launcher call); kUnavailable if the store cannot be read
+  // (the view stays as it was).
+  Status Mirror() TESSERA_REQUIRES(mu);
+  // The leader's round: what followers asked (submissions, cancels),
+  // applied, then cleared from the inbox.
+  void ApplyInbox() TESSERA_REQUIRES(round_mu) TESSERA_EXCLUDES(mu);
+  // Service::Cancel on the leader, and on a follower (asked of the
+  // leader through the inbox).
+  Result<Job> Cancel(JobId id, const std::string& reason, const User* by)
+      TESSERA_REQUIRES(mu);
+  Result<Job> AskCancel(JobId id, const std::string& reason, const User* by)
+      TESSERA_REQUIRES(mu);
 
   explicit Impl(ServiceOptions o)
       : options(std::move(o)),

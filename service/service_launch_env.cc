@@ -169,7 +169,8 @@ std::string PicturePath(const std::string& log_dir, JobId id, bool graph) {
 }  // namespace
 
 std::string Service::PlanPicturePath(JobId id, bool graph) const {
-  return PicturePath(impl_->options.log_dir, id, graph);
+  const std::shared_ptr<Impl> impl = Current();
+  return PicturePath(impl->options.log_dir, id, graph);
 }
 
 void Service::Impl::WritePlanPictures(

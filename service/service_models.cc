@@ -99,12 +99,14 @@ Status Service::Impl::SetUpModelFiles() {
 }
 
 int64_t Service::max_upload_bytes() const {
-  return impl_->options.max_upload_bytes;
+  const std::shared_ptr<Impl> impl = Current();
+  return impl->options.max_upload_bytes;
 }
 
 Result<UploadedModel> Service::UploadModel(const User& /*user*/,
                                            const std::string& bytes) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size == 0) {
     return BadInput("model: the body is empty; send the ONNX model's bytes");

@@ -187,7 +187,8 @@ std::pair<json, std::string> EstimateStart(
 }  // namespace
 
 nlohmann::json Service::QueueJson(const std::string& pool_filter) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   const double now = m.Now();

@@ -84,7 +84,8 @@ Result<Job> Service::Impl::EndReserved(std::map<JobId, Job>::iterator it,
 std::vector<NodeRoom> Service::EvaluateNodes(
     const Resources& demand, const std::vector<std::string>& nodes,
     const std::string& pool, std::string_view subject) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   const PlacementRequest request{demand, {}};
@@ -120,10 +121,11 @@ std::vector<NodeRoom> Service::EvaluateNodes(
 Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
                                         const std::string& pool,
                                         std::string_view subject) {
+  const std::shared_ptr<Impl> impl = Current();
   if (job.origin.empty()) {
     return BadInput("a reservation needs the origin that holds it");
   }
-  Impl& m = *impl_;
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   const Topology& t = m.state.topology();
   using Kind = ReserveOutcome::Kind;
@@ -171,7 +173,8 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
 
 Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
                                                    const std::string& reason) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.reserved.find(id);
   if (it == m.jobs.reserved.end()) return std::optional<Job>();
@@ -181,7 +184,8 @@ Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
 }
 
 std::vector<Job> Service::Reservations(const std::string& origin) {
-  Impl& m = *impl_;
+  const std::shared_ptr<Impl> impl = Current();
+  Impl& m = *impl;
   MutexLock lock(m.mu);
   std::vector<Job> out;
   for (const auto& [id, job] : m.jobs.reserved) {

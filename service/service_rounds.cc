@@ -34,6 +34,7 @@ using service_internal::QuotaUse;
 
 void Service::Impl::RunRound() {
   MutexLock round(round_mu);
+  if (replicated) ApplyInbox();
   const LauncherNews news = CollectLauncherEvents();
   const double now = Now();
   const std::optional<service_internal::UsageSample> sample = SampleUsage(now);
@@ -49,13 +50,21 @@ void Service::Impl::RunRound() {
   }
   RoundPlan plan = Plan(*view, now);
   std::vector<PendingStart> starts;
-  {
+  // A replica starts nothing unless its lease surely holds (it may have
+  // been paused past it): checked before the starts are stored and again
+  // before the launcher runs them.
+  if (!may_act || may_act()) {
     MutexLock lock(mu);
     starts = Commit(*view, plan);
   }
   pending_splits.clear();
-  const std::vector<Result<launch::Launched>> outcomes =
-      Launch(starts, view->snap.state.topology());
+  std::vector<Result<launch::Launched>> outcomes;
+  if (!starts.empty() && may_act && !may_act()) {
+    outcomes.assign(starts.size(),
+                    Unavailable("this replica's lease may have lapsed"));
+  } else {
+    outcomes = Launch(starts, view->snap.state.topology());
+  }
   LauncherCalls calls;
   {
     MutexLock lock(mu);
@@ -392,7 +401,12 @@ void Service::Impl::Loop() {
       if (stopping) return;
       dirty = false;
     }
-    RunRound();
+    if (leading) {
+      RunRound();
+    } else {  // a follower: the store's jobs, every tick
+      MutexLock lock(mu);
+      (void)Mirror();
+    }
     MutexLock lock(mu);
     // The predicate is called with mu held (the wait's own rule).
     lock.WaitFor(wake, std::chrono::duration<double>(options.tick_s),

@@ -32,7 +32,7 @@ namespace {
 
 // Bump when the schema changes; a database of another version is refused
 // rather than guessed at.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // How long a write waits for another connection's lock (e.g. the sqlite3
 // shell reading the file) before it fails.
@@ -61,6 +61,16 @@ CREATE TABLE events(
   action TEXT NOT NULL,
   detail TEXT NOT NULL);
 CREATE INDEX events_by_job ON events(job, seq);
+)sql";
+
+// Version 3: idempotency keys of submissions. Earlier databases gain the
+// table on open.
+constexpr const char* kIdempotencySchema = R"sql(
+CREATE TABLE idempotency(
+  user TEXT NOT NULL,
+  key TEXT NOT NULL,
+  job INTEGER NOT NULL,
+  PRIMARY KEY(user, key));
 )sql";
 
 // A prepared statement, finalized with its owner.
@@ -120,7 +130,8 @@ class SqliteStore final : public Store {
   explicit SqliteStore(std::unique_ptr<Impl> impl);
   ~SqliteStore() override;
 
-  Result<JobId> Insert(const Job& job, const JobEvent* event) override;
+  Result<Inserted> InsertJob(const Job& job, const JobEvent* event,
+                             const InsertOptions& options) override;
   Status Update(const Job& job, const JobEvent* event) override;
   Status AddEvent(const JobEvent& event) override;
   Status PutRecord(const std::string& key, const std::string& value) override;
@@ -133,6 +144,15 @@ class SqliteStore final : public Store {
                                 const std::string& user,
                                 const std::string& pool,
                                 int64_t limit) override;
+  Result<Lease> AcquireLease(const std::string& replica,
+                             const std::string& address,
+                             double lease_s) override;
+  Result<Lease> ReadLease() override;
+  Status ReleaseLease(const std::string& replica) override;
+  void SetFence(int64_t epoch) override;
+  Status Tell(const InboxItem& item, const JobEvent* event) override;
+  Result<std::vector<InboxItem>> ReadInbox(int64_t limit) override;
+  Status ClearInbox(int64_t seq) override;
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -143,7 +163,7 @@ struct SqliteStore::Impl {
   std::mutex mu;          // guards db and every statement below
   sqlite3* db = nullptr;  // one connection, used under mu
   Statement begin, commit, rollback, insert, set_record, update, get, all,
-      active, list, add_event, events;
+      active, list, add_event, events, idem_get, idem_put;
 
   // close_v2 defers the close until the statements (members, destroyed
   // after this body) are finalized.
@@ -202,6 +222,8 @@ struct SqliteStore::Impl {
         {&events,
          "SELECT job, at, actor, token, action, detail FROM events "
          "WHERE job = ? ORDER BY seq"},
+        {&idem_get, "SELECT job FROM idempotency WHERE user = ? AND key = ?"},
+        {&idem_put, "INSERT INTO idempotency(user, key, job) VALUES(?, ?, ?)"},
     };
     for (const auto& [stmt, sql] : all_sql) {
       TESSERA_RETURN_IF_ERROR(Prepare(*stmt, sql));
@@ -239,6 +261,8 @@ struct SqliteStore::Impl {
       TESSERA_RETURN_IF_ERROR(Exec(kSchema, "cannot create the schema"));
       TESSERA_RETURN_IF_ERROR(
           Exec(kEventsSchema, "cannot create the events table"));
+      TESSERA_RETURN_IF_ERROR(
+          Exec(kIdempotencySchema, "cannot create the idempotency table"));
       const std::string version =
           "INSERT INTO meta(key, value) VALUES('schema_version', '" +
           std::to_string(kSchemaVersion) + "')";
@@ -256,10 +280,14 @@ struct SqliteStore::Impl {
     const std::string found =
         sqlite3_step(*v) == SQLITE_ROW ? ColumnText(*v, 0) : "none";
     sqlite3_reset(*v);
-    if (found == "1") {  // tessera before the audit trail: add it
+    if (found == "1" || found == "2") {  // an older tessera's: upgrade
+      if (found == "1") {  // before the audit trail
+        TESSERA_RETURN_IF_ERROR(
+            Exec(kEventsSchema, "cannot add the events table"));
+      }
       TESSERA_RETURN_IF_ERROR(
-          Exec(kEventsSchema, "cannot add the events table"));
-      return Exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+          Exec(kIdempotencySchema, "cannot add the idempotency table"));
+      return Exec("UPDATE meta SET value = '3' WHERE key = 'schema_version'",
                   "cannot write the schema version");
     }
     if (found != std::to_string(kSchemaVersion)) {
@@ -342,6 +370,12 @@ Result<Job> JobFromRow(const std::string& where, int64_t id,
   return job;
 }
 
+Result<JobId> Store::Insert(const Job& job, const JobEvent* event) {
+  auto r = InsertJob(job, event, InsertOptions{});
+  if (!r) return r.error();
+  return r->id;
+}
+
 SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SqliteStore::~SqliteStore() = default;
 
@@ -374,11 +408,28 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return std::unique_ptr<Store>(new SqliteStore(std::move(impl)));
 }
 
-Result<JobId> SqliteStore::Insert(const Job& job, const JobEvent* event) {
+Result<Inserted> SqliteStore::InsertJob(const Job& job, const JobEvent* event,
+                                        const InsertOptions& options) {
+  if (options.tell_leader) {
+    return Internal(impl_->path + ": one machine has no leader to tell");
+  }
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   JobId id = 0;
+  bool existed = false;
   Status s = m.Transaction([&]() -> Status {
+    if (!options.idempotency_key.empty()) {
+      Use u(m.idem_get);
+      BindText(*u, 1, job.user);
+      BindText(*u, 2, options.idempotency_key);
+      const int rc = sqlite3_step(*u);
+      if (rc == SQLITE_ROW) {
+        id = sqlite3_column_int64(*u, 0);
+        existed = true;
+        return {};
+      }
+      if (rc != SQLITE_DONE) return m.SqlError("cannot read the key");
+    }
     {
       Use u(m.insert);
       BindText(*u, 1, job.user);
@@ -397,6 +448,13 @@ Result<JobId> SqliteStore::Insert(const Job& job, const JobEvent* event) {
       sqlite3_bind_int64(*u, 2, id);
       if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
     }
+    if (!options.idempotency_key.empty()) {
+      Use u(m.idem_put);
+      BindText(*u, 1, job.user);
+      BindText(*u, 2, options.idempotency_key);
+      sqlite3_bind_int64(*u, 3, id);
+      if (sqlite3_step(*u) != SQLITE_DONE) return m.SqlError("cannot insert");
+    }
     if (event) {
       JobEvent e = *event;
       e.job = id;
@@ -405,8 +463,24 @@ Result<JobId> SqliteStore::Insert(const Job& job, const JobEvent* event) {
     return {};
   });
   if (!s) return s.error();
-  return id;
+  return Inserted{id, existed};
 }
+
+// One machine has no replicas: no lease, no inbox, nothing to fence.
+Result<Lease> SqliteStore::AcquireLease(const std::string&, const std::string&,
+                                        double) {
+  return Internal(impl_->path + ": replicas need store: postgres");
+}
+Result<Lease> SqliteStore::ReadLease() { return Lease{}; }
+Status SqliteStore::ReleaseLease(const std::string&) { return {}; }
+void SqliteStore::SetFence(int64_t) {}
+Status SqliteStore::Tell(const InboxItem&, const JobEvent*) {
+  return Internal(impl_->path + ": one machine has no leader to tell");
+}
+Result<std::vector<InboxItem>> SqliteStore::ReadInbox(int64_t) {
+  return std::vector<InboxItem>();
+}
+Status SqliteStore::ClearInbox(int64_t) { return {}; }
 
 Status SqliteStore::Update(const Job& job, const JobEvent* event) {
   std::lock_guard lock(impl_->mu);

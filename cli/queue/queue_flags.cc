@@ -54,6 +54,14 @@ void AddServe(CLI::App& app, ServeArgs& args) {
   cmd->add_flag("--k8s-extender", args.k8s_extender,
                 "Also serve the kube-scheduler extender endpoints "
                 "(/k8s/filter, /k8s/prioritize, /k8s/bind)");
+  cmd->add_option("--replica", args.replica,
+                  "This replica's name among those sharing the PostgreSQL "
+                  "store (overrides ha.replica; default HOSTNAME:PORT)")
+      ->type_name("NAME");
+  cmd->add_option("--advertise", args.advertise,
+                  "The URL the other replicas send clients to (overrides "
+                  "ha.advertise; default http(s)://HOSTNAME:PORT)")
+      ->type_name("URL");
 }
 
 void AddSubmit(CLI::App& app, SubmitArgs& args) {

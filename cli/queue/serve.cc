@@ -7,6 +7,8 @@
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "cli/output.h"
@@ -110,7 +112,9 @@ std::string Describe(const server::ServeConfig& config) {
          std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; " +
          (config.service.store.postgres_url.empty()
               ? "db " + config.service.db_path
-              : std::string("jobs in PostgreSQL")) +
+              : "jobs in PostgreSQL, replica " +
+                    config.service.replica->name + " (lease " +
+                    Fixed(config.service.replica->lease_s, 1) + " s)") +
          ", logs in " + config.service.log_dir + DescribeIsolation(t) +
          (config.launcher.kind == "slurm"
               ? "; jobs run as Slurm jobs" +
@@ -118,6 +122,43 @@ std::string Describe(const server::ServeConfig& config) {
                          ? std::string()
                          : " in partition " + config.launcher.slurm.partition)
               : std::string());
+}
+
+// A replica's name and advertised URL: the flags', the config's, or from
+// this host's name and the port it listens on.
+Status NameReplica(const ServeArgs& args, server::ServeConfig& config) {
+  std::optional<service::ReplicaOptions>& r = config.service.replica;
+  if (!r) {
+    if (!args.replica.empty() || !args.advertise.empty()) {
+      return BadInput(
+          "--replica and --advertise name one of several replicas, which "
+          "need 'store: {postgres: ...}' in " +
+          args.config);
+    }
+    return {};
+  }
+  if (!args.replica.empty()) r->name = args.replica;
+  if (!args.advertise.empty()) r->address = args.advertise;
+  if (!r->name.empty() && !r->address.empty()) return {};
+  if (config.listen_port == 0) {
+    return BadInput(
+        "a replica listens on a fixed port (not 0), or gives --replica and "
+        "--advertise: the others send clients to it");
+  }
+  std::string host = "localhost";
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') host = name;
+  const bool wildcard = config.listen_host.empty() ||
+                        config.listen_host == "0.0.0.0" ||
+                        config.listen_host == "::";
+  const std::string where = wildcard ? host : config.listen_host;
+  if (r->name.empty()) {
+    r->name = host + ":" + std::to_string(config.listen_port);
+  }
+  if (r->address.empty()) {
+    r->address = Url(where, config.listen_port, config.tls.enabled());
+  }
+  return {};
 }
 
 }  // namespace
@@ -141,11 +182,18 @@ int RunServe(const ServeArgs& args) {
     config->listen_port = address->port;
   }
   if (args.k8s_extender) config->k8s_extender = true;
+  if (const Status s = NameReplica(args, *config); !s) {
+    return ReportError(s.error());
+  }
   const Status signals = InstallSignalHandlers();
   if (!signals) return ReportError(signals.error());
 
+  // A Slurm launcher names its jobs after the service's database: the
+  // replicas of one share its URL.
+  const std::string& pg = config->service.store.postgres_url;
   Result<std::unique_ptr<launch::Launcher>> launcher = launch::MakeLauncher(
-      config->launcher, config->service.log_dir, config->service.db_path);
+      config->launcher, config->service.log_dir,
+      pg.empty() ? config->service.db_path : pg);
   if (!launcher) return ReportError(launcher.error().WithContext(args.config));
   OpenGpuProbe(*config);
   Result<std::unique_ptr<service::Service>> service =

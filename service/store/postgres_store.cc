@@ -34,7 +34,7 @@ namespace {
 
 using scheduler::JobStateName;
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 // The advisory lock the schema is created under ("tsra").
 inline constexpr const char* kSchemaLock =
     "SELECT pg_advisory_xact_lock(1953723233)";
@@ -60,7 +60,31 @@ CREATE TABLE IF NOT EXISTS events(
   action TEXT NOT NULL,
   detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_job ON events(job, seq);
+CREATE TABLE IF NOT EXISTS idempotency(
+  "user" TEXT NOT NULL,
+  key TEXT NOT NULL,
+  job BIGINT NOT NULL,
+  PRIMARY KEY("user", key));
+CREATE TABLE IF NOT EXISTS lease(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  holder TEXT NOT NULL,
+  address TEXT NOT NULL,
+  epoch BIGINT NOT NULL,
+  since DOUBLE PRECISION NOT NULL,
+  expires DOUBLE PRECISION NOT NULL);
+INSERT INTO lease VALUES(1, '', '', 0, 0, 0) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS inbox(
+  seq BIGSERIAL PRIMARY KEY,
+  kind TEXT NOT NULL,
+  job BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  token TEXT NOT NULL,
+  detail TEXT NOT NULL);
 )sql";
+
+// The database's clock, in Unix seconds: the lease is timed by it alone.
+inline constexpr const char* kDbNow =
+    "extract(epoch FROM clock_timestamp())::float8";
 
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
@@ -137,6 +161,12 @@ class PostgresStore final : public Store {
                  "cannot write the schema version"));
       }
       const std::string found = PQgetvalue(version->get(), 0, 0);
+      if (found == "2") {  // before the lease: the schema above added it
+        return StatusOf(
+            Exec("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                 {std::to_string(kSchemaVersion)},
+                 "cannot write the schema version"));
+      }
       if (found != std::to_string(kSchemaVersion)) {
         return BadInput(where_ + ": job database schema version " + found +
                         ", this tessera reads version " +
@@ -146,37 +176,67 @@ class PostgresStore final : public Store {
     });
   }
 
-  Result<JobId> Insert(const Job& job, const JobEvent* event) override {
+  Result<Inserted> InsertJob(const Job& job, const JobEvent* event,
+                             const InsertOptions& options) override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    JobId id = 0;
-    Status s = Transaction([&]() -> Status {
+    Inserted out;
+    Status s = FencedTransaction([&]() -> Status {
+      const std::string& key = options.idempotency_key;
+      if (!key.empty()) {
+        // Two replicas taking the same retried submission at once: the
+        // second waits on the first's key, then finds it.
+        TESSERA_RETURN_IF_ERROR(
+            Exec("SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
+                 {job.user, key}, "cannot lock the idempotency key"));
+        auto r = Exec(
+            "SELECT job FROM idempotency WHERE \"user\" = $1 AND key = $2",
+            {job.user, key}, "cannot read the idempotency key");
+        TESSERA_RETURN_IF_ERROR(r);
+        if (PQntuples(r->get()) > 0) {
+          out = {std::stoll(PQgetvalue(r->get(), 0, 0)), true};
+          return {};
+        }
+      }
       auto r = Exec(
           "INSERT INTO jobs(\"user\", pool, state, record) "
           "VALUES($1, $2, $3, '') RETURNING id",
           {job.user, job.request.pool, std::string(JobStateName(job.state))},
           "cannot insert");
       TESSERA_RETURN_IF_ERROR(r);
-      id = std::stoll(PQgetvalue(r->get(), 0, 0));
+      out.id = std::stoll(PQgetvalue(r->get(), 0, 0));
+      const std::string id = std::to_string(out.id);
       // The record holds its own id: written once the id is known.
       Job stored = job;
-      stored.id = id;
-      TESSERA_RETURN_IF_ERROR(Exec(
-          "UPDATE jobs SET record = $1 WHERE id = $2",
-          {JobRecordJson(stored).dump(), std::to_string(id)}, "cannot insert"));
+      stored.id = out.id;
+      TESSERA_RETURN_IF_ERROR(Exec("UPDATE jobs SET record = $1 WHERE id = $2",
+                                   {JobRecordJson(stored).dump(), id},
+                                   "cannot insert"));
+      if (!key.empty()) {
+        TESSERA_RETURN_IF_ERROR(
+            Exec("INSERT INTO idempotency(\"user\", key, job) "
+                 "VALUES($1, $2, $3)",
+                 {job.user, key, id}, "cannot store the idempotency key"));
+      }
+      if (options.tell_leader) {
+        TESSERA_RETURN_IF_ERROR(
+            Exec("INSERT INTO inbox(kind, job, actor, token, detail) "
+                 "VALUES('submitted', $1, '', '', '')",
+                 {id}, "cannot tell the leader"));
+      }
       if (event == nullptr) return {};
       JobEvent e = *event;
-      e.job = id;
+      e.job = out.id;
       return WriteEvent(e);
     });
     if (!s) return s.error();
-    return id;
+    return out;
   }
 
   Status Update(const Job& job, const JobEvent* event) override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    return Transaction([&]() -> Status {
+    return FencedTransaction([&]() -> Status {
       TESSERA_RETURN_IF_ERROR(Write(job));
       return event ? WriteEvent(*event) : Status{};
     });
@@ -185,7 +245,7 @@ class PostgresStore final : public Store {
   Status AddEvent(const JobEvent& event) override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    return Transaction([&] { return WriteEvent(event); });
+    return FencedTransaction([&] { return WriteEvent(event); });
   }
 
   Status PutRecord(const std::string& key, const std::string& value) override {
@@ -193,10 +253,12 @@ class PostgresStore final : public Store {
       return Internal("meta: schema_version is kept");
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    return StatusOf(
-        Exec("INSERT INTO meta(key, value) VALUES($1, $2) ON CONFLICT (key) "
-             "DO UPDATE SET value = EXCLUDED.value",
-             {key, value}, "cannot write the record '" + key + "'"));
+    return FencedTransaction([&] {
+      return StatusOf(
+          Exec("INSERT INTO meta(key, value) VALUES($1, $2) ON CONFLICT (key) "
+               "DO UPDATE SET value = EXCLUDED.value",
+               {key, value}, "cannot write the record '" + key + "'"));
+    });
   }
 
   Result<std::optional<std::string>> GetRecord(
@@ -235,7 +297,7 @@ class PostgresStore final : public Store {
   Status UpdateAll(const std::vector<Job>& jobs) override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    return Transaction([&]() -> Status {
+    return FencedTransaction([&]() -> Status {
       for (const Job& job : jobs) TESSERA_RETURN_IF_ERROR(Write(job));
       return {};
     });
@@ -278,7 +340,139 @@ class PostgresStore final : public Store {
         {state, user, pool, std::to_string(limit)});
   }
 
+  Result<Lease> AcquireLease(const std::string& replica,
+                             const std::string& address,
+                             double lease_s) override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    // One statement: taken when lapsed or free, renewed when held, else
+    // unchanged; the row as it is after comes back either way.
+    const std::string sql =
+        std::string("WITH now AS (SELECT ") + kDbNow +
+        " AS t), took AS (UPDATE lease SET "
+        "epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, "
+        "since = CASE WHEN holder = $1 THEN since ELSE now.t END, "
+        "holder = $1, address = $2, expires = now.t + $3 FROM now "
+        "WHERE id = 1 AND (holder = $1 OR expires <= now.t) "
+        "RETURNING holder, address, epoch, since, expires - now.t) "
+        "SELECT * FROM took UNION ALL SELECT holder, address, epoch, since, "
+        "expires - now.t FROM lease, now WHERE id = 1 AND NOT EXISTS "
+        "(SELECT 1 FROM took)";
+    auto r = Exec(sql.c_str(), {replica, address, Number(lease_s)},
+                  "cannot take the lease");
+    TESSERA_RETURN_IF_ERROR(r);
+    return LeaseOf(r->get());
+  }
+
+  Result<Lease> ReadLease() override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    const std::string sql =
+        std::string("SELECT holder, address, epoch, since, expires - ") +
+        kDbNow + " FROM lease WHERE id = 1";
+    auto r = Exec(sql.c_str(), {}, "cannot read the lease");
+    TESSERA_RETURN_IF_ERROR(r);
+    return LeaseOf(r->get());
+  }
+
+  Status ReleaseLease(const std::string& replica) override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    const std::string sql = std::string("UPDATE lease SET expires = ") +
+                            kDbNow + " WHERE id = 1 AND holder = $1";
+    return StatusOf(Exec(sql.c_str(), {replica}, "cannot release the lease"));
+  }
+
+  void SetFence(int64_t epoch) override {
+    std::lock_guard lock(mu_);
+    fence_ = epoch;
+  }
+
+  Status Tell(const InboxItem& item, const JobEvent* event) override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    return Transaction([&]() -> Status {
+      TESSERA_RETURN_IF_ERROR(
+          Exec("INSERT INTO inbox(kind, job, actor, token, detail) "
+               "VALUES($1, $2, $3, $4, $5)",
+               {item.kind == InboxItem::Kind::kCancel ? "cancel" : "submitted",
+                std::to_string(item.job), item.actor, item.token, item.detail},
+               "cannot tell the leader"));
+      return event ? WriteEvent(*event) : Status{};
+    });
+  }
+
+  Result<std::vector<InboxItem>> ReadInbox(int64_t limit) override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    auto r = Exec(
+        "SELECT seq, kind, job, actor, token, detail FROM inbox "
+        "ORDER BY seq LIMIT $1",
+        {std::to_string(limit)}, "cannot read the inbox");
+    TESSERA_RETURN_IF_ERROR(r);
+    std::vector<InboxItem> out;
+    for (int i = 0; i < PQntuples(r->get()); ++i) {
+      InboxItem item;
+      item.seq = std::stoll(PQgetvalue(r->get(), i, 0));
+      item.kind = std::string(PQgetvalue(r->get(), i, 1)) == "cancel"
+                      ? InboxItem::Kind::kCancel
+                      : InboxItem::Kind::kSubmitted;
+      item.job = std::stoll(PQgetvalue(r->get(), i, 2));
+      item.actor = PQgetvalue(r->get(), i, 3);
+      item.token = PQgetvalue(r->get(), i, 4);
+      item.detail = PQgetvalue(r->get(), i, 5);
+      out.push_back(std::move(item));
+    }
+    return out;
+  }
+
+  Status ClearInbox(int64_t seq) override {
+    std::lock_guard lock(mu_);
+    TESSERA_RETURN_IF_ERROR(ConnectLocked());
+    return FencedTransaction([&] {
+      return StatusOf(Exec("DELETE FROM inbox WHERE seq <= $1",
+                           {std::to_string(seq)}, "cannot clear the inbox"));
+    });
+  }
+
  private:
+  static Lease LeaseOf(PGresult* r) {
+    Lease l;
+    if (PQntuples(r) == 0) return l;
+    l.holder = PQgetvalue(r, 0, 0);
+    l.address = PQgetvalue(r, 0, 1);
+    l.epoch = std::stoll(PQgetvalue(r, 0, 2));
+    l.since = std::stod(PQgetvalue(r, 0, 3));
+    l.remaining_s = std::stod(PQgetvalue(r, 0, 4));
+    return l;
+  }
+
+  // A write transaction that first checks, under a share lock on the
+  // lease row (so that no replica can take the lease until it commits),
+  // that the lease's epoch is still the fence: a leader that lost its
+  // lease writes nothing.
+  template <typename Body>
+  Status FencedTransaction(Body body) {
+    return Transaction([&]() -> Status {
+      if (fence_ == 0) return body();
+      auto r = Exec("SELECT epoch, holder FROM lease WHERE id = 1 FOR SHARE",
+                    {}, "cannot check the lease");
+      TESSERA_RETURN_IF_ERROR(r);
+      const int64_t epoch =
+          PQntuples(r->get()) ? std::stoll(PQgetvalue(r->get(), 0, 0)) : 0;
+      if (epoch != fence_) {
+        return Unavailable(where_ + ": fenced: replica '" +
+                           std::string(PQntuples(r->get())
+                                           ? PQgetvalue(r->get(), 0, 1)
+                                           : "") +
+                           "' leads now (lease epoch " + std::to_string(epoch) +
+                           "); this replica led at epoch " +
+                           std::to_string(fence_) + ", so it writes nothing");
+      }
+      return body();
+    });
+  }
+
   // A query's result, or the error: kUnavailable when the connection was
   // lost (the next call connects again), kInternal otherwise.
   Result<ResultPtr> Exec(const char* sql,
@@ -322,6 +516,9 @@ class PostgresStore final : public Store {
           conn_ ? Trimmed(PQerrorMessage(conn_)) : "out of memory";
       return Unavailable(where_ + ": cannot connect to PostgreSQL: " + why);
     }
+    // The server's notices ("relation already exists, skipping") are not
+    // the operator's business; errors come back with each call.
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
     return {};
   }
 
@@ -377,8 +574,9 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   const std::string where_;  // the URL without its password, for errors
   std::string password_;
-  std::mutex mu_;  // guards conn_
+  std::mutex mu_;  // guards conn_ and fence_
   PGconn* conn_ = nullptr;
+  int64_t fence_ = 0;  // SetFence
 };
 
 }  // namespace

@@ -96,7 +96,8 @@ class HttpServerTest : public ::testing::Test {
 TEST_F(HttpServerTest, HealthNeedsNoTokenEverythingElseDoes) {
   const Reply health = Http(port_, "GET", "/healthz");
   EXPECT_EQ(health.status, 200);
-  EXPECT_EQ(health.Json(), json({{"ok", true}}));
+  EXPECT_EQ(health.Json(),
+            json({{"ok", true}, {"replicated", false}, {"role", "leader"}}));
   for (const auto& [method, path] :
        std::vector<std::pair<std::string, std::string>>{
            {"GET", "/v1/jobs"},

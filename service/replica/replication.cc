@@ -1,0 +1,387 @@
+// Replicas of the service sharing a PostgreSQL store (docs/operations.md,
+// "High availability"). One holds the store's lease and leads: it runs the
+// rounds and talks to the launcher, and every write it makes carries the
+// lease's epoch (the store refuses it once another replica took the lease).
+// The others follow: they mirror the store's active jobs every tick, answer
+// reads from that view, and hand submissions and cancels to the leader
+// through the store's inbox.
+//
+// A role change swaps the Service's Impl: taking over builds a leader's
+// Impl, whose start is exactly a restart's recovery (adopt, reconcile the
+// `starting` jobs, never start one again); stepping down stops the
+// leader's rounds and builds a follower's. Jobs keep running throughout.
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "service/service_internal.h"
+
+namespace tessera::service {
+
+using scheduler::IsTerminal;
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The inbox requests a leader's round takes at most.
+inline constexpr int64_t kInboxBatch = 1000;
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "tessera serve: %s\n", line.c_str());
+}
+
+}  // namespace
+
+Status Service::Impl::Mirror() {
+  auto stored = store->LoadAll(/*active_only=*/true);
+  if (!stored) return stored.error();
+  service_internal::JobTable table;
+  ClusterState view(options.topology);
+  for (Job& job : *stored) {
+    if (job.state == JobState::kQueued || job.state == JobState::kPreempted) {
+      table.queue.push_back(std::move(job));
+      continue;
+    }
+    // What holds GPUs, as the leader stored it (a reservation that no
+    // longer fits the view is shown without its GPUs rather than dropped).
+    (void)view.Reserve(job.id, job.allocation);
+    const JobId id = job.id;
+    if (job.state == JobState::kStarting) {
+      table.starting.emplace(id, std::move(job));
+    } else if (!job.origin.empty()) {
+      table.reserved.emplace(id, std::move(job));
+    } else {
+      table.running.emplace(id, std::move(job));
+    }
+  }
+  for (size_t n = 0; n < options.topology.nodes.size(); ++n) {
+    view.SetDrained(static_cast<int>(n), state.topology().nodes[n].drained);
+  }
+  jobs = std::move(table);
+  state = std::move(view);
+  mirrored_at = Now();
+  return {};
+}
+
+void Service::Impl::ApplyInbox() {
+  auto items = store->ReadInbox(kInboxBatch);
+  if (!items || items->empty()) return;
+  // Submissions a follower stored: the jobs themselves, read without mu.
+  std::vector<JobId> unknown;
+  {
+    MutexLock lock(mu);
+    for (const InboxItem& item : *items) {
+      if (item.kind == InboxItem::Kind::kSubmitted &&
+          jobs.Find(item.job) == nullptr) {
+        unknown.push_back(item.job);
+      }
+    }
+  }
+  std::vector<Job> loaded;
+  for (const JobId id : unknown) {
+    auto job = store->Get(id);
+    if (!job) return;  // the store failed: all of it again next round
+    if (*job && (*job)->state == JobState::kQueued) {
+      loaded.push_back(std::move(**job));
+    }
+  }
+  {
+    MutexLock lock(mu);
+    for (Job& job : loaded) {
+      if (jobs.Find(job.id) != nullptr) continue;
+      auto at = std::upper_bound(
+          jobs.queue.begin(), jobs.queue.end(), job.id,
+          [](JobId id, const Job& j) { return id < j.id; });
+      jobs.queue.insert(at, std::move(job));
+      metrics.submitted++;
+      dirty = true;
+    }
+    for (const InboxItem& item : *items) {
+      if (item.kind != InboxItem::Kind::kCancel) continue;
+      User by;
+      by.name = item.actor;
+      by.token_name = item.token;
+      // A cancel the store did not take is asked again next round (the
+      // inbox keeps it); a job that ended meanwhile is left as it is.
+      if (auto r = Cancel(item.job, item.detail, &by);
+          !r && r.error().code == ErrorCode::kUnavailable) {
+        return;
+      }
+    }
+  }
+  (void)store->ClearInbox(items->back().seq);
+}
+
+Result<Job> Service::Impl::AskCancel(JobId id, const std::string& reason,
+                                     const User* by) {
+  auto stored = store->Get(id);
+  if (!stored) {
+    return Unavailable("the job store failed: " + stored.error().message);
+  }
+  if (!*stored) return BadInput("job " + std::to_string(id) + ": no such job");
+  Job job = **stored;
+  if (IsTerminal(job.state)) return job;
+  InboxItem item;
+  item.kind = InboxItem::Kind::kCancel;
+  item.job = id;
+  item.actor = by ? by->name : "scheduler";
+  item.token = by ? by->token_name : "";
+  item.detail = reason;
+  if (Status s = store->Tell(item, nullptr); !s) {
+    metrics.store_errors++;
+    return Unavailable("the job store failed, the cancel was not taken: " +
+                       s.error().message);
+  }
+  job.reason = reason;
+  return job;
+}
+
+// The lease's thread: renews (or takes) the lease every lease_renew_s and
+// swaps the Service's Impl when the role changes.
+struct Service::Replication {
+  Service* service = nullptr;
+  ServiceOptions options;  // each Impl is made from these
+  ReplicaOptions replica;
+  std::shared_ptr<launch::Launcher> launcher;
+  std::unique_ptr<Store> lease_store;  // its own connection
+
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stopping = false;  // guarded by mu
+  std::thread thread;
+
+  // The lease as last read, and this replica's part in it (status_mu).
+  mutable std::mutex status_mu;
+  Lease last;
+  int64_t led_epoch = 0;  // the epoch the leading Impl was made for; 0: none
+  bool stale = false;     // the Impl is a leader that stepped down
+  // A leader may act until then (steady clock, nanoseconds): the renewal
+  // it last got, from the moment it was asked, plus lease_s less a margin.
+  std::atomic<int64_t> valid_until_ns{0};
+
+  bool MayAct() const {
+    return SteadyClock::now().time_since_epoch().count() <
+           valid_until_ns.load();
+  }
+  Impl::Leadership LeadershipFor(bool leading, int64_t epoch) {
+    Impl::Leadership l;
+    l.replicated = true;
+    l.leading = leading;
+    l.epoch = epoch;
+    if (leading) l.may_act = [this] { return MayAct(); };
+    return l;
+  }
+  // What a renewal that was asked at `asked` said.
+  void Note(const Lease& lease, SteadyClock::time_point asked) {
+    std::lock_guard lock(status_mu);
+    last = lease;
+    if (lease.holder != replica.name) return;
+    const double margin = std::min(1.0, replica.lease_s / 10);
+    const auto until =
+        asked + std::chrono::duration_cast<SteadyClock::duration>(
+                    std::chrono::duration<double>(replica.lease_s - margin));
+    valid_until_ns = until.time_since_epoch().count();
+  }
+
+  void TakeOver(int64_t epoch) {
+    std::shared_ptr<Impl> current = service->Current();
+    if (current->leading) {  // a leader of an older epoch: stop it first
+      current->leading = false;
+      current->StopThread();
+    }
+    auto next = Impl::Create(options, launcher, LeadershipFor(true, epoch));
+    if (!next) {
+      Log("replica " + replica.name + " holds the lease but cannot lead: " +
+          next.error().message + " (trying again)");
+      std::lock_guard lock(status_mu);
+      stale = current != nullptr && !current->leading && led_epoch != 0;
+      led_epoch = 0;
+      return;
+    }
+    service->Swap(*next);
+    current->StopThread();  // the follower's mirror
+    std::lock_guard lock(status_mu);
+    led_epoch = epoch;
+    stale = false;
+    Log("replica " + replica.name + " leads (lease epoch " +
+        std::to_string(epoch) + ")");
+  }
+
+  void StepDown(const std::string& why) {
+    std::shared_ptr<Impl> current = service->Current();
+    if (current->leading) {
+      current->leading = false;  // answers as a follower from now on
+      current->StopThread();     // no more rounds
+      Log("replica " + replica.name + " steps down: " + why);
+    }
+    {
+      std::lock_guard lock(status_mu);
+      led_epoch = 0;
+      stale = true;
+    }
+    auto next = Impl::Create(options, launcher, LeadershipFor(false, 0));
+    if (!next) return;  // the store is unreachable: again next renewal
+    service->Swap(*next);
+    current->StopThread();
+    std::lock_guard lock(status_mu);
+    stale = false;
+  }
+
+  void Step() {
+    const SteadyClock::time_point asked = SteadyClock::now();
+    auto lease = lease_store->AcquireLease(replica.name, replica.address,
+                                           replica.lease_s);
+    int64_t led;
+    bool was_stale;
+    {
+      std::lock_guard lock(status_mu);
+      led = led_epoch;
+      was_stale = stale;
+    }
+    if (!lease) {
+      // Cannot renew: a leader acts only while its lease surely holds.
+      if (led != 0 && !MayAct()) {
+        StepDown("cannot renew the lease: " + lease.error().message);
+      }
+      return;
+    }
+    Note(*lease, asked);
+    if (lease->holder == replica.name) {
+      if (led != lease->epoch) TakeOver(lease->epoch);
+      return;
+    }
+    if (led != 0) {
+      StepDown("replica '" + lease->holder + "' holds the lease (epoch " +
+               std::to_string(lease->epoch) + ")");
+    } else if (was_stale) {
+      StepDown("");
+    }
+  }
+
+  void Loop() {
+    const auto every = std::chrono::duration<double>(replica.lease_renew_s);
+    while (true) {
+      {
+        std::unique_lock lock(mu);
+        if (wake.wait_for(lock, every, [&] { return stopping; })) return;
+      }
+      Step();
+    }
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Result<std::unique_ptr<Service>> Service::Replicated(
+    ServiceOptions options, std::shared_ptr<launch::Launcher> launcher) {
+  const ReplicaOptions& r = *options.replica;
+  if (options.store.postgres_url.empty()) {
+    return BadInput("replicas need store: postgres (one SQLite file cannot "
+                    "be shared)");
+  }
+  if (r.name.empty()) return BadInput("replica: the name is empty");
+  if (!(r.lease_renew_s > 0) || !(r.lease_s >= 2 * r.lease_renew_s)) {
+    return BadInput("ha: lease_s must be at least twice lease_renew_s, and "
+                    "lease_renew_s above 0");
+  }
+  auto rep = std::make_unique<Replication>();
+  rep->options = options;
+  rep->replica = r;
+  rep->launcher = launcher;
+  auto lease_store = Store::OpenPostgres(options.store);
+  if (!lease_store) return lease_store.error();
+  rep->lease_store = std::move(lease_store).value();
+  // The first renewal now: a lone replica leads from its start.
+  const SteadyClock::time_point asked = SteadyClock::now();
+  auto lease = rep->lease_store->AcquireLease(r.name, r.address, r.lease_s);
+  if (!lease) return lease.error();
+  rep->Note(*lease, asked);
+  const bool leads = lease->holder == r.name;
+  Topology topology = options.topology;
+  auto impl = Impl::Create(options, launcher,
+                           rep->LeadershipFor(leads, lease->epoch));
+  if (!impl) {
+    if (leads) (void)rep->lease_store->ReleaseLease(r.name);
+    return impl.error();
+  }
+  if (leads) rep->led_epoch = lease->epoch;
+  Log("replica " + r.name + (leads ? " leads" : " follows") + " (lease epoch " +
+      std::to_string(lease->epoch) +
+      (leads ? ")" : ", replica " + lease->holder + " leads)"));
+  std::unique_ptr<Service> service(
+      new Service(std::move(impl).value(), std::move(topology)));
+  rep->service = service.get();
+  Replication* raw = rep.get();
+  service->replication_ = std::move(rep);
+  raw->thread = std::thread([raw] { raw->Loop(); });
+  return service;
+}
+
+// Here, where Replication is complete.
+Service::Service(std::shared_ptr<Impl> impl, Topology topology)
+    : topology_(std::move(topology)), current_(std::move(impl)) {}
+
+Service::~Service() {
+  StopReplication();  // no swap after this
+  Current()->StopThread();
+}
+
+void Service::StopReplication() {
+  if (!replication_) return;
+  replication_->Stop();
+  Current()->StopThread();
+  // Followers need not wait for the lease to lapse.
+  (void)replication_->lease_store->ReleaseLease(replication_->replica.name);
+}
+
+nlohmann::json ReplicaStatusJson(const ReplicaStatus& s) {
+  nlohmann::json j = {{"replicated", s.replicated},
+                      {"role", s.leader ? "leader" : "follower"}};
+  if (!s.replicated) return j;
+  j["name"] = s.name;
+  j["epoch"] = s.epoch;
+  j["leader"] = nullptr;
+  if (!s.leader_name.empty()) {
+    j["leader"] = {{"name", s.leader_name},
+                   {"address", s.leader_address},
+                   {"since", s.leader_since}};
+  }
+  if (!s.leader) j["view_age_s"] = s.view_age_s;
+  return j;
+}
+
+ReplicaStatus Service::Replica() const {
+  ReplicaStatus st;
+  const std::shared_ptr<Impl> current = Current();
+  st.leader = current->leading;
+  if (!replication_) return st;
+  st.replicated = true;
+  st.name = replication_->replica.name;
+  {
+    std::lock_guard lock(replication_->status_mu);
+    const Lease& l = replication_->last;
+    if (l.remaining_s > 0 || l.holder == st.name) {
+      st.leader_name = l.holder;
+      st.leader_address = l.address;
+      st.leader_since = l.since;
+    }
+    st.epoch = l.epoch;
+  }
+  if (!st.leader) {
+    MutexLock lock(current->mu);
+    st.view_age_s = std::max(0.0, current->Now() - current->mirrored_at);
+  }
+  return st;
+}
+
+}  // namespace tessera::service
