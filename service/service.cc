@@ -81,8 +81,9 @@ Result<std::shared_ptr<Service::Impl>> Service::Impl::Create(
   auto store = Store::Open(impl->options.store, impl->options.db_path);
   if (!store) return store.error();
   impl->store = std::move(store).value();
-  // A leader's writes carry its lease's epoch (a follower's none).
-  if (lead.leading) impl->store->SetFence(lead.epoch);
+  // A leader's writes carry its lease's epoch; a follower writes only
+  // what goes to the leader's inbox.
+  impl->store->SetFence(lead.leading ? lead.epoch : lead.replicated ? -1 : 0);
   {
     // Nobody else can hold mu yet (no round thread, no API call); Recover
     // holds it anyway, as what it calls requires. A leader recovers (a
@@ -267,50 +268,49 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
 
 Result<Job> Service::Impl::Cancel(JobId id, const std::string& reason,
                                   const User* by) {
-  Impl& m = *this;
-  auto q = std::find_if(m.jobs.queue.begin(), m.jobs.queue.end(),
+  auto q = std::find_if(jobs.queue.begin(), jobs.queue.end(),
                         [&](const Job& j) { return j.id == id; });
-  if (q != m.jobs.queue.end()) {
+  if (q != jobs.queue.end()) {
     Job job = *q;
     job.state = JobState::kCancelled;
     job.reason = reason;
-    job.finished_at = m.Now();
-    const JobEvent event = m.Event(id, by, "cancelled", reason);
-    TESSERA_RETURN_IF_ERROR(m.Persist(job, &event));  // else it stays queued
-    m.jobs.queue.erase(q);
-    m.models.erase(id);
-    m.start_decisions.erase(id);
+    job.finished_at = Now();
+    const JobEvent event = Event(id, by, "cancelled", reason);
+    TESSERA_RETURN_IF_ERROR(Persist(job, &event));  // else it stays queued
+    jobs.queue.erase(q);
+    models.erase(id);
+    start_decisions.erase(id);
     return job;
   }
-  if (auto r = m.jobs.running.find(id); r != m.jobs.running.end()) {
-    if (!m.cancel_requested.count(id)) {
+  if (auto r = jobs.running.find(id); r != jobs.running.end()) {
+    if (!cancel_requested.count(id)) {
       TESSERA_RETURN_IF_ERROR(
-          m.Record(m.Event(id, by, "cancel requested", reason)));
+          Record(Event(id, by, "cancel requested", reason)));
     }
     r->second.reason = reason;
-    if (m.cancel_requested.insert(id).second) {
+    if (cancel_requested.insert(id).second) {
       // The round thread signals it: no launcher call under the lock.
-      m.stop_requests.push_back(id);
-      m.dirty = true;
-      m.wake.notify_all();
+      stop_requests.push_back(id);
+      dirty = true;
+      wake.notify_all();
     }
     return r->second;
   }
-  if (auto r = m.jobs.starting.find(id); r != m.jobs.starting.end()) {
+  if (auto r = jobs.starting.find(id); r != jobs.starting.end()) {
     // Stopped once its start is done (or not started at all).
-    if (!m.cancel_requested.count(id)) {
+    if (!cancel_requested.count(id)) {
       TESSERA_RETURN_IF_ERROR(
-          m.Record(m.Event(id, by, "cancel requested", reason)));
+          Record(Event(id, by, "cancel requested", reason)));
     }
     r->second.reason = reason;
-    m.cancel_requested.insert(id);
+    cancel_requested.insert(id);
     return r->second;
   }
-  if (auto r = m.jobs.reserved.find(id); r != m.jobs.reserved.end()) {
+  if (auto r = jobs.reserved.find(id); r != jobs.reserved.end()) {
     // Only the reservation ends: the outside system owns the process.
-    return m.EndReserved(r, JobState::kCancelled, reason, by);
+    return EndReserved(r, JobState::kCancelled, reason, by);
   }
-  auto stored = m.store->Get(id);
+  auto stored = store->Get(id);
   if (!stored) return stored.error();
   if (!*stored) return BadInput("job " + std::to_string(id) + ": no such job");
   return **stored;
@@ -319,6 +319,7 @@ Result<Job> Service::Impl::Cancel(JobId id, const std::string& reason,
 Status Service::SetDrained(const std::string& node, bool drained,
                            const User* by) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   MutexLock lock(impl->mu);
   const int n = impl->state.topology().FindNode(node);
   if (n < 0) return BadInput("node '" + node + "': no such node");

@@ -273,6 +273,7 @@ nlohmann::json Service::DecisionOf(JobId id) {
 
 Result<ProgressReport> Service::ReportProgress(JobId id, int64_t steps) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);

@@ -361,6 +361,7 @@ std::vector<launch::WorkerExited> Service::Impl::RunWorkerCalls(
 
 Result<Job> Service::WaitAllocation(JobId id, int64_t after, double wait_s) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   Impl& m = *impl;
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -399,6 +400,7 @@ Result<Job> Service::WaitAllocation(JobId id, int64_t after, double wait_s) {
 Result<Job> Service::ReleaseWorkers(JobId id, const std::vector<int>& workers,
                                     const User* by) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.running.find(id);

@@ -463,6 +463,9 @@ struct Service::Impl {
       TESSERA_REQUIRES(mu);
   Result<Job> AskCancel(JobId id, const std::string& reason, const User* by)
       TESSERA_REQUIRES(mu);
+  // kUnavailable naming the leader unless this Impl leads: what only the
+  // leader does (drains, progress, elastic calls, uploads, reservations).
+  Status LeaderOnly() const;
 
   explicit Impl(ServiceOptions o)
       : options(std::move(o)),

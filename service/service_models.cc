@@ -106,6 +106,7 @@ int64_t Service::max_upload_bytes() const {
 Result<UploadedModel> Service::UploadModel(const User& /*user*/,
                                            const std::string& bytes) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   Impl& m = *impl;
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size == 0) {

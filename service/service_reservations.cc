@@ -122,6 +122,7 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
                                         const std::string& pool,
                                         std::string_view subject) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   if (job.origin.empty()) {
     return BadInput("a reservation needs the origin that holds it");
   }
@@ -174,6 +175,7 @@ Result<ReserveOutcome> Service::Reserve(Job job, const std::string& node,
 Result<std::optional<Job>> Service::EndReservation(JobId id, JobState end,
                                                    const std::string& reason) {
   const std::shared_ptr<Impl> impl = Current();
+  TESSERA_RETURN_IF_ERROR(impl->LeaderOnly());
   Impl& m = *impl;
   MutexLock lock(m.mu);
   auto it = m.jobs.reserved.find(id);

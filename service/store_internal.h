@@ -137,7 +137,8 @@ class Store {
   virtual Status ReleaseLease(const std::string& replica) = 0;
   // From now on every write of this store is refused, kUnavailable naming
   // the replica that leads, unless the lease's epoch is still `epoch`
-  // (0: no check, a follower's store). The check and the write are one
+  // (0: no check, one service alone; -1: every write but a follower's
+  // submissions and Tell, a follower's store). The check and the write are one
   // transaction, so a write can never land after another replica took
   // the lease.
   virtual void SetFence(int64_t epoch) = 0;

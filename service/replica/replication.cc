@@ -115,6 +115,13 @@ void Service::Impl::ApplyInbox() {
   (void)store->ClearInbox(items->back().seq);
 }
 
+Status Service::Impl::LeaderOnly() const {
+  if (leading) return {};
+  return Unavailable(
+      "this replica follows: only the leading replica does this (GET "
+      "/v1/cluster names it)");
+}
+
 Result<Job> Service::Impl::AskCancel(JobId id, const std::string& reason,
                                      const User* by) {
   auto stored = store->Get(id);

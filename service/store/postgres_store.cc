@@ -181,7 +181,12 @@ class PostgresStore final : public Store {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
     Inserted out;
-    Status s = FencedTransaction([&]() -> Status {
+    // A follower's submission (for the leader's inbox) is not the leader's
+    // write: no fence.
+    auto transaction = [&](auto body) {
+      return options.tell_leader ? Transaction(body) : FencedTransaction(body);
+    };
+    Status s = transaction([&]() -> Status {
       const std::string& key = options.idempotency_key;
       if (!key.empty()) {
         // Two replicas taking the same retried submission at once: the
@@ -460,6 +465,12 @@ class PostgresStore final : public Store {
       TESSERA_RETURN_IF_ERROR(r);
       const int64_t epoch =
           PQntuples(r->get()) ? std::stoll(PQgetvalue(r->get(), 0, 0)) : 0;
+      if (fence_ < 0) {
+        return Unavailable(where_ +
+                           ": this replica follows: only the leader writes "
+                           "(a follower's submissions and cancels go to the "
+                           "inbox)");
+      }
       if (epoch != fence_) {
         return Unavailable(where_ + ": fenced: replica '" +
                            std::string(PQntuples(r->get())
