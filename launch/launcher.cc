@@ -285,13 +285,14 @@ class LocalLauncher : public Launcher {
   }
 
   bool Adopt(JobId id, int64_t pid, int64_t start_time) override {
-    if (!SameLiveProcess(pid, start_time)) return false;
     std::lock_guard lock(mu_);
-    // A replica that leads again keeps its own children (it reaps them).
+    // A replica that leads again keeps its own children (it reaps them),
+    // also those that ended while it followed: Poll reports their exit.
     if (auto it = children_.find(id);
         it != children_.end() && it->second.pid == pid) {
       return true;
     }
+    if (!SameLiveProcess(pid, start_time)) return false;
     children_[id] = Child{pid, start_time, /*own=*/false, std::nullopt};
     return true;
   }

@@ -56,16 +56,28 @@ std::string Fixed3(double v) {
 
 }  // namespace
 
-bool HttpServer::Impl::BeforeRoute(const Request& req, Response& res) const {
-  const service::ReplicaStatus r = service.Replica();
-  if (!r.replicated) return true;
+namespace {
+
+void Tag(const service::ReplicaStatus& r, Response& res) {
+  if (!r.replicated) return;
   res.headers.emplace_back("X-Tessera-Replica", r.name);
   res.headers.emplace_back("X-Tessera-Role", r.leader ? "leader" : "follower");
   if (!r.leader) {
     // How old the follower's view of the jobs is (at most about a round).
     res.headers.emplace_back("X-Tessera-View-Age", Fixed3(r.view_age_s));
   }
-  if (r.leader || !LeaderOnly(req)) return true;
+}
+
+}  // namespace
+
+void HttpServer::Impl::TagReplica(Response& res) const {
+  Tag(service.Replica(), res);
+}
+
+bool HttpServer::Impl::BeforeRoute(const Request& req, Response& res) const {
+  const service::ReplicaStatus r = service.Replica();
+  Tag(r, res);
+  if (!r.replicated || r.leader || !LeaderOnly(req)) return true;
   ToLeader(req, res, r);
   return false;
 }

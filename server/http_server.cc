@@ -492,8 +492,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
   options.tls = config.tls;
   // Errors the transport answers itself (no route, body too large, a
   // malformed request, too many connections) get the same JSON bodies.
-  auto error = [](std::string_view path, int status, const std::string& message,
-                  Response& res) {
+  auto error = [replica = impl.get()](std::string_view path, int status,
+                                      const std::string& message,
+                                      Response& res) {
+    replica->TagReplica(res);
     if (path.rfind("/k8s/", 0) == 0) {
       SendExtenderError(res, status, message);
     } else {

@@ -57,6 +57,8 @@ struct HttpServer::Impl {
   // uploads, the scheduler extender) there with a 307, or answers 503
   // while nobody leads. The router's hook: false when it answered.
   bool BeforeRoute(const Request& req, Response& res) const;
+  // The role headers alone (the transport's own errors get them too).
+  void TagReplica(Response& res) const;
   // Answers a request only the leader serves, on a follower.
   void ToLeader(const Request& req, Response& res,
                 const service::ReplicaStatus& replica) const;

@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -82,14 +83,16 @@ Status ConfigParser::ParseHa(const Field& f, ServeConfig* config) const {
     *target = *n;
   }
   if (!(r.lease_s >= 2 * r.lease_renew_s)) {
-    return Fail(f, "",
-                "ha.lease_s (" + std::to_string(r.lease_s) +
-                    ") must be at least twice ha.lease_renew_s (" +
-                    std::to_string(r.lease_renew_s) +
-                    "): a leader renews several times before its lease lapses");
+    char why[200];
+    std::snprintf(why, sizeof why,
+                  "ha.lease_s (%g) must be at least twice ha.lease_renew_s "
+                  "(%g): a leader renews several times before its lease "
+                  "lapses",
+                  r.lease_s, r.lease_renew_s);
+    return Fail(f, "", why);
   }
-  for (const auto& [key, target] : {std::pair{"replica", &r.name},
-                                    std::pair{"advertise", &r.address}}) {
+  for (const auto& [key, target] :
+       {std::pair{"replica", &r.name}, std::pair{"advertise", &r.address}}) {
     const Field* v = Find(*fields, key);
     if (v == nullptr) continue;
     Result<std::string> text = Text(*v, label);

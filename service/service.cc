@@ -266,6 +266,45 @@ Result<Job> Service::Cancel(JobId id, const std::string& reason,
                        : impl->AskCancel(id, reason, by);
 }
 
+// The drained nodes, by name, as one record of the store.
+constexpr const char* kDrainsRecord = "drained_nodes";
+
+Status Service::Impl::StoreDrains(int node, bool drained) {
+  const Topology& t = state.topology();
+  nlohmann::json names = nlohmann::json::array();
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    const bool d = static_cast<int>(n) == node ? drained : t.nodes[n].drained;
+    if (d) names.push_back(t.nodes[n].name);
+  }
+  if (Status s = store->PutRecord(kDrainsRecord, names.dump()); !s) {
+    metrics.store_errors++;
+    return Unavailable("the job store failed, the drain was not stored: " +
+                       s.error().message);
+  }
+  return {};
+}
+
+Status Service::Impl::LoadDrains() {
+  auto stored = store->GetRecord(kDrainsRecord);
+  if (!stored) return stored.error();
+  std::set<std::string> names;
+  if (*stored) {
+    const nlohmann::json j = nlohmann::json::parse(**stored, nullptr, false);
+    if (j.is_array()) {
+      for (const nlohmann::json& name : j) {
+        if (name.is_string()) names.insert(name.get<std::string>());
+      }
+    }
+  }
+  const Topology& t = state.topology();
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    // A node the configuration no longer has is forgotten.
+    const bool d = names.count(t.nodes[n].name) > 0;
+    if (t.nodes[n].drained != d) state.SetDrained(static_cast<int>(n), d);
+  }
+  return {};
+}
+
 Result<Job> Service::Impl::Cancel(JobId id, const std::string& reason,
                                   const User* by) {
   auto q = std::find_if(jobs.queue.begin(), jobs.queue.end(),
@@ -323,6 +362,8 @@ Status Service::SetDrained(const std::string& node, bool drained,
   MutexLock lock(impl->mu);
   const int n = impl->state.topology().FindNode(node);
   if (n < 0) return BadInput("node '" + node + "': no such node");
+  // Stored first: a restart, and the replica that leads next, keep it.
+  TESSERA_RETURN_IF_ERROR(impl->StoreDrains(n, drained));
   TESSERA_RETURN_IF_ERROR(impl->Record(
       impl->Event(0, by, drained ? "drained" : "undrained", "node " + node)));
   impl->state.SetDrained(n, drained);
@@ -397,6 +438,7 @@ nlohmann::json Service::ClusterJson() {
 }
 
 std::string Service::MetricsText() {
+  const ReplicaStatus replica = Replica();  // before mu: it takes it
   const std::shared_ptr<Impl> impl = Current();
   Impl& m = *impl;
   MutexLock lock(m.mu);
@@ -412,7 +454,8 @@ std::string Service::MetricsText() {
   }
   return m.metrics.Render(m.state, by_state) +
          service_internal::UsageMetrics(m.state.topology(), m.jobs.running,
-                                        m.usage);
+                                        m.usage) +
+         ReplicaMetrics(replica);
 }
 
 const Topology& Service::topology() const { return topology_; }

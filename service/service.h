@@ -119,6 +119,10 @@ struct ReplicaStatus {
 
 // GET /v1/cluster's "replica", /healthz's and /readyz's (docs/http_api.md).
 nlohmann::json ReplicaStatusJson(const ReplicaStatus& status);
+// GET /metrics' lines about it: tessera_replica_leader (1 or 0), and with
+// replicas tessera_replica_lease_epoch and a follower's
+// tessera_replica_view_age_seconds.
+std::string ReplicaMetrics(const ReplicaStatus& status);
 
 struct ServiceOptions {
   Topology topology;

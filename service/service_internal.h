@@ -466,6 +466,11 @@ struct Service::Impl {
   // kUnavailable naming the leader unless this Impl leads: what only the
   // leader does (drains, progress, elastic calls, uploads, reservations).
   Status LeaderOnly() const;
+  // The drained nodes are a record of the store: written with `node` set
+  // to `drained` (kUnavailable if the store fails), read back at a
+  // takeover, a restart and every follower's mirror.
+  Status StoreDrains(int node, bool drained) TESSERA_REQUIRES(mu);
+  Status LoadDrains() TESSERA_REQUIRES(mu);
 
   explicit Impl(ServiceOptions o)
       : options(std::move(o)),

@@ -82,6 +82,7 @@ bool Service::Impl::AdoptWorkerJob(Job& job) {
 
 Status Service::Impl::Recover() {
   TESSERA_RETURN_IF_ERROR(LoadLearned());
+  TESSERA_RETURN_IF_ERROR(LoadDrains());
   auto stored = store->LoadAll(/*active_only=*/true);
   if (!stored) return stored.error();
   for (Job& job : *stored) {

@@ -281,7 +281,7 @@ struct SqliteStore::Impl {
         sqlite3_step(*v) == SQLITE_ROW ? ColumnText(*v, 0) : "none";
     sqlite3_reset(*v);
     if (found == "1" || found == "2") {  // an older tessera's: upgrade
-      if (found == "1") {  // before the audit trail
+      if (found == "1") {                // before the audit trail
         TESSERA_RETURN_IF_ERROR(
             Exec(kEventsSchema, "cannot add the events table"));
       }

@@ -52,10 +52,10 @@ struct Inserted {
 // availability"). Times are the database's clock, so that replicas on
 // machines whose clocks disagree still agree on who leads.
 struct Lease {
-  std::string holder;   // the replica's name; "" = nobody ever took it
-  std::string address;  // where it answers (its advertised URL)
-  int64_t epoch = 0;    // +1 at every change of holder: the fencing token
-  double since = 0;     // when the holder took it (Unix seconds)
+  std::string holder;      // the replica's name; "" = nobody ever took it
+  std::string address;     // where it answers (its advertised URL)
+  int64_t epoch = 0;       // +1 at every change of holder: the fencing token
+  double since = 0;        // when the holder took it (Unix seconds)
   double remaining_s = 0;  // until it lapses unless renewed (<= 0: lapsed)
 };
 

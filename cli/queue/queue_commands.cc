@@ -275,6 +275,38 @@ void PrintJob(const json& job) {
   }
 }
 
+// Which replica leads, since when, and which one answered (GET
+// /v1/cluster's "replica"; docs/operations.md, "High availability"):
+// "leader: r2 (http://10.0.0.2:8080) since 2026-11-30T11:24:51Z; this answer
+// from r1 (follower, view 0.2 s old)". "" for a service alone.
+std::string ReplicaLine(const json& cluster) {
+  if (!cluster.contains("replica")) return "";
+  const json& r = cluster["replica"];
+  if (!r.is_object() || !r.value("replicated", false)) return "";
+  std::string line = "leader: ";
+  const json& leader = r.contains("leader") ? r["leader"] : json();
+  if (leader.is_object()) {
+    std::string since = Str(leader, "since");
+    if (leader.contains("since") && leader["since"].is_number()) {
+      const auto t =
+          static_cast<std::time_t>(std::llround(leader["since"].get<double>()));
+      std::tm utc{};
+      gmtime_r(&t, &utc);
+      char text[32];
+      std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+      since = text;
+    }
+    line += Str(leader, "name") + " (" + Str(leader, "address") + ")" +
+            (since.empty() ? "" : " since " + since);
+  } else {
+    line += "none now (a failover under way: one takes over within the lease)";
+  }
+  line += "; this answer from " + Str(r, "name");
+  if (Str(r, "role") == "leader") return line + " (leader)";
+  return line + " (follower, view " + Fixed(r.value("view_age_s", 0.0), 1) +
+         " s old)";
+}
+
 }  // namespace
 
 int RunJobs(const JobsArgs& args) {
@@ -450,6 +482,9 @@ int RunCluster(const ClientArgs& args) {
     if (args.json) {
       PrintJson(*cluster);
       return {};
+    }
+    if (const std::string replica = ReplicaLine(*cluster); !replica.empty()) {
+      std::cout << replica << "\n\n";
     }
     if (cluster->contains("pools")) {
       TextTable pools(

@@ -12,6 +12,11 @@ Examples:
   tessera serve --config examples/serve-k8s.yaml --k8s-extender
                                # also kube-scheduler's extender at /k8s/
                                # (examples/kube-scheduler-extender.yaml)
+  tessera serve --config serve-ha.yaml --listen 10.0.0.1:8080 --replica r1
+  tessera serve --config serve-ha.yaml --listen 10.0.0.2:8080 --replica r2
+  tessera serve --config serve-ha.yaml --listen 10.0.0.3:8080 --replica r3
+                               # three replicas over one PostgreSQL, one per
+                               # host; one leads (examples/serve-ha.yaml)
 
 The configuration (examples/serve.yaml is a commented example) names the
 pools and their policies, the nodes and GPUs, and the users with the
@@ -82,6 +87,10 @@ Examples:
   tessera submit --gpus 1:8 -- python elastic_train.py     # elastic: 1 to 8 GPUs
   tessera submit --workers 2:16 --gpu-milli 250 --gpu-memory 4GiB \
       --elastic-mode one-process -- python hpo.py          # docs/elastic.md
+
+While the service cannot be reached or answers 503 (replicas changing
+leader), submit tries again for up to 30 s, each time with the same
+Idempotency-Key: one job however many tries reach the service.
 )") + kClientFooter);
   AddClientOptions(cmd, args.client);
   cmd->add_option("--name", args.name, "A name for people")->type_name("NAME");
@@ -276,11 +285,16 @@ void AddCluster(CLI::App& app, ClientArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "cluster",
       "Every GPU: memory and compute reserved, by which jobs, "
-      "per pool");
+      "per pool; with replicas, which one leads");
   cmd->footer(std::string(R"(
 Examples:
   tessera cluster
   tessera cluster --json
+  tessera cluster --json | jq .replica   # which replica leads, since when
+
+With replicas (tessera serve --replica), the first line says which one
+leads and since when, and which answered: a follower's view of the jobs
+may be a moment old.
 )") + kClientFooter);
   AddClientOptions(cmd, args);
 }

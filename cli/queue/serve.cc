@@ -112,9 +112,9 @@ std::string Describe(const server::ServeConfig& config) {
          std::to_string(t.nodes.size()) + " nodes; pools " + pools + "; " +
          (config.service.store.postgres_url.empty()
               ? "db " + config.service.db_path
-              : "jobs in PostgreSQL, replica " +
-                    config.service.replica->name + " (lease " +
-                    Fixed(config.service.replica->lease_s, 1) + " s)") +
+              : "jobs in PostgreSQL, replica " + config.service.replica->name +
+                    " (lease " + Fixed(config.service.replica->lease_s, 1) +
+                    " s)") +
          ", logs in " + config.service.log_dir + DescribeIsolation(t) +
          (config.launcher.kind == "slurm"
               ? "; jobs run as Slurm jobs" +
@@ -191,9 +191,9 @@ int RunServe(const ServeArgs& args) {
   // A Slurm launcher names its jobs after the service's database: the
   // replicas of one share its URL.
   const std::string& pg = config->service.store.postgres_url;
-  Result<std::unique_ptr<launch::Launcher>> launcher = launch::MakeLauncher(
-      config->launcher, config->service.log_dir,
-      pg.empty() ? config->service.db_path : pg);
+  Result<std::unique_ptr<launch::Launcher>> launcher =
+      launch::MakeLauncher(config->launcher, config->service.log_dir,
+                           pg.empty() ? config->service.db_path : pg);
   if (!launcher) return ReportError(launcher.error().WithContext(args.config));
   OpenGpuProbe(*config);
   Result<std::unique_ptr<service::Service>> service =

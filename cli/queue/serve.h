@@ -10,8 +10,8 @@ struct ServeArgs {
   std::string db;      // --db: overrides the config's `db`
   std::string listen;  // --listen HOST:PORT: overrides the config's `listen`
   bool k8s_extender = false;  // --k8s-extender: serve /k8s/... too
-  std::string replica;    // --replica NAME: overrides ha.replica
-  std::string advertise;  // --advertise URL: overrides ha.advertise
+  std::string replica;        // --replica NAME: overrides ha.replica
+  std::string advertise;      // --advertise URL: overrides ha.advertise
 };
 
 // `tessera serve`: runs the queue service and its HTTP API until SIGINT or

@@ -228,6 +228,20 @@ Result<scheduler::JobRequest> Submission(const SubmitArgs& a) {
   return j;
 }
 
+// The submission tried again, with one idempotency key, while no replica
+// answers or none leads (a failover: docs/operations.md, "High
+// availability"): one job however many tries reach the service.
+client::RetryOptions Retries() {
+  client::RetryOptions retry;
+  retry.idempotency_key = client::NewIdempotencyKey();
+  retry.for_s = client::kSubmitRetryS;
+  retry.on_retry = [](const Error& why, double wait_s) {
+    std::cerr << "tessera: the service is unavailable (" << why.message
+              << "); retrying in " << Fixed(wait_s, 1) << " s\n";
+  };
+  return retry;
+}
+
 }  // namespace
 
 int RunSubmit(const SubmitArgs& args) {
@@ -235,15 +249,16 @@ int RunSubmit(const SubmitArgs& args) {
     Result<scheduler::JobRequest> submission = Submission(args);
     TESSERA_RETURN_IF_ERROR(submission);
     const client::QueueClient client = Client(args.client);
+    const client::RetryOptions retry = Retries();
     if (!args.model.empty()) {
       Result<std::string> stripped = StrippedModel(args.model);
       TESSERA_RETURN_IF_ERROR(stripped);
-      Result<json> uploaded = client.UploadModel(*stripped);
+      Result<json> uploaded = client.UploadModel(*stripped, retry);
       if (!uploaded)
         return uploaded.error().WithContext("--model " + args.model);
       submission->model->upload = Str(*uploaded, "id");
     }
-    Result<json> job = client.Submit(*submission);
+    Result<json> job = client.Submit(*submission, retry);
     TESSERA_RETURN_IF_ERROR(job);
     if (args.client.json) {
       PrintJson(*job);

@@ -1,6 +1,7 @@
 // The console's calls to the tessera API: the bearer token (kept in
 // sessionStorage only: never a URL, localStorage or a cookie), ETag'd
-// polling (If-None-Match; a 304 reuses the last body) and the errors.
+// polling (If-None-Match; a 304 reuses the last body) and the errors. A
+// redirect (a follower replica's 307 to the leader) is never followed.
 
 const TOKEN_KEY = 'tessera.token';
 
@@ -44,11 +45,18 @@ async function send(method, path, {headers = {}, body, quiet401 = false} = {}) {
   let res;
   try {
     res = await fetch(path, {method, headers: h, body, cache: 'no-store',
-                             credentials: 'omit', redirect: 'error'});
+                             credentials: 'omit', redirect: 'manual'});
   } catch (e) {
     const err = new ApiError(0, 'the service did not answer');
     hooks.unreachable(err);
     throw err;
+  }
+  if (res.type === 'opaqueredirect') {
+    // A follower replica sends what only the leader does to the leader
+    // (307, another origin): not followed, the token stays here.
+    hooks.reachable();
+    throw new ApiError(307, 'this replica follows; the leading replica does that ' +
+      '(open the console at the leader\'s address)');
   }
   if (res.status >= 500) {
     const err = new ApiError(res.status, await errorText(res));

@@ -2,8 +2,10 @@
 // page at a time, filtered) and each GPU drawn as two bars, reserved
 // compute (milli) and reserved memory, with a text equivalent; Enter,
 // Space or a click on a GPU lists its jobs. Admins drain and undrain nodes.
+// With replicas, which one leads, since when, and whether the one this page
+// talks to follows.
 import * as api from './api.js';
-import {el, clear, mib, jobLink, keepFocus} from './util.js';
+import {el, append, clear, mib, jobLink, keepFocus, localTime} from './util.js';
 import {renderQueues} from './teams.js';
 
 const PAGE = 50;  // nodes drawn per pool before "Show more"
@@ -24,10 +26,12 @@ export function mountCluster(main, ctx) {
     'aria-describedby': 'cluster-status'});
   const pools = el('div', {id: 'pools'}, el('p', null, 'Loading the cluster…'));
   const queues = el('div', {id: 'queues'});
+  const replica = el('p', {id: 'cluster-replica', class: 'replica', hidden: true});
   const popover = el('div', {id: 'gpu-popover', class: 'popover', role: 'dialog',
     'aria-modal': 'false', 'aria-labelledby': 'gpu-popover-title', hidden: true});
   main.append(
     el('h1', null, 'Cluster'),
+    replica,
     queues,
     el('div', {class: 'toolbar'},
       el('label', {for: 'cluster-filter'}, 'Filter nodes'), filter, status),
@@ -330,7 +334,8 @@ export function mountCluster(main, ctx) {
     ]);
     jobs.catch(() => {});  // awaited below; not unhandled if the cluster fails
     const c = await cluster;
-    if (c.changed || first) {
+    if (c.changed || first) renderReplica(replica, c.data.replica, ctx.user.admin);
+    if ((c.changed || first) && !sameButForReplica(view.cluster, c.data)) {
       view.cluster = c.data;
       const tree = renderQueues(c.data.queues);
       clear(queues);
@@ -356,6 +361,51 @@ export function mountCluster(main, ctx) {
       document.removeEventListener('click', onDocClick);
     },
   };
+}
+
+// GET /v1/cluster's "replica" (docs/operations.md, "High availability"):
+// "Leader: replica r2 (http://10.0.0.2:8080) since 2026-11-30 12:24:51.
+// [Follower] This page comes from replica r1, a follower: its view of the
+// jobs is 0.2 s old." Nothing for a service alone.
+function renderReplica(node, r, admin) {
+  clear(node);
+  node.hidden = !(r && r.replicated);
+  if (node.hidden) return;
+  const leader = r.leader;
+  if (leader) {
+    const since = new Date(leader.since * 1000);
+    // Only an http(s) address becomes a link (to the leader's console).
+    const address = /^https?:\/\//.test(leader.address) ?
+      el('a', {href: `${leader.address}/`}, leader.address) : leader.address;
+    append(node, ['Leader: replica ', el('strong', null, leader.name), ' (', address, ')',
+      isNaN(since) ? '' :
+        [' since ', el('time', {datetime: since.toISOString()}, localTime(since))],
+      '. ']);
+  } else {
+    append(node, [el('strong', null, 'No replica leads now'),
+      ' (a failover is under way: one takes over within the lease). ']);
+  }
+  if (r.role === 'leader') {
+    append(node, [`This page comes from replica ${r.name}, the leader.`]);
+    return;
+  }
+  // A follower sends a drain to the leader (307), which the console
+  // does not follow (api.js): the leader's own console drains.
+  const age = Number(r.view_age_s ?? 0).toFixed(1);
+  append(node, [el('span', {class: 'badge follower'}, 'Follower'),
+    ` This page comes from replica ${r.name}, a follower: its view of the jobs is ` +
+    `${age} s old.`, admin ? ' Drain and undrain nodes on the leader\'s console.' : '']);
+}
+
+// A follower's answer changes at every poll (its view's age, in
+// "replica"): the pools are drawn again only when something else did.
+function sameButForReplica(before, after) {
+  if (!before || after.replica?.role !== 'follower') return false;
+  const {replica: replicaBefore, ...restBefore} = before;
+  const {replica: replicaAfter, ...restAfter} = after;
+  void replicaBefore;
+  void replicaAfter;
+  return JSON.stringify(restBefore) === JSON.stringify(restAfter);
 }
 
 function term(name, value) {

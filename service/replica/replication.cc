@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "service/service_internal.h"
@@ -31,6 +32,19 @@ inline constexpr int64_t kInboxBatch = 1000;
 
 void Log(const std::string& line) {
   std::fprintf(stderr, "tessera serve: %s\n", line.c_str());
+}
+
+// The lease's holder without its process suffix (Replication::id).
+std::string NameOf(const std::string& holder) {
+  const size_t hash = holder.rfind('#');
+  return hash == std::string::npos ? holder : holder.substr(0, hash);
+}
+
+std::string RandomSuffix() {
+  std::random_device device;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", device());
+  return hex;
 }
 
 }  // namespace
@@ -57,11 +71,9 @@ Status Service::Impl::Mirror() {
       table.running.emplace(id, std::move(job));
     }
   }
-  for (size_t n = 0; n < options.topology.nodes.size(); ++n) {
-    view.SetDrained(static_cast<int>(n), state.topology().nodes[n].drained);
-  }
   jobs = std::move(table);
   state = std::move(view);
+  TESSERA_RETURN_IF_ERROR(LoadDrains());
   mirrored_at = Now();
   return {};
 }
@@ -92,9 +104,9 @@ void Service::Impl::ApplyInbox() {
     MutexLock lock(mu);
     for (Job& job : loaded) {
       if (jobs.Find(job.id) != nullptr) continue;
-      auto at = std::upper_bound(
-          jobs.queue.begin(), jobs.queue.end(), job.id,
-          [](JobId id, const Job& j) { return id < j.id; });
+      auto at =
+          std::upper_bound(jobs.queue.begin(), jobs.queue.end(), job.id,
+                           [](JobId id, const Job& j) { return id < j.id; });
       jobs.queue.insert(at, std::move(job));
       metrics.submitted++;
       dirty = true;
@@ -152,6 +164,10 @@ struct Service::Replication {
   Service* service = nullptr;
   ServiceOptions options;  // each Impl is made from these
   ReplicaOptions replica;
+  // Whom the lease names: the replica's name and this process's random
+  // suffix, so that two processes given one name by mistake never both
+  // lead (NameOf shows the name).
+  std::string id;
   std::shared_ptr<launch::Launcher> launcher;
   std::unique_ptr<Store> lease_store;  // its own connection
 
@@ -185,7 +201,7 @@ struct Service::Replication {
   void Note(const Lease& lease, SteadyClock::time_point asked) {
     std::lock_guard lock(status_mu);
     last = lease;
-    if (lease.holder != replica.name) return;
+    if (lease.holder != id) return;
     const double margin = std::min(1.0, replica.lease_s / 10);
     const auto until =
         asked + std::chrono::duration_cast<SteadyClock::duration>(
@@ -239,8 +255,8 @@ struct Service::Replication {
 
   void Step() {
     const SteadyClock::time_point asked = SteadyClock::now();
-    auto lease = lease_store->AcquireLease(replica.name, replica.address,
-                                           replica.lease_s);
+    auto lease =
+        lease_store->AcquireLease(id, replica.address, replica.lease_s);
     int64_t led;
     bool was_stale;
     {
@@ -256,13 +272,14 @@ struct Service::Replication {
       return;
     }
     Note(*lease, asked);
-    if (lease->holder == replica.name) {
+    if (lease->holder == id) {
       if (led != lease->epoch) TakeOver(lease->epoch);
       return;
     }
     if (led != 0) {
-      StepDown("replica '" + lease->holder + "' holds the lease (epoch " +
-               std::to_string(lease->epoch) + ")");
+      StepDown("replica '" + NameOf(lease->holder) +
+               "' holds the lease (epoch " + std::to_string(lease->epoch) +
+               ")");
     } else if (was_stale) {
       StepDown("");
     }
@@ -293,38 +310,41 @@ Result<std::unique_ptr<Service>> Service::Replicated(
     ServiceOptions options, std::shared_ptr<launch::Launcher> launcher) {
   const ReplicaOptions& r = *options.replica;
   if (options.store.postgres_url.empty()) {
-    return BadInput("replicas need store: postgres (one SQLite file cannot "
-                    "be shared)");
+    return BadInput(
+        "replicas need store: postgres (one SQLite file cannot "
+        "be shared)");
   }
   if (r.name.empty()) return BadInput("replica: the name is empty");
   if (!(r.lease_renew_s > 0) || !(r.lease_s >= 2 * r.lease_renew_s)) {
-    return BadInput("ha: lease_s must be at least twice lease_renew_s, and "
-                    "lease_renew_s above 0");
+    return BadInput(
+        "ha: lease_s must be at least twice lease_renew_s, and "
+        "lease_renew_s above 0");
   }
   auto rep = std::make_unique<Replication>();
   rep->options = options;
   rep->replica = r;
+  rep->id = r.name + "#" + RandomSuffix();
   rep->launcher = launcher;
   auto lease_store = Store::OpenPostgres(options.store);
   if (!lease_store) return lease_store.error();
   rep->lease_store = std::move(lease_store).value();
   // The first renewal now: a lone replica leads from its start.
   const SteadyClock::time_point asked = SteadyClock::now();
-  auto lease = rep->lease_store->AcquireLease(r.name, r.address, r.lease_s);
+  auto lease = rep->lease_store->AcquireLease(rep->id, r.address, r.lease_s);
   if (!lease) return lease.error();
   rep->Note(*lease, asked);
-  const bool leads = lease->holder == r.name;
+  const bool leads = lease->holder == rep->id;
   Topology topology = options.topology;
-  auto impl = Impl::Create(options, launcher,
-                           rep->LeadershipFor(leads, lease->epoch));
+  auto impl =
+      Impl::Create(options, launcher, rep->LeadershipFor(leads, lease->epoch));
   if (!impl) {
-    if (leads) (void)rep->lease_store->ReleaseLease(r.name);
+    if (leads) (void)rep->lease_store->ReleaseLease(rep->id);
     return impl.error();
   }
   if (leads) rep->led_epoch = lease->epoch;
   Log("replica " + r.name + (leads ? " leads" : " follows") + " (lease epoch " +
       std::to_string(lease->epoch) +
-      (leads ? ")" : ", replica " + lease->holder + " leads)"));
+      (leads ? ")" : ", replica " + NameOf(lease->holder) + " leads)"));
   std::unique_ptr<Service> service(
       new Service(std::move(impl).value(), std::move(topology)));
   rep->service = service.get();
@@ -348,7 +368,7 @@ void Service::StopReplication() {
   replication_->Stop();
   Current()->StopThread();
   // Followers need not wait for the lease to lapse.
-  (void)replication_->lease_store->ReleaseLease(replication_->replica.name);
+  (void)replication_->lease_store->ReleaseLease(replication_->id);
 }
 
 nlohmann::json ReplicaStatusJson(const ReplicaStatus& s) {
@@ -367,6 +387,31 @@ nlohmann::json ReplicaStatusJson(const ReplicaStatus& s) {
   return j;
 }
 
+std::string ReplicaMetrics(const ReplicaStatus& s) {
+  const std::string label = s.replicated ? "{replica=\"" + s.name + "\"}" : "";
+  std::string out =
+      "# HELP tessera_replica_leader 1 when this replica leads (always "
+      "without replicas)\n# TYPE tessera_replica_leader gauge\n"
+      "tessera_replica_leader" +
+      label + (s.leader ? " 1\n" : " 0\n");
+  if (!s.replicated) return out;
+  out +=
+      "# HELP tessera_replica_lease_epoch The leader lease's epoch as this "
+      "replica last read it\n# TYPE tessera_replica_lease_epoch gauge\n"
+      "tessera_replica_lease_epoch" +
+      label + " " + std::to_string(s.epoch) + "\n";
+  if (!s.leader) {
+    char age[32];
+    std::snprintf(age, sizeof age, "%.3f", s.view_age_s);
+    out +=
+        "# HELP tessera_replica_view_age_seconds How old a follower's view "
+        "of the jobs is\n# TYPE tessera_replica_view_age_seconds gauge\n"
+        "tessera_replica_view_age_seconds" +
+        label + " " + age + "\n";
+  }
+  return out;
+}
+
 ReplicaStatus Service::Replica() const {
   ReplicaStatus st;
   const std::shared_ptr<Impl> current = Current();
@@ -377,8 +422,8 @@ ReplicaStatus Service::Replica() const {
   {
     std::lock_guard lock(replication_->status_mu);
     const Lease& l = replication_->last;
-    if (l.remaining_s > 0 || l.holder == st.name) {
-      st.leader_name = l.holder;
+    if (l.remaining_s > 0 || l.holder == replication_->id) {
+      st.leader_name = NameOf(l.holder);
       st.leader_address = l.address;
       st.leader_since = l.since;
     }

@@ -194,9 +194,9 @@ class PostgresStore final : public Store {
         TESSERA_RETURN_IF_ERROR(
             Exec("SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
                  {job.user, key}, "cannot lock the idempotency key"));
-        auto r = Exec(
-            "SELECT job FROM idempotency WHERE \"user\" = $1 AND key = $2",
-            {job.user, key}, "cannot read the idempotency key");
+        auto r =
+            Exec("SELECT job FROM idempotency WHERE \"user\" = $1 AND key = $2",
+                 {job.user, key}, "cannot read the idempotency key");
         TESSERA_RETURN_IF_ERROR(r);
         if (PQntuples(r->get()) > 0) {
           out = {std::stoll(PQgetvalue(r->get(), 0, 0)), true};
@@ -472,13 +472,12 @@ class PostgresStore final : public Store {
                            "inbox)");
       }
       if (epoch != fence_) {
-        return Unavailable(where_ + ": fenced: replica '" +
-                           std::string(PQntuples(r->get())
-                                           ? PQgetvalue(r->get(), 0, 1)
-                                           : "") +
-                           "' leads now (lease epoch " + std::to_string(epoch) +
-                           "); this replica led at epoch " +
-                           std::to_string(fence_) + ", so it writes nothing");
+        return Unavailable(
+            where_ + ": fenced: replica '" +
+            std::string(PQntuples(r->get()) ? PQgetvalue(r->get(), 0, 1) : "") +
+            "' leads now (lease epoch " + std::to_string(epoch) +
+            "); this replica led at epoch " + std::to_string(fence_) +
+            ", so it writes nothing");
       }
       return body();
     });
@@ -529,7 +528,8 @@ class PostgresStore final : public Store {
     }
     // The server's notices ("relation already exists, skipping") are not
     // the operator's business; errors come back with each call.
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
     return {};
   }
 

@@ -49,6 +49,8 @@ await run('console', async ({onExit}) => {
   const before = await gpuLabels(page);
   assert(before.length === 4, `4 GPU cells (${before.length})`);
   assert(before.every((l) => /: 0 of 1000 milli, 0 MiB of /.test(l)), `all free: ${before}`);
+  assert(await page.$eval('#cluster-replica', (p) => p.hidden && p.textContent === ''),
+    'a service alone: no line about replicas');
   const frac = await serve.submit('alice', ['--name', 'frac', '--pool', 'a100', '--gpu-milli', '250',
     '--gpu-memory', '8GiB', '--', 'sleep', '120']);
   await page.waitForFunction(() => [...document.querySelectorAll('button.gpu')].some((c) =>

@@ -1,6 +1,7 @@
 // Shared by the console's browser tests: a `tessera serve` of the test's
 // own (port found by the service, config in a temporary directory), the
 // CLI, a headless Chromium through puppeteer-core, and small assertions.
+// (postgres.mjs: a PostgreSQL server for replicas of the service.)
 // A missing Chromium or puppeteer-core fails the test, never skips it.
 import {spawn, execFile} from 'node:child_process';
 import {createHash} from 'node:crypto';
@@ -68,21 +69,24 @@ export function usersYaml() {
 
 // `tessera serve` in dir with config (YAML text); start() resolves once it
 // printed its address. stop() ends it (SIGTERM); kill() like a crash.
+// Options: `name` of its config and log files, a fixed `port` (0: any),
+// `flags` instead of its SQLite --db (a replica's: ['--replica', 'r1']).
 export class Serve {
-  constructor(tessera, dir, configText) {
+  constructor(tessera, dir, configText, {name = 'serve', port = 0, flags = null} = {}) {
     this.tessera = tessera;
     this.dir = dir;
-    this.config = path.join(dir, 'serve.yaml');
+    this.config = path.join(dir, `${name}.yaml`);
     fs.writeFileSync(this.config, configText);
-    this.log = path.join(dir, 'serve.log');
-    this.port = 0;
+    this.log = path.join(dir, `${name}.log`);
+    this.port = port;
+    this.flags = flags ?? ['--db', path.join(dir, 'tessera.db')];
     this.proc = null;
   }
 
   async start(timeoutMs = 15000) {
     const out = fs.openSync(this.log, 'a');
     this.proc = spawn(this.tessera, ['serve', '--config', this.config,
-      '--db', path.join(this.dir, 'tessera.db'), '--listen', `127.0.0.1:${this.port}`],
+      ...this.flags, '--listen', `127.0.0.1:${this.port}`],
     {cwd: this.dir, stdio: ['ignore', out, 'pipe']});
     const proc = this.proc;
     let text = '';
@@ -168,8 +172,9 @@ export class Serve {
 
 // A `tessera serve` of `configText` in args.dir, started; stopped (its
 // jobs cancelled first, unless `cancelAll` is false) when the test ends.
-export async function startServe(args, configText, onExit, {timeoutMs = 15000, cancelAll = true} = {}) {
-  const serve = new Serve(args.tessera, args.dir, configText);
+export async function startServe(args, configText, onExit,
+  {timeoutMs = 15000, cancelAll = true, ...options} = {}) {
+  const serve = new Serve(args.tessera, args.dir, configText, options);
   const url = await serve.start(timeoutMs);
   onExit(() => serve.stop());
   if (cancelAll) onExit(() => serve.cancelAll());

@@ -258,5 +258,42 @@ TEST(ServeConfigStore, SqliteOrPostgres) {
                         "(known keys: url, password_file)"));
 }
 
+// examples/serve-ha.yaml (docs/operations.md#high-availability) parses:
+// PostgreSQL, the lease's timing, each replica named on its command line.
+TEST(ServeConfigStore, TheHaExampleParses) {
+  Result<ServeConfig> c = LoadServeConfig(std::string(TESSERA_SOURCE_DIR) +
+                                          "/examples/serve-ha.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->service.store.postgres_url,
+            "postgresql://tessera@db.example:5432/tessera");
+  EXPECT_EQ(c->service.store.postgres_password_file,
+            "/etc/tessera/pg-password");
+  ASSERT_TRUE(c->service.replica);
+  EXPECT_DOUBLE_EQ(c->service.replica->lease_s, 10);
+  EXPECT_DOUBLE_EQ(c->service.replica->lease_renew_s, 1);
+  EXPECT_EQ(c->service.replica->name, "");  // --replica rN names each
+  EXPECT_EQ(c->launcher.kind, "slurm");
+  EXPECT_EQ(c->service.topology.nodes.size(), 2u);
+  EXPECT_EQ(c->users.size(), 2u);
+}
+
+// `ha:` needs PostgreSQL, and a lease at least twice its renewal.
+TEST(ServeConfigStore, HaKeysAreChecked) {
+  const std::string_view pg = "store: {postgres: {url: postgresql://t@db/t}}";
+  Result<ServeConfig> c =
+      Parse(Config("", "", {pg, "ha: {lease_s: 4, lease_renew_s: 0.5}"}));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_DOUBLE_EQ(c->service.replica->lease_s, 4);
+  EXPECT_DOUBLE_EQ(c->service.replica->lease_renew_s, 0.5);
+  EXPECT_THAT(ErrorOf(Config("", "", {"ha: {lease_s: 10}"})),
+              HasSubstr("replicas need 'store: {postgres: {url: ...}}'"));
+  EXPECT_THAT(ErrorOf(Config("", "", {pg, "ha: {lease_s: 1}"})),
+              HasSubstr("must be at least twice ha.lease_renew_s"));
+  EXPECT_THAT(ErrorOf(Config("", "", {pg, "ha: {lease_renew_s: 0}"})),
+              HasSubstr("must be above 0 and at most 3600 seconds"));
+  EXPECT_THAT(ErrorOf(Config("", "", {pg, "ha: {lease: 3}"})),
+              HasSubstr("unknown key 'lease' in ha"));
+}
+
 }  // namespace
 }  // namespace tessera::server

@@ -249,6 +249,22 @@ TEST_F(ServiceTest, RestartReadoptsLiveJobsAndFailsLostOnes) {
   EXPECT_EQ((*s)->CheckInvariants(), "");
 }
 
+TEST_F(ServiceTest, DrainsAreStoredAndSurviveARestart) {
+  const std::string node = TwoPools().nodes[0].name;
+  {
+    auto s = Make();
+    ASSERT_TRUE(s->SetDrained(node, true));
+    EXPECT_EQ(s->ClusterJson()["gpus"][0]["drained"], true);
+  }
+  {
+    auto s = Make();  // the same database
+    EXPECT_EQ(s->ClusterJson()["gpus"][0]["drained"], true);
+    ASSERT_TRUE(s->SetDrained(node, false));
+  }
+  auto s = Make();
+  EXPECT_EQ(s->ClusterJson()["gpus"][0]["drained"], false);
+}
+
 TEST_F(ServiceTest, RandomMixesKeepTheInvariants) {
   auto s = Make();
   std::mt19937 rng(3);
