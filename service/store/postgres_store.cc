@@ -350,34 +350,32 @@ class PostgresStore final : public Store {
                              double lease_s) override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    // One statement: taken when lapsed or free, renewed when held, else
-    // unchanged; the row as it is after comes back either way.
+    // Taken when lapsed or free, renewed when held: the row as it is after
+    // comes back.
     const std::string sql =
         std::string("WITH now AS (SELECT ") + kDbNow +
-        " AS t), took AS (UPDATE lease SET "
+        " AS t) UPDATE lease SET "
         "epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, "
         "since = CASE WHEN holder = $1 THEN since ELSE now.t END, "
         "holder = $1, address = $2, expires = now.t + $3 FROM now "
         "WHERE id = 1 AND (holder = $1 OR expires <= now.t) "
-        "RETURNING holder, address, epoch, since, expires - now.t) "
-        "SELECT * FROM took UNION ALL SELECT holder, address, epoch, since, "
-        "expires - now.t FROM lease, now WHERE id = 1 AND NOT EXISTS "
-        "(SELECT 1 FROM took)";
+        "RETURNING holder, address, epoch, since, expires - now.t";
     auto r = Exec(sql.c_str(), {replica, address, Number(lease_s)},
                   "cannot take the lease");
     TESSERA_RETURN_IF_ERROR(r);
-    return LeaseOf(r->get());
+    if (PQntuples(r->get()) > 0) return LeaseOf(r->get());
+    // Another holds it: read by a statement of its own. A statement sees
+    // the rows as of its start, and an UPDATE that waited on a replica
+    // taking the lease at that moment started before that one committed:
+    // in the same statement the row would be the one before, naming the
+    // old holder (who would then believe it still leads).
+    return ReadLeaseLocked();
   }
 
   Result<Lease> ReadLease() override {
     std::lock_guard lock(mu_);
     TESSERA_RETURN_IF_ERROR(ConnectLocked());
-    const std::string sql =
-        std::string("SELECT holder, address, epoch, since, expires - ") +
-        kDbNow + " FROM lease WHERE id = 1";
-    auto r = Exec(sql.c_str(), {}, "cannot read the lease");
-    TESSERA_RETURN_IF_ERROR(r);
-    return LeaseOf(r->get());
+    return ReadLeaseLocked();
   }
 
   Status ReleaseLease(const std::string& replica) override {
@@ -441,6 +439,16 @@ class PostgresStore final : public Store {
   }
 
  private:
+  // The lease row now (mu_ held).
+  Result<Lease> ReadLeaseLocked() {
+    const std::string sql =
+        std::string("SELECT holder, address, epoch, since, expires - ") +
+        kDbNow + " FROM lease WHERE id = 1";
+    auto r = Exec(sql.c_str(), {}, "cannot read the lease");
+    TESSERA_RETURN_IF_ERROR(r);
+    return LeaseOf(r->get());
+  }
+
   static Lease LeaseOf(PGresult* r) {
     Lease l;
     if (PQntuples(r) == 0) return l;
