@@ -302,7 +302,10 @@ class LocalLauncher : public Launcher {
     int64_t pid = 0;
     int64_t start = 0;
     if (!(in >> pid >> start)) {
-      return {Reconciled::Kind::kNotFound, {}, "it never ran"};
+      return {Reconciled::Kind::kNotFound,
+              {},
+              "it never ran",
+              /*never_ran=*/true};
     }
     if (!SameLiveProcess(pid, start)) {
       return {Reconciled::Kind::kNotFound,

@@ -75,6 +75,10 @@ struct Reconciled {
   Kind kind = Kind::kUnknown;
   Launched launched;   // kRunning
   std::string detail;  // kNotFound, kUnknown: what the engine said
+  // kNotFound: the engine knows the job never started (the local
+  // launcher's pid file is written before the job may run), so starting
+  // it later is not starting it twice.
+  bool never_ran = false;
 };
 
 // A worker process of a per-worker elastic job that ended while its job

@@ -89,6 +89,8 @@ Result<std::shared_ptr<Service::Impl>> Service::Impl::Create(
     // holds it anyway, as what it calls requires. A leader recovers (a
     // takeover is a restart's recovery); a follower mirrors the store.
     MutexLock lock(impl->mu);
+    impl->unrecorded_exits = lead.exits;
+    impl->oom_exits = lead.ooms;
     TESSERA_RETURN_IF_ERROR(lead.leading ? impl->Recover() : impl->Mirror());
   }
   impl->StartThread();

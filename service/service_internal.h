@@ -437,6 +437,12 @@ struct Service::Impl {
     // A leader starts jobs only while this says its lease surely holds
     // (null: always).
     std::function<bool()> may_act;
+    // Exits this process's launcher reported that an earlier leader of
+    // this process could not store (the store was down when it stepped
+    // down): recovery finishes those jobs with them instead of failing
+    // them as lost.
+    std::map<JobId, launch::Exited> exits;
+    std::map<JobId, launch::OutOfMemory> ooms;
   };
   static Result<std::shared_ptr<Impl>> Create(
       ServiceOptions options, std::shared_ptr<launch::Launcher> launcher,

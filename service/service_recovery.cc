@@ -35,6 +35,26 @@ void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
     // round thread sends the signal).
     stop_requests.push_back(job.id);
   }
+  if (r.kind == launch::Reconciled::Kind::kNotFound && r.never_ran) {
+    // Stored as starting, never started (the service stopped, or a
+    // replica held it back when its lease may have lapsed): queued again.
+    job.state = job.restarts > 0 ? JobState::kPreempted : JobState::kQueued;
+    job.reason = "not started: the service stopped before it started it";
+    job.allocation = {};
+    job.plan = nullptr;
+    const JobEvent event = Event(job.id, nullptr, "requeued", job.reason);
+    if (Persist(job, &event).ok()) {
+      auto at =
+          std::upper_bound(jobs.queue.begin(), jobs.queue.end(), job.id,
+                           [](JobId id, const Job& j) { return id < j.id; });
+      jobs.queue.insert(at, std::move(job));
+      return;
+    }
+    job.state = JobState::kStarting;
+    unrecorded_starts[job.id] = job;
+    jobs.starting.emplace(job.id, std::move(job));
+    return;
+  }
   job.state = JobState::kFailed;
   job.reason = "lost: the service stopped while starting it (" +
                (r.detail.empty() ? std::string("not found") : r.detail) + ")";
@@ -116,10 +136,14 @@ Status Service::Impl::Recover() {
         continue;
       }
     }
+    // An exit this process read before a takeover (Leadership::exits):
+    // the job is held until its first round finishes it.
+    const bool ended_here = unrecorded_exits.count(job.id) > 0;
     const bool alive =
         job.pid > 0 && state.Fits(job.allocation) &&
-        (PerWorker(job) ? AdoptWorkerJob(job)
-                        : launcher->Adopt(job.id, job.pid, job.pid_start));
+        (ended_here ||
+         (PerWorker(job) ? AdoptWorkerJob(job)
+                         : launcher->Adopt(job.id, job.pid, job.pid_start)));
     if (alive && state.Reserve(job.id, job.allocation).ok()) {
       jobs.running.emplace(job.id, std::move(job));
       continue;

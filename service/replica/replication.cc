@@ -185,6 +185,17 @@ struct Service::Replication {
   // it last got, from the moment it was asked, plus lease_s less a margin.
   std::atomic<int64_t> valid_until_ns{0};
 
+  // Exits a stopped leader of this process had not stored, for the next
+  // (the replication thread's alone).
+  std::map<JobId, launch::Exited> exits;
+  std::map<JobId, launch::OutOfMemory> ooms;
+  void Carry(Impl& stopped) {
+    MutexLock lock(stopped.mu);
+    exits.insert(stopped.unrecorded_exits.begin(),
+                 stopped.unrecorded_exits.end());
+    ooms.insert(stopped.oom_exits.begin(), stopped.oom_exits.end());
+  }
+
   bool MayAct() const {
     return SteadyClock::now().time_since_epoch().count() <
            valid_until_ns.load();
@@ -194,7 +205,11 @@ struct Service::Replication {
     l.replicated = true;
     l.leading = leading;
     l.epoch = epoch;
-    if (leading) l.may_act = [this] { return MayAct(); };
+    if (leading) {
+      l.may_act = [this] { return MayAct(); };
+      l.exits = exits;
+      l.ooms = ooms;
+    }
     return l;
   }
   // What a renewal that was asked at `asked` said.
@@ -214,6 +229,7 @@ struct Service::Replication {
     if (current->leading) {  // a leader of an older epoch: stop it first
       current->leading = false;
       current->StopThread();
+      Carry(*current);
     }
     auto next = Impl::Create(options, launcher, LeadershipFor(true, epoch));
     if (!next) {
@@ -226,6 +242,8 @@ struct Service::Replication {
     }
     service->Swap(*next);
     current->StopThread();  // the follower's mirror
+    exits.clear();          // the new leader has them
+    ooms.clear();
     std::lock_guard lock(status_mu);
     led_epoch = epoch;
     stale = false;
@@ -238,6 +256,7 @@ struct Service::Replication {
     if (current->leading) {
       current->leading = false;  // answers as a follower from now on
       current->StopThread();     // no more rounds
+      Carry(*current);
       Log("replica " + replica.name + " steps down: " + why);
     }
     {

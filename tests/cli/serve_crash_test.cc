@@ -37,7 +37,7 @@ class ServeCrash : public ::testing::Test {
     starts_ = dir_.File("starts.log");
     std::ofstream(config_)
         << testlib::ServeConfigHead(dir_, port_)
-        << "pools:\n  - {name: a, policy: priority}\n"
+        << "pools:\n  - {name: a, policy: priority, preemption: true}\n"
         << "nodes:\n  - {name: node0, pool: a, cpu_milli: 64000, memory: "
            "256GiB, gpus: [{kind: a100-80gb, count: 2}]}\n"
         << "users:\n"

@@ -242,6 +242,8 @@ TEST_F(LocalLauncherTest, ReconcileFindsAStartedJobByItsPidFile) {
   const Reconciled never = restarted->Reconcile(41);
   EXPECT_EQ(never.kind, Reconciled::Kind::kNotFound);
   EXPECT_EQ(never.detail, "it never ran");
+  EXPECT_TRUE(never.never_ran);  // no pid file: it cannot have started
+  EXPECT_FALSE(ended.never_ran);
 }
 
 TEST(ProcessStartTime, ReadsThisProcessAndRejectsTheAbsent) {

@@ -177,6 +177,26 @@ TEST_F(HardeningTest, StartingJobsAreReconciledNeverRestarted) {
   auto launcher = std::make_unique<ScriptedLauncher>();
   launcher->reconcile[found] = {
       launch::Reconciled::Kind::kRunning, {4242, 7}, ""};
+  // Not found and known never to have run: queued again (below).
+  JobId unstarted = 0;
+  {
+    auto store = Store::Open(dir_.File("q.db"));
+    ASSERT_TRUE(store);
+    Job j;
+    j.user = "alice";
+    j.request = Fraction(400, 1024);
+    j.demand = *j.request.resources;
+    j.state = JobState::kStarting;
+    j.allocation.node = 0;
+    j.allocation.gpus = {{0, 400, 1024}};
+    auto inserted = (*store)->Insert(j);
+    ASSERT_TRUE(inserted);
+    unstarted = *inserted;
+  }
+  launcher->reconcile[unstarted] = {launch::Reconciled::Kind::kNotFound,
+                                    {},
+                                    "it never ran",
+                                    /*never_ran=*/true};
   launcher->reconcile[unknown] = {
       launch::Reconciled::Kind::kUnknown, {}, "Slurm unreachable"};
   auto s = Make(Options(), std::move(launcher));
@@ -188,6 +208,8 @@ TEST_F(HardeningTest, StartingJobsAreReconciledNeverRestarted) {
   EXPECT_THAT(ReasonOf(*s, never),
               HasSubstr("lost: the service stopped while starting it"));
   EXPECT_EQ(StateOf(*s, unknown), JobState::kStarting);
+  EXPECT_EQ(StateOf(*s, unstarted), JobState::kQueued);
+  EXPECT_THAT(ReasonOf(*s, unstarted), HasSubstr("not started"));
   EXPECT_EQ(s->CheckInvariants(), "");
   // Held while unknown: both GPU shares are reserved.
   int64_t milli = 0;
@@ -203,7 +225,9 @@ TEST_F(HardeningTest, StartingJobsAreReconciledNeverRestarted) {
   }
   s->Tick();
   EXPECT_EQ(StateOf(*s, unknown), JobState::kRunning);
-  EXPECT_EQ(launcher_->StartCount(), 0u);
+  // Only the job that never ran starts (its first start); none again.
+  EXPECT_EQ(launcher_->StartCount(), 1u);
+  EXPECT_EQ(StateOf(*s, unstarted), JobState::kRunning);
   EXPECT_EQ(s->CheckInvariants(), "");
 }
 
