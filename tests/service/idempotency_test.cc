@@ -16,6 +16,7 @@
 
 #include "service/store_internal.h"
 #include "service/wire/job_json.h"
+#include "tests/service/store_test_jobs.h"
 #include "tests/testlib/onnx_model_builder.h"
 #include "tests/testlib/postgres_server.h"
 
@@ -30,37 +31,11 @@ using service::StoreOptions;
 
 namespace {
 
+using testlib::QueuedJob;
+using testlib::SubmittedEvent;
+using testlib::Together;
+
 using ::testing::HasSubstr;
-
-Job Queued(const std::string& user) {
-  Job job;
-  job.user = user;
-  job.request.name = user + "-job";
-  job.request.pool = "a";
-  job.request.command = {"true"};
-  job.request.resources = Resources{0, 250, 1024, 0, 0};
-  job.demand = *job.request.resources;
-  job.submitted_at = 1000;
-  return job;
-}
-
-JobEvent Submitted(const std::string& user) {
-  return JobEvent{0, 1000, user, "laptop", "submitted", "pool a"};
-}
-
-// Runs fn(0) ... fn(n - 1) on threads of their own, released together.
-void Together(int n, const std::function<void(int)>& fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      ready++;
-      while (ready.load() < n) std::this_thread::yield();
-      fn(i);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
 
 class IdempotencyTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -98,12 +73,12 @@ INSTANTIATE_TEST_SUITE_P(Databases, IdempotencyTest,
 TEST_P(IdempotencyTest, TheSameUsersRetryIsOneJob) {
   auto store = Open();
   ASSERT_TRUE(store);
-  const JobEvent submitted = Submitted("alice");
-  auto first =
-      store->InsertJob(Queued("alice"), &submitted, InsertOptions{"k1", false});
+  const JobEvent submitted = SubmittedEvent("alice");
+  auto first = store->InsertJob(QueuedJob("alice"), &submitted,
+                                InsertOptions{"k1", false});
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_FALSE(first->existed);
-  Job other = Queued("alice");
+  Job other = QueuedJob("alice");
   other.request.name = "changed";  // a retry is the first job, whatever
   auto retry = store->InsertJob(other, &submitted, InsertOptions{"k1", false});
   ASSERT_TRUE(retry) << retry.error().message;
@@ -117,7 +92,7 @@ TEST_P(IdempotencyTest, TheSameUsersRetryIsOneJob) {
   store = Open();
   ASSERT_TRUE(store);
   auto later =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k1", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k1", false});
   ASSERT_TRUE(later);
   EXPECT_TRUE(later->existed);
   EXPECT_EQ(later->id, first->id);
@@ -127,11 +102,11 @@ TEST_P(IdempotencyTest, KeysAreEachUsersOwn) {
   auto store = Open();
   ASSERT_TRUE(store);
   auto alice =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k1", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k1", false});
   auto bob =
-      store->InsertJob(Queued("bob"), nullptr, InsertOptions{"k1", false});
+      store->InsertJob(QueuedJob("bob"), nullptr, InsertOptions{"k1", false});
   auto alice2 =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k2", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k2", false});
   ASSERT_TRUE(alice && bob && alice2);
   EXPECT_FALSE(bob->existed);
   EXPECT_NE(bob->id, alice->id);
@@ -139,8 +114,8 @@ TEST_P(IdempotencyTest, KeysAreEachUsersOwn) {
   EXPECT_FALSE(alice2->existed);
   EXPECT_NE(alice2->id, alice->id);
   // No key: every submission is a job.
-  auto plain1 = store->InsertJob(Queued("alice"), nullptr, InsertOptions{});
-  auto plain2 = store->InsertJob(Queued("alice"), nullptr, InsertOptions{});
+  auto plain1 = store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{});
+  auto plain2 = store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{});
   ASSERT_TRUE(plain1 && plain2);
   EXPECT_FALSE(plain2->existed);
   EXPECT_NE(plain1->id, plain2->id);
@@ -161,9 +136,9 @@ TEST_P(IdempotencyTest, ConcurrentRetriesOfOneKeyAreOneJob) {
   std::vector<std::string> errors(kThreads);
   Together(kThreads, [&](int t) {
     for (int k = 0; k < kKeys; ++k) {
-      const JobEvent e = Submitted("alice");
+      const JobEvent e = SubmittedEvent("alice");
       auto r = stores[t % 2]->InsertJob(
-          Queued("alice"), &e,
+          QueuedJob("alice"), &e,
           InsertOptions{"key-" + std::to_string(k), false});
       if (!r) {
         errors[t] = r.error().message;
@@ -202,7 +177,7 @@ TEST(SqliteReplicas, AreRefusedByName) {
   EXPECT_THAT(lease.error().message, HasSubstr("postgres"));
   EXPECT_FALSE(
       store.Tell({0, InboxItem::Kind::kCancel, 1, "a", "", ""}, nullptr));
-  EXPECT_FALSE(store.InsertJob(Queued("alice"), nullptr,
+  EXPECT_FALSE(store.InsertJob(QueuedJob("alice"), nullptr,
                                InsertOptions{"", /*tell_leader=*/true}));
   EXPECT_TRUE(store.LoadAll()->empty());
 }
@@ -243,7 +218,7 @@ INSERT INTO events(job, at, actor, token, action, detail)
   char* err = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
       << (err ? err : "");
-  Job job = Queued("alice");
+  Job job = QueuedJob("alice");
   job.id = 1;
   sqlite3_stmt* insert = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db,
@@ -281,12 +256,12 @@ TEST_P(SqliteUpgradeTest, AnOlderDatabaseBecomesVersionThreeAndTakesKeys) {
   EXPECT_EQ(store->Events(1)->size(), GetParam() >= 2 ? 1u : 0u);
   // Keys work, and new ids follow the old ones.
   auto first =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k", false});
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_EQ(first->id, 2);
   EXPECT_FALSE(first->existed);
   auto retry =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k", false});
   ASSERT_TRUE(retry);
   EXPECT_TRUE(retry->existed);
   EXPECT_EQ(retry->id, 2);
@@ -298,7 +273,7 @@ TEST_P(SqliteUpgradeTest, AnOlderDatabaseBecomesVersionThreeAndTakesKeys) {
   store = std::move(opened).value();
   EXPECT_EQ(store->GetRecord("schema_version")->value(), "3");
   auto later =
-      store->InsertJob(Queued("alice"), nullptr, InsertOptions{"k", false});
+      store->InsertJob(QueuedJob("alice"), nullptr, InsertOptions{"k", false});
   ASSERT_TRUE(later);
   EXPECT_TRUE(later->existed);
   EXPECT_EQ(later->id, 2);

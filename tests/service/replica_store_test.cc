@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "service/store_internal.h"
+#include "tests/service/store_test_jobs.h"
 #include "tests/testlib/onnx_model_builder.h"
 #include "tests/testlib/postgres_server.h"
 
@@ -33,24 +34,12 @@ using service::StoreOptions;
 
 namespace {
 
+using testlib::QueuedJob;
+using testlib::SubmittedEvent;
+using testlib::Together;
+
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-Job Queued(const std::string& user) {
-  Job job;
-  job.user = user;
-  job.request.name = user + "-job";
-  job.request.pool = "a";
-  job.request.command = {"true"};
-  job.request.resources = Resources{0, 250, 1024, 0, 0};
-  job.demand = *job.request.resources;
-  job.submitted_at = 1000;
-  return job;
-}
-
-JobEvent Submitted(const std::string& user) {
-  return JobEvent{0, 1000, user, "laptop", "submitted", "pool a"};
-}
 
 // Polls `done` every 20 ms until it holds or `seconds` have passed.
 bool Eventually(const std::function<bool()>& done, double seconds = 10) {
@@ -62,20 +51,6 @@ bool Eventually(const std::function<bool()>& done, double seconds = 10) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
-}
-
-// Runs fn(0) ... fn(n - 1) on threads of their own, released together.
-void Together(int n, const std::function<void(int)>& fn) {
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      ready++;
-      while (ready.load() < n) std::this_thread::yield();
-      fn(i);
-    });
-  }
-  for (auto& t : threads) t.join();
 }
 
 // A fenced write's refusal: kUnavailable, "fenced", naming the replica
@@ -283,8 +258,8 @@ TEST_F(ReplicaStoreTest, AFencedStoreWritesNothingOnceAnotherLeads) {
   leader->SetFence(1);
 
   // While epoch 1 holds: every write goes through.
-  const JobEvent submitted = Submitted("alice");
-  auto id = leader->Insert(Queued("alice"), &submitted);
+  const JobEvent submitted = SubmittedEvent("alice");
+  auto id = leader->Insert(QueuedJob("alice"), &submitted);
   ASSERT_TRUE(id) << id.error().message;
   Job job = leader->Get(*id)->value();
   job.state = JobState::kRunning;
@@ -299,7 +274,7 @@ TEST_F(ReplicaStoreTest, AFencedStoreWritesNothingOnceAnotherLeads) {
   ASSERT_TRUE(inbox && inbox->size() == 1u);
   ASSERT_TRUE(leader->ClearInbox(inbox->back().seq));
   EXPECT_TRUE(other->ReadInbox(10)->empty());
-  auto keyed = leader->InsertJob(Queued("alice"), nullptr,
+  auto keyed = leader->InsertJob(QueuedJob("alice"), nullptr,
                                  InsertOptions{"key-1", false});
   ASSERT_TRUE(keyed) << keyed.error().message;
 
@@ -315,8 +290,8 @@ TEST_F(ReplicaStoreTest, AFencedStoreWritesNothingOnceAnotherLeads) {
   ASSERT_TRUE(other->ReleaseLease("r1"));
   ASSERT_EQ(Acquire(*other, "r2", 60).epoch, 2);
 
-  ExpectFenced(leader->Insert(Queued("alice"), &submitted), "Insert", "r2");
-  ExpectFenced(leader->InsertJob(Queued("alice"), &submitted,
+  ExpectFenced(leader->Insert(QueuedJob("alice"), &submitted), "Insert", "r2");
+  ExpectFenced(leader->InsertJob(QueuedJob("alice"), &submitted,
                                  InsertOptions{"key-2", false}),
                "InsertJob", "r2");
   Job ended = job;
@@ -343,8 +318,8 @@ TEST_F(ReplicaStoreTest, AFencedStoreWritesNothingOnceAnotherLeads) {
   EXPECT_EQ(other->Events(0)->size(), node_events);
   EXPECT_EQ(other->GetRecord("learned")->value(), "v1");
   EXPECT_EQ(other->ReadInbox(10)->size(), 1u);
-  auto again =
-      other->InsertJob(Queued("alice"), nullptr, InsertOptions{"key-2", false});
+  auto again = other->InsertJob(QueuedJob("alice"), nullptr,
+                                InsertOptions{"key-2", false});
   ASSERT_TRUE(again);
   EXPECT_FALSE(again->existed);  // the refused insert stored no key
   // Reads are not fenced.
@@ -371,10 +346,10 @@ TEST_F(ReplicaStoreTest, AFollowersStoreWritesOnlyForTheLeader) {
   auto other = Open();
   ASSERT_TRUE(follower && other);
   ASSERT_EQ(Acquire(*other, "r1", 60).epoch, 1);
-  auto id = other->Insert(Queued("alice"));
+  auto id = other->Insert(QueuedJob("alice"));
   ASSERT_TRUE(id);
   follower->SetFence(-1);
-  auto told = follower->InsertJob(Queued("bob"), nullptr,
+  auto told = follower->InsertJob(QueuedJob("bob"), nullptr,
                                   InsertOptions{"k", /*tell_leader=*/true});
   ASSERT_TRUE(told) << told.error().message;
   ASSERT_TRUE(
@@ -382,7 +357,7 @@ TEST_F(ReplicaStoreTest, AFollowersStoreWritesOnlyForTheLeader) {
   EXPECT_EQ(other->ReadInbox(10)->size(), 2u);
   Job job = other->Get(*id)->value();
   job.state = JobState::kCancelled;
-  auto inserted = follower->Insert(Queued("carol"));
+  auto inserted = follower->Insert(QueuedJob("carol"));
   for (const Status& s :
        {inserted ? Status() : Status(inserted.error()), follower->Update(job),
         follower->UpdateAll({job}),
@@ -401,21 +376,21 @@ TEST_F(ReplicaStoreTest, TheInboxKeepsItsOrderAndIsClearedUpToASeq) {
   auto follower = Open();
   auto leader = Open();
   ASSERT_TRUE(follower && leader);
-  const JobEvent submitted = Submitted("alice");
-  auto first = follower->InsertJob(Queued("alice"), &submitted,
+  const JobEvent submitted = SubmittedEvent("alice");
+  auto first = follower->InsertJob(QueuedJob("alice"), &submitted,
                                    InsertOptions{"", /*tell_leader=*/true});
   ASSERT_TRUE(first) << first.error().message;
   const JobEvent asked{first->id, 1001, "bob", "ci", "cancel asked", "x"};
   ASSERT_TRUE(follower->Tell(
       {0, InboxItem::Kind::kCancel, first->id, "bob", "ci", "not needed"},
       &asked));
-  auto second = follower->InsertJob(Queued("carol"), nullptr,
+  auto second = follower->InsertJob(QueuedJob("carol"), nullptr,
                                     InsertOptions{"k", /*tell_leader=*/true});
   ASSERT_TRUE(second);
   ASSERT_TRUE(follower->Tell(
       {0, InboxItem::Kind::kSubmitted, second->id, "carol", "", ""}, nullptr));
   // Without tell_leader, nothing for the leader.
-  ASSERT_TRUE(follower->Insert(Queued("dave")));
+  ASSERT_TRUE(follower->Insert(QueuedJob("dave")));
 
   auto inbox = leader->ReadInbox(100);
   ASSERT_TRUE(inbox) << inbox.error().message;
@@ -469,7 +444,7 @@ TEST_F(ReplicaStoreTest, TheInboxKeepsItsOrderAndIsClearedUpToASeq) {
 TEST_F(ReplicaStoreTest, AToldInsertIsOneTransaction) {
   auto follower = Open();
   ASSERT_TRUE(follower);
-  const JobEvent submitted = Submitted("alice");
+  const JobEvent submitted = SubmittedEvent("alice");
   const InsertOptions told{"retry-me", /*tell_leader=*/true};
   for (const auto& [table, check] :
        {std::pair{"inbox", "job < 0"},
@@ -479,7 +454,7 @@ TEST_F(ReplicaStoreTest, AToldInsertIsOneTransaction) {
                              " ADD CONSTRAINT refuse CHECK (" + check + ")",
                          "jobs"))
         << pg_.error();
-    auto refused = follower->InsertJob(Queued("alice"), &submitted, told);
+    auto refused = follower->InsertJob(QueuedJob("alice"), &submitted, told);
     ASSERT_FALSE(refused);
     EXPECT_THAT(refused.error().message, HasSubstr("refuse"));
     EXPECT_TRUE(follower->LoadAll()->empty());
@@ -490,7 +465,7 @@ TEST_F(ReplicaStoreTest, AToldInsertIsOneTransaction) {
         << pg_.error();
   }
   // The key was not kept either: the retry is a new job, told once.
-  auto stored = follower->InsertJob(Queued("alice"), &submitted, told);
+  auto stored = follower->InsertJob(QueuedJob("alice"), &submitted, told);
   ASSERT_TRUE(stored) << stored.error().message;
   EXPECT_FALSE(stored->existed);
   auto inbox = follower->ReadInbox(10);
@@ -498,7 +473,7 @@ TEST_F(ReplicaStoreTest, AToldInsertIsOneTransaction) {
   EXPECT_EQ(inbox->front().job, stored->id);
   EXPECT_EQ(follower->Events(stored->id)->size(), 1u);
   // A retry of a stored one tells the leader nothing more.
-  auto retried = follower->InsertJob(Queued("alice"), &submitted, told);
+  auto retried = follower->InsertJob(QueuedJob("alice"), &submitted, told);
   ASSERT_TRUE(retried);
   EXPECT_TRUE(retried->existed);
   EXPECT_EQ(retried->id, stored->id);
