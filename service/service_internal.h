@@ -610,6 +610,11 @@ struct Service::Impl {
   // A `starting` job found (or not) by the launcher: the caller holds mu.
   void ApplyReconciled(Job job, const launch::Reconciled& r)
       TESSERA_REQUIRES(mu);
+  // Stores what reconciling made of a `starting` job; false when the
+  // store failed (the job then stays `starting` with the outcome kept in
+  // unrecorded_starts), and the caller places the job only on true.
+  bool StoreReconciled(const Job& outcome, const JobEvent& event)
+      TESSERA_REQUIRES(mu);
 };
 
 }  // namespace tessera::service

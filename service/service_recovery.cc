@@ -7,6 +7,17 @@
 
 namespace tessera::service {
 
+bool Service::Impl::StoreReconciled(const Job& outcome, const JobEvent& event) {
+  if (Persist(outcome, &event).ok()) return true;
+  // Not stored: the job stays `starting`, and its outcome is stored again
+  // every round (RecordStart puts it where it belongs then).
+  unrecorded_starts[outcome.id] = outcome;
+  Job held = outcome;
+  held.state = JobState::kStarting;
+  jobs.starting.emplace(held.id, std::move(held));
+  return false;
+}
+
 void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
   if (r.kind == launch::Reconciled::Kind::kRunning &&
       state.Fits(job.allocation) &&
@@ -19,14 +30,8 @@ void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
     const JobEvent event =
         Event(job.id, nullptr, "adopted",
               "running after a restart (pid " + std::to_string(job.pid) + ")");
-    if (Persist(job, &event).ok()) {
+    if (StoreReconciled(job, event))
       jobs.running.emplace(job.id, std::move(job));
-      return;
-    }
-    // Not stored: it stays `starting`, running, and is tried again.
-    unrecorded_starts[job.id] = job;
-    job.state = JobState::kStarting;
-    jobs.starting.emplace(job.id, std::move(job));
     return;
   }
   if (r.kind == launch::Reconciled::Kind::kRunning) {
@@ -35,37 +40,22 @@ void Service::Impl::ApplyReconciled(Job job, const launch::Reconciled& r) {
     // round thread sends the signal).
     stop_requests.push_back(job.id);
   }
+  job.allocation = {};
   if (r.kind == launch::Reconciled::Kind::kNotFound && r.never_ran) {
     // Stored as starting, never started (the service stopped, or a
     // replica held it back when its lease may have lapsed): queued again.
     job.state = job.restarts > 0 ? JobState::kPreempted : JobState::kQueued;
     job.reason = "not started: the service stopped before it started it";
-    job.allocation = {};
     job.plan = nullptr;
     const JobEvent event = Event(job.id, nullptr, "requeued", job.reason);
-    if (Persist(job, &event).ok()) {
-      auto at =
-          std::upper_bound(jobs.queue.begin(), jobs.queue.end(), job.id,
-                           [](JobId id, const Job& j) { return id < j.id; });
-      jobs.queue.insert(at, std::move(job));
-      return;
-    }
-    job.state = JobState::kStarting;
-    unrecorded_starts[job.id] = job;
-    jobs.starting.emplace(job.id, std::move(job));
+    if (StoreReconciled(job, event)) Requeue(std::move(job));
     return;
   }
   job.state = JobState::kFailed;
   job.reason = "lost: the service stopped while starting it (" +
                (r.detail.empty() ? std::string("not found") : r.detail) + ")";
-  job.allocation = {};
   job.finished_at = Now();
-  const JobEvent event = Event(job.id, nullptr, "failed", job.reason);
-  if (!Persist(job, &event).ok()) {
-    job.state = JobState::kStarting;
-    unrecorded_starts[job.id] = job;
-    jobs.starting.emplace(job.id, std::move(job));
-  }
+  (void)StoreReconciled(job, Event(job.id, nullptr, "failed", job.reason));
 }
 
 bool Service::Impl::AdoptWorkerJob(Job& job) {

@@ -245,9 +245,9 @@ void Service::Impl::EndedByItself(Job& job, const launch::Exited& e,
 }
 
 void Service::Impl::Requeue(Job job) {
-  jobs.queue.push_back(std::move(job));
-  std::sort(jobs.queue.begin(), jobs.queue.end(),
-            [](const Job& a, const Job& b) { return a.id < b.id; });
+  auto at = std::upper_bound(jobs.queue.begin(), jobs.queue.end(), job.id,
+                             [](JobId id, const Job& j) { return id < j.id; });
+  jobs.queue.insert(at, std::move(job));
 }
 
 std::optional<Job> Service::Impl::BeginStart(Job job,

@@ -104,10 +104,7 @@ void Service::Impl::ApplyInbox() {
     MutexLock lock(mu);
     for (Job& job : loaded) {
       if (jobs.Find(job.id) != nullptr) continue;
-      auto at =
-          std::upper_bound(jobs.queue.begin(), jobs.queue.end(), job.id,
-                           [](JobId id, const Job& j) { return id < j.id; });
-      jobs.queue.insert(at, std::move(job));
+      Requeue(std::move(job));
       metrics.submitted++;
       dirty = true;
     }
@@ -176,11 +173,12 @@ struct Service::Replication {
   bool stopping = false;  // guarded by mu
   std::thread thread;
 
-  // The lease as last read, and this replica's part in it (status_mu).
+  // The lease as last read (status_mu: Replica() reads it).
   mutable std::mutex status_mu;
   Lease last;
-  int64_t led_epoch = 0;  // the epoch the leading Impl was made for; 0: none
-  bool stale = false;     // the Impl is a leader that stepped down
+  // The epoch the leading Impl was made for; 0: none leads here (the
+  // replication thread's alone).
+  int64_t led_epoch = 0;
   // A leader may act until then (steady clock, nanoseconds): the renewal
   // it last got, from the moment it was asked, plus lease_s less a margin.
   std::atomic<int64_t> valid_until_ns{0};
@@ -194,6 +192,13 @@ struct Service::Replication {
     exits.insert(stopped.unrecorded_exits.begin(),
                  stopped.unrecorded_exits.end());
     ooms.insert(stopped.oom_exits.begin(), stopped.oom_exits.end());
+  }
+
+  // A leader that stepped down and is not yet replaced by a follower
+  // (the store was unreachable then): it answers from what it held, and
+  // nothing refreshes it. Only a leader's Impl has may_act.
+  static bool Stale(const Impl& impl) {
+    return !impl.leading && impl.may_act != nullptr;
   }
 
   bool MayAct() const {
@@ -235,8 +240,6 @@ struct Service::Replication {
     if (!next) {
       Log("replica " + replica.name + " holds the lease but cannot lead: " +
           next.error().message + " (trying again)");
-      std::lock_guard lock(status_mu);
-      stale = current != nullptr && !current->leading && led_epoch != 0;
       led_epoch = 0;
       return;
     }
@@ -244,9 +247,7 @@ struct Service::Replication {
     current->StopThread();  // the follower's mirror
     exits.clear();          // the new leader has them
     ooms.clear();
-    std::lock_guard lock(status_mu);
     led_epoch = epoch;
-    stale = false;
     Log("replica " + replica.name + " leads (lease epoch " +
         std::to_string(epoch) + ")");
   }
@@ -259,48 +260,35 @@ struct Service::Replication {
       Carry(*current);
       Log("replica " + replica.name + " steps down: " + why);
     }
-    {
-      std::lock_guard lock(status_mu);
-      led_epoch = 0;
-      stale = true;
-    }
+    led_epoch = 0;
     auto next = Impl::Create(options, launcher, LeadershipFor(false, 0));
     if (!next) return;  // the store is unreachable: again next renewal
     service->Swap(*next);
     current->StopThread();
-    std::lock_guard lock(status_mu);
-    stale = false;
   }
 
   void Step() {
     const SteadyClock::time_point asked = SteadyClock::now();
     auto lease =
         lease_store->AcquireLease(id, replica.address, replica.lease_s);
-    int64_t led;
-    bool was_stale;
-    {
-      std::lock_guard lock(status_mu);
-      led = led_epoch;
-      was_stale = stale;
-    }
     if (!lease) {
       // Cannot renew: a leader acts only while its lease surely holds.
-      if (led != 0 && !MayAct()) {
+      if (led_epoch != 0 && !MayAct()) {
         StepDown("cannot renew the lease: " + lease.error().message);
       }
       return;
     }
     Note(*lease, asked);
     if (lease->holder == id) {
-      if (led != lease->epoch) TakeOver(lease->epoch);
+      if (led_epoch != lease->epoch) TakeOver(lease->epoch);
       return;
     }
-    if (led != 0) {
+    if (led_epoch != 0) {
       StepDown("replica '" + NameOf(lease->holder) +
                "' holds the lease (epoch " + std::to_string(lease->epoch) +
                ")");
-    } else if (was_stale) {
-      StepDown("");
+    } else if (Stale(*service->Current())) {
+      StepDown("");  // again: the last time the store was unreachable
     }
   }
 

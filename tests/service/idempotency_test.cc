@@ -37,34 +37,7 @@ using testlib::Together;
 
 using ::testing::HasSubstr;
 
-class IdempotencyTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "postgres") {
-      postgres_ = std::make_unique<testlib::PostgresServer>();
-      ASSERT_EQ(postgres_->error(), "");
-      ASSERT_TRUE(postgres_->CreateDatabase("jobs")) << postgres_->error();
-    }
-  }
-  // Another store on the one database (SQLite: another connection to the
-  // one file).
-  std::unique_ptr<Store> Open() {
-    if (GetParam() == "sqlite") {
-      auto s = Store::Open(dir_.File("jobs.db"));
-      EXPECT_TRUE(s) << s.error().message;
-      return s ? std::move(s).value() : nullptr;
-    }
-    StoreOptions o;
-    o.postgres_url = postgres_->Url("jobs");
-    o.postgres_password_file = postgres_->password_file();
-    auto s = Store::OpenPostgres(o);
-    EXPECT_TRUE(s) << s.error().message;
-    return s ? std::move(s).value() : nullptr;
-  }
-
-  testlib::TempDir dir_;
-  std::unique_ptr<testlib::PostgresServer> postgres_;
-};
+class IdempotencyTest : public testlib::EachStoreTest {};
 
 INSTANTIATE_TEST_SUITE_P(Databases, IdempotencyTest,
                          ::testing::Values("sqlite", "postgres"),

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "service/wire/job_json.h"
+#include "tests/service/store_test_jobs.h"
 #include "tests/testlib/onnx_model_builder.h"
 #include "tests/testlib/postgres_server.h"
 
@@ -46,29 +47,7 @@ std::unique_ptr<Store> OpenOrDie(const std::string& path) {
 
 // The tests every store passes, on SQLite (a file) and on PostgreSQL (a
 // real server the test starts: tests/testlib/postgres_server.h).
-class StoreTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "postgres") {
-      postgres_ = std::make_unique<testlib::PostgresServer>();
-      ASSERT_EQ(postgres_->error(), "");
-      ASSERT_TRUE(postgres_->CreateDatabase("jobs")) << postgres_->error();
-    }
-  }
-  // The store (again: the same file or database each time).
-  std::unique_ptr<Store> Open() {
-    if (GetParam() == "sqlite") return OpenOrDie(dir_.File("jobs.db"));
-    service::StoreOptions o;
-    o.postgres_url = postgres_->Url("jobs");
-    o.postgres_password_file = postgres_->password_file();
-    auto s = Store::OpenPostgres(o);
-    EXPECT_TRUE(s) << s.error().message;
-    return s ? std::move(s).value() : nullptr;
-  }
-
-  testlib::TempDir dir_;
-  std::unique_ptr<testlib::PostgresServer> postgres_;
-};
+class StoreTest : public testlib::EachStoreTest {};
 
 INSTANTIATE_TEST_SUITE_P(Databases, StoreTest,
                          ::testing::Values("sqlite", "postgres"),
