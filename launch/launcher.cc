@@ -307,6 +307,14 @@ class LocalLauncher : public Launcher {
               "it never ran",
               /*never_ran=*/true};
     }
+    std::unique_lock lock(mu_);
+    // Our own child (a replica that leads again) stays ours: Poll reaps it
+    // and reports its exit, even one that ended while the replica followed.
+    if (auto it = children_.find(id);
+        it != children_.end() && it->second.own && it->second.pid == pid) {
+      return {Reconciled::Kind::kRunning, Launched{pid, start}, ""};
+    }
+    lock.unlock();
     if (!SameLiveProcess(pid, start)) {
       return {Reconciled::Kind::kNotFound,
               {},
@@ -314,7 +322,7 @@ class LocalLauncher : public Launcher {
                   ") and ended while the service was down; exit status "
                   "unknown"};
     }
-    std::lock_guard lock(mu_);
+    lock.lock();
     children_[id] = Child{pid, start, /*own=*/false, std::nullopt};
     return {Reconciled::Kind::kRunning, Launched{pid, start}, ""};
   }

@@ -17,6 +17,23 @@ jobs=$(($(nproc) * 2))
 # What git sees before the tests run: afterwards it must see the same.
 tree_before=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
 
+# ctest with its arguments; when a test fails, its failure lines (the
+# assertions gtest reports, a few lines each) are printed again after the
+# summary, so that the end of the log, which is what a CI page shows,
+# says what failed and not only which test. The exit status is ctest's.
+run_ctest() {
+  local dir=$2
+  if ctest "$@"; then return 0; fi
+  local log="$dir/Testing/Temporary/LastTest.log"
+  if [ -f "$log" ]; then
+    echo
+    echo "== what failed (from $log):"
+    grep -E -A6 '(: Failure$|^\[  FAILED  \]|Sanitizer|runtime error)' "$log" |
+      grep -v '^\[       OK \]' | tail -n 80 || true
+  fi
+  return 1
+}
+
 step "set up and build"
 bash scripts/setup.sh build
 
@@ -30,7 +47,7 @@ bash scripts/fetch_console.sh >/dev/null
 if [ "$(id -u)" -eq 0 ]; then export TESSERA_REQUIRE_SLURM=1; fi
 
 step "tests"
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
+run_ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
 # -O1 with line tables only (-g1), as AddressSanitizer's own documentation
 # advises: the reports name every frame's function, file and line, and the
@@ -44,7 +61,7 @@ bash scripts/setup.sh build-asan -DTESSERA_SANITIZE="address;undefined" \
 step "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900
+  run_ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 900
 
 # The parsers of network and file input under libFuzzer (clang-16, ASan +
 # UBSan): each target over its seed corpus, then 10 s of new inputs; any
@@ -64,7 +81,7 @@ bash scripts/setup.sh --target service_tests --target server_tests \
 step "those tests under ThreadSanitizer"
 for d in service server launch k8s; do
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --test-dir "build-tsan/tests/$d" --output-on-failure -j "$jobs" \
+    run_ctest --test-dir "build-tsan/tests/$d" --output-on-failure -j "$jobs" \
     --timeout 900
 done
 

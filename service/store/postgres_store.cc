@@ -100,6 +100,19 @@ std::string Trimmed(std::string text) {
   return text;
 }
 
+// Whether an error's SQLSTATE says "try again": the connection failed or
+// the server is stopping or starting (classes 08 and 57P: a crash, an
+// administrator's stop, "the database system is starting up"), it lacks
+// resources (class 53), or the transaction lost a race it may win next
+// time (40001 serialization failure, 40P01 deadlock). The connection may
+// still look open when the server's FATAL message arrived before it closed.
+bool Transient(const char* sqlstate) {
+  if (sqlstate == nullptr) return false;
+  const std::string code = sqlstate;
+  return code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0 ||
+         code.rfind("53", 0) == 0 || code == "40001" || code == "40P01";
+}
+
 std::string Number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -511,6 +524,9 @@ class PostgresStore final : public Store {
     if (PQstatus(conn_) != CONNECTION_OK) {
       return Unavailable(where_ + ": " + what + ": the connection was lost (" +
                          why + ")");
+    }
+    if (r && Transient(PQresultErrorField(r.get(), PG_DIAG_SQLSTATE))) {
+      return Unavailable(where_ + ": " + what + ": " + why);
     }
     return Internal(where_ + ": " + what + ": " + why);
   }

@@ -246,6 +246,22 @@ TEST_F(LocalLauncherTest, ReconcileFindsAStartedJobByItsPidFile) {
   EXPECT_FALSE(ended.never_ran);
 }
 
+// A replica that leads again reconciles a job it started itself: the job
+// stays its child, so its exit code is reaped, not "unknown" (and it
+// leaves no zombie).
+TEST_F(LocalLauncherTest, ReconcileKeepsItsOwnChild) {
+  auto started = launcher_->Start(Spec(42, {"sh", "-c", "exit 4"}, LogDir()));
+  ASSERT_TRUE(started) << started.error().message;
+  const Reconciled found = launcher_->Reconcile(42);
+  ASSERT_EQ(found.kind, Reconciled::Kind::kRunning) << found.detail;
+  EXPECT_EQ(found.launched.pid, started->pid);
+  auto e = WaitForExit(*launcher_, 42);
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->exit_code);
+  EXPECT_EQ(*e->exit_code, 4);
+  EXPECT_EQ(kill(static_cast<pid_t>(started->pid), 0), -1);  // reaped
+}
+
 TEST(ProcessStartTime, ReadsThisProcessAndRejectsTheAbsent) {
   EXPECT_GT(ProcessStartTime(getpid()), 0);
   EXPECT_EQ(ProcessStartTime(getpid()), ProcessStartTime(getpid()));

@@ -81,6 +81,30 @@ TEST_F(PostgresStoreTest, ALostConnectionIsUnavailableThenComesBack) {
   EXPECT_EQ(all->size(), 4u);  // the one refused was never stored
 }
 
+// An administrator ending the store's session (pg_terminate_backend:
+// SQLSTATE 57P01, as a server shutting down sends) is kUnavailable, a
+// retry's answer (HTTP 503), never kInternal (500); the next call connects
+// again.
+TEST_F(PostgresStoreTest, ATerminatedSessionIsUnavailableThenComesBack) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Insert(Queued("alice")));
+  ASSERT_TRUE(
+      pg_.Psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+               "application_name = 'tessera'",
+               "jobs"))
+      << pg_.error();
+  auto cut = store->Insert(Queued("alice"));
+  if (!cut) {
+    EXPECT_EQ(cut.error().code, ErrorCode::kUnavailable) << cut.error().message;
+  }
+  auto again = store->Insert(Queued("alice"));
+  ASSERT_TRUE(again) << again.error().message;
+  auto all = store->LoadAll();
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), cut ? 3u : 2u);
+}
+
 TEST_F(PostgresStoreTest, AServerCrashLosesNoCommittedJob) {
   std::vector<JobId> ids;
   {
