@@ -50,6 +50,10 @@ struct ListScheduleOptions {
   // m-SCT: per op, its favourite child and favourite parent (kNoOp for
   // none; a favourite relation is mutual). Empty for plain m-ETF.
   std::vector<OpId> favourite_child, favourite_parent;
+  // From this many ops, the ops' growth bounds and the memory ledger's
+  // bookkeeping run on a second thread (when the machine has two cores);
+  // below it, a thread costs more than it saves. Plans are the same.
+  size_t second_thread_from_ops = 50000;
 };
 
 // Memory-constrained list scheduling (m-ETF; with favourites, m-SCT):

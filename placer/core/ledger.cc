@@ -203,6 +203,26 @@ void MemoryLedger::Place(OpId op, int d) {
   base_[d] = after - max_workspace_[d] - (p_.training ? 2 * max_tensor_[d] : 0);
 }
 
+// UsedIfPlaced - used adds, in either accounting, only terms for op's
+// own tensors not yet on d (each at most its bytes, weights times the
+// state factor when training), its workspace (in place of a smaller
+// maximum, or on top of the live bytes, which never exceed the peak) and,
+// when training, twice the growth of the largest activation.
+int64_t MemoryLedger::GrowthBound(OpId op) const {
+  int64_t largest = 0;
+  for (uint32_t t : p_.outputs(op)) {
+    if (p_.tensors[t].role == TensorRole::kActivation) {
+      largest = std::max(largest, p_.tensors[t].bytes);
+    }
+  }
+  for (uint32_t t : p_.inputs(op)) {
+    if (p_.tensors[t].role == TensorRole::kActivation) {
+      largest = std::max(largest, p_.tensors[t].bytes);
+    }
+  }
+  return StandaloneBytes(p_, op) + (p_.training ? 2 * largest : 0);
+}
+
 int64_t WholeModelBytes(const Problem& problem) {
   MemoryLedger all(problem, 1);
   for (OpId op : problem.topo) all.Place(op, 0);

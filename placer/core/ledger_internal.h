@@ -49,6 +49,12 @@ class MemoryLedger {
   bool Fits(OpId op, int d, int64_t budget) const {
     return UsedIfPlaced(op, d) <= budget;
   }
+  // At least UsedIfPlaced(op, d) - used(d) on every device, whatever is
+  // placed: what `op` needs if no tensor of it were there yet (its
+  // standalone bytes, plus twice its largest activation when training).
+  // used(d) + GrowthBound(op) <= budget answers Fits without looking at
+  // what d holds.
+  int64_t GrowthBound(OpId op) const;
   void Place(OpId op, int d);
   // Removes every op; keeps the allocations.
   void Reset();
