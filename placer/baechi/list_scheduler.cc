@@ -67,7 +67,6 @@ class Engine {
   Engine(const Problem& p, const Cluster& c, const Budget& budget,
          const ListScheduleOptions& o)
       : p_(p),
-        c_(c),
         budget_(budget),
         nd_(static_cast<int>(c.size())),
         n_(p.num_ops()),
@@ -509,7 +508,6 @@ class Engine {
   }
 
   const Problem& p_;
-  const Cluster& c_;
   const Budget& budget_;
   const int nd_;
   const size_t n_;

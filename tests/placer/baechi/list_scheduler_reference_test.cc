@@ -27,15 +27,21 @@ using testing::RandomDagOptions;
 using testing::RandomProblem;
 using testing::UniformCluster;
 
-// m-ETF, plainly. Returns device and order per op, or nothing when an op
-// fits no device.
+// m-ETF, plainly, and with favourites m-SCT's rules (list_scheduler.cc):
+// a device whose last op's favourite child is ready, starts there no
+// later than anywhere and fits is reserved for it; and an op goes to its
+// favourite parent's device when it finishes there no later than at the
+// chosen one plus the transfer that saves. Returns device and order per
+// op, or nothing when an op fits no device.
 struct Plan {
   bool ok = false;
   std::vector<uint16_t> device;
   std::vector<uint32_t> order;
 };
 
-Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
+Plan Reference(const Problem& p, const Cluster& c, const Budget& budget,
+               const ListScheduleOptions& favourites = {}) {
+  const bool sct = !favourites.favourite_child.empty();
   const int nd = static_cast<int>(c.size());
   const size_t n = p.num_ops();
   const std::vector<double> priority = BottomLevels(p, ComputeMeanCosts(p, c));
@@ -51,6 +57,7 @@ Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
   std::vector<std::vector<char>> dropped(n, std::vector<char>(nd, 0));
   std::vector<int> waiting(n);
   std::vector<char> ready(n, 0), placed(n, 0);
+  std::vector<OpId> last(nd, kNoOp);
   Plan plan;
   plan.device.assign(n, 0);
   plan.order.assign(n, 0);
@@ -77,10 +84,20 @@ Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
     return std::max(free[d], arrival[x][d]);
   };
   auto duration = [&](OpId x, int d) { return PlanSeconds(p, c, x, d); };
+  auto reserved_for = [&](int d) -> OpId {
+    if (!sct || last[d] == kNoOp) return kNoOp;
+    const OpId child = favourites.favourite_child[last[d]];
+    if (child == kNoOp || placed[child] || !ready[child]) return kNoOp;
+    for (int e = 0; e < nd; ++e) {
+      if (start_on(child, e) < start_on(child, d)) return kNoOp;
+    }
+    return ledger.Fits(child, d, budget[d]) ? child : kNoOp;
+  };
   for (size_t step = 0; step < n; ++step) {
     OpId best = kNoOp;
     int best_d = -1;
     double best_start = 0;
+    bool best_reserved = false;
     for (int d = 0; d < nd; ++d) {
       OpId cand = kNoOp;
       for (;;) {  // the device's best fitting op: least start, then priority
@@ -97,12 +114,22 @@ Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
         dropped[cand][d] = 1;
       }
       if (cand == kNoOp) continue;
-      if (best == kNoOp || start_on(cand, d) < best_start ||
+      double cand_start = start_on(cand, d);
+      bool reserved = false;
+      if (const OpId child = reserved_for(d);
+          child != kNoOp && child != cand &&
+          cand_start + duration(cand, d) > start_on(child, d)) {
+        cand = child;  // another op would delay the child: it goes first
+        cand_start = start_on(child, d);
+        reserved = true;
+      }
+      if (best == kNoOp || cand_start < best_start ||
           (start_on(cand, d) == best_start &&
            priority[cand] > priority[best])) {
         best = cand;
         best_d = d;
-        best_start = start_on(cand, d);
+        best_start = cand_start;
+        best_reserved = reserved;
       }
     }
     if (best == kNoOp) return plan;  // infeasible
@@ -120,11 +147,40 @@ Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
       return a < b;
     });
     int chosen = best_d;
+    double chosen_finish = start_on(best, best_d) + duration(best, best_d);
     for (int d : order) {
-      if (d == best_d) break;
+      if (best_reserved || d == best_d) break;
+      const double finish_there = start_on(best, d) + duration(best, d);
+      if (const OpId child = reserved_for(d);
+          child != kNoOp && child != best &&
+          finish_there > start_on(child, d)) {
+        continue;  // it would delay the child d waits for
+      }
       if (ledger.Fits(best, d, budget[d])) {
         chosen = d;
+        chosen_finish = finish_there;
         break;
+      }
+    }
+    if (sct && !best_reserved && favourites.favourite_parent[best] != kNoOp) {
+      const OpId parent = favourites.favourite_parent[best];
+      const int pd = plan.device[parent];
+      const OpId other = pd != chosen ? reserved_for(pd) : kNoOp;
+      const double there = start_on(best, pd) + duration(best, pd);
+      const bool delays_other =
+          other != kNoOp && other != best && there > start_on(other, pd);
+      if (pd != chosen && !delays_other) {
+        int64_t bytes = 0;
+        for (uint32_t t : p.inputs(best)) {
+          if (p.tensors[t].producer == parent &&
+              p.tensors[t].role == TensorRole::kActivation) {
+            bytes += p.tensors[t].bytes;
+          }
+        }
+        if (there <= chosen_finish + comm(bytes, pd, chosen) &&
+            ledger.Fits(best, pd, budget[pd])) {
+          chosen = pd;
+        }
       }
     }
     const double s = start_on(best, chosen);
@@ -133,6 +189,7 @@ Plan ReferenceEtf(const Problem& p, const Cluster& c, const Budget& budget) {
     plan.device[best] = static_cast<uint16_t>(chosen);
     plan.order[best] = static_cast<uint32_t>(step);
     placed[best] = 1;
+    last[chosen] = best;
     ledger.Place(best, chosen);
     for (uint32_t v : p.successors(best)) {
       if (--waiting[v] == 0) make_ready(v);
@@ -166,16 +223,32 @@ TEST(ListScheduleReference, TheEngineMakesTheReferencePlan) {
       Budget budget;
       for (const ClusterDevice& d : c.devices)
         budget.push_back(d.memory_usable);
-      const Plan want = ReferenceEtf(p, c, budget);
+      // m-ETF, and m-SCT with random favourites (mutual, along edges).
+      ListScheduleOptions fav;
+      if (seed % 2 == 0) {
+        std::mt19937 frng(static_cast<uint32_t>(seed));
+        fav.favourite_child.assign(p.num_ops(), kNoOp);
+        fav.favourite_parent.assign(p.num_ops(), kNoOp);
+        for (const OpId u : p.topo) {
+          for (uint32_t v : p.successors(u)) {
+            if (fav.favourite_parent[v] == kNoOp && frng() % 3 != 0) {
+              fav.favourite_child[u] = v;
+              fav.favourite_parent[v] = u;
+              break;
+            }
+          }
+        }
+      }
+      const Plan want = Reference(p, c, budget, fav);
       // On one thread, and with the ledger's second thread that large
       // graphs get.
       for (const size_t threads_from : {size_t{1} << 30, size_t{0}}) {
-        ListScheduleOptions lo;
+        ListScheduleOptions lo = fav;
         lo.second_thread_from_ops = threads_from;
         auto got = ListSchedule(p, c, budget, lo);
         const std::string what =
-            "seed " + std::to_string(seed) + ", slack " +
-            std::to_string(slack) +
+            std::string(seed % 2 == 0 ? "m-sct" : "m-etf") + ", seed " +
+            std::to_string(seed) + ", slack " + std::to_string(slack) +
             (threads_from == 0 ? ", second thread" : ", one thread");
         ++compared;
         ASSERT_EQ(static_cast<bool>(got), want.ok) << what;
