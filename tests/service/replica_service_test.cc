@@ -138,6 +138,20 @@ class ReplicaServiceTest : public ::testing::Test {
     pids_.push_back(Get(s, id).pid);
     return true;
   }
+  // Submits a job that runs until the test ends it ("kept") and waits
+  // until it runs: the running job, or one with id 0 (and a failure).
+  Job RunKept(Service& s) {
+    auto job = s.Submit(alice_, Blocker("kept"));
+    if (!job) {
+      ADD_FAILURE() << job.error().message;
+      return {};
+    }
+    if (!WaitRunning(s, job->id)) {
+      ADD_FAILURE() << "job " << job->id << " did not run";
+      return {};
+    }
+    return Get(s, job->id);
+  }
   static int Leaders(const std::vector<Service*>& replicas) {
     int n = 0;
     for (Service* s : replicas) n += s->Replica().leader ? 1 : 0;
@@ -322,10 +336,8 @@ TEST_F(ReplicaServiceTest, ACleanStopHandsTheLeadOverAtOnce) {
   auto r1 = Make("r1", kLeaseS);
   auto r2 = Make("r2", kLeaseS);
   ASSERT_TRUE(r1 && r2);
-  auto job = r1->Submit(alice_, Blocker("kept"));
-  ASSERT_TRUE(job) << job.error().message;
-  ASSERT_TRUE(WaitRunning(*r1, job->id));
-  const Job before = Get(*r1, job->id);
+  const Job before = RunKept(*r1);
+  ASSERT_NE(before.id, 0);
 
   const auto t0 = Clock::now();
   r1.reset();
@@ -343,7 +355,7 @@ TEST_F(ReplicaServiceTest, ACleanStopHandsTheLeadOverAtOnce) {
 
   // The job ran on throughout: adopted, its GPU still held.
   EXPECT_TRUE(Alive(before.pid));
-  const Job adopted = Get(*r2, job->id);
+  const Job adopted = Get(*r2, before.id);
   EXPECT_EQ(adopted.state, JobState::kRunning);
   EXPECT_EQ(adopted.pid, before.pid);
   const json cluster = r2->ClusterJson();
@@ -357,8 +369,9 @@ TEST_F(ReplicaServiceTest, ACleanStopHandsTheLeadOverAtOnce) {
             adopted.allocation.gpus.front().gpu);
   // ...and watches the adopted one: it ends, its exit code unknown.
   Touch("stop-kept");
-  ASSERT_TRUE(Eventually([&] { return IsTerminal(Get(*r2, job->id).state); }));
-  EXPECT_THAT(Get(*r2, job->id).reason, HasSubstr("exit code unknown"));
+  ASSERT_TRUE(
+      Eventually([&] { return IsTerminal(Get(*r2, before.id).state); }));
+  EXPECT_THAT(Get(*r2, before.id).reason, HasSubstr("exit code unknown"));
   Touch("stop-next");
   ASSERT_TRUE(WaitState(*r2, next->id, JobState::kSucceeded));
 }
@@ -371,10 +384,9 @@ TEST_F(ReplicaServiceTest, ALeaderWhoseLeaseIsTakenStepsDown) {
   auto r1 = Make("r1");
   auto r2 = Make("r2");
   ASSERT_TRUE(r1 && r2);
-  auto job = r1->Submit(alice_, Blocker("kept"));
-  ASSERT_TRUE(job) << job.error().message;
-  ASSERT_TRUE(WaitRunning(*r1, job->id));
-  const int64_t pid = Get(*r1, job->id).pid;
+  const Job job = RunKept(*r1);
+  ASSERT_NE(job.id, 0);
+  const int64_t pid = job.pid;
 
   service::StoreOptions o;
   o.postgres_url = pg_.Url("jobs");
@@ -407,7 +419,7 @@ TEST_F(ReplicaServiceTest, ALeaderWhoseLeaseIsTakenStepsDown) {
   EXPECT_EQ(Leaders({r1.get(), r2.get()}), 1);
   Service& now = r1->Replica().leader ? *r1 : *r2;
   EXPECT_EQ(now.Replica().epoch, taken_at + 1);
-  const Job adopted = Get(now, job->id);
+  const Job adopted = Get(now, job.id);
   EXPECT_EQ(adopted.state, JobState::kRunning);
   EXPECT_EQ(adopted.pid, pid);
   ASSERT_TRUE(WaitRunning(now, queued->id));
@@ -422,10 +434,9 @@ TEST_F(ReplicaServiceTest, WithoutTheStoreNobodyLeadsThenOneDoes) {
   auto r1 = Make("r1");
   auto r2 = Make("r2");
   ASSERT_TRUE(r1 && r2);
-  auto job = r1->Submit(alice_, Blocker("kept"));
-  ASSERT_TRUE(job) << job.error().message;
-  ASSERT_TRUE(WaitRunning(*r1, job->id));
-  const int64_t pid = Get(*r1, job->id).pid;
+  const Job job = RunKept(*r1);
+  ASSERT_NE(job.id, 0);
+  const int64_t pid = job.pid;
 
   ASSERT_TRUE(pg_.Stop());
   const auto t0 = Clock::now();
@@ -444,7 +455,7 @@ TEST_F(ReplicaServiceTest, WithoutTheStoreNobodyLeadsThenOneDoes) {
       Eventually([&] { return r1->Replica().leader || r2->Replica().leader; }));
   EXPECT_EQ(Leaders({r1.get(), r2.get()}), 1);
   Service& now = r1->Replica().leader ? *r1 : *r2;
-  const Job adopted = Get(now, job->id);
+  const Job adopted = Get(now, job.id);
   EXPECT_EQ(adopted.state, JobState::kRunning);
   EXPECT_EQ(adopted.pid, pid);
   auto next = r2->Submit(alice_, Blocker("next"));
