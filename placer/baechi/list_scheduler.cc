@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -70,24 +71,29 @@ class Engine {
         budget_(budget),
         nd_(static_cast<int>(c.size())),
         n_(p.num_ops()),
-        sct_(o.favourite_child.size() == p.num_ops() &&
-             o.favourite_parent.size() == p.num_ops()),
-        fav_child_(o.favourite_child),
-        fav_parent_(o.favourite_parent),
         second_thread_from_ops_(o.second_thread_from_ops),
         ledger_(p, nd_, Accounting::kLiveness) {
-    // What each op could add to a device, computed beside the priorities
-    // (on the other core, for a large graph).
+    // What each op could add to a device, and m-SCT's favourites when they
+    // are still to be found, computed beside the priorities: for a large
+    // graph, the longer of the two on the other core.
     growth_.resize(n_);
     auto growth = [this] {
       for (OpId op = 0; op < n_; ++op) growth_[op] = ledger_.GrowthBound(op);
     };
+    std::function<void()> favourites;
+    if (o.favourites) {
+      favourites = [this, &o] { o.favourites(fav_child_, fav_parent_); };
+    } else {
+      fav_child_ = o.favourite_child;
+      fav_parent_ = o.favourite_parent;
+    }
     std::thread beside;
     if (n_ >= second_thread_from_ops_) {
-      beside = std::thread(growth);
-    } else {
-      growth();
+      beside = std::thread(favourites ? favourites : growth);
+    } else if (favourites) {
+      favourites();
     }
+    if (!beside.joinable() || favourites) growth();
     const MeanCosts mean = ComputeMeanCosts(p, c);
     priority_ = BottomLevels(p, mean);
     latency_.resize(static_cast<size_t>(nd_) * nd_);
@@ -120,7 +126,6 @@ class Engine {
     no_global_.assign(n_, 0);
     waiting_.resize(n_);
     arrival_.assign(n_ * nd_, 0.0);
-    if (sct_) min_arrival_.assign(n_, 0.0);
     order_.reserve(n_);
     share_.resize(nd_);
     profile_.resize(nd_);
@@ -131,6 +136,8 @@ class Engine {
       used_[d] = ledger_.used(d);
     }
     if (beside.joinable()) beside.join();
+    sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;
+    if (sct_) min_arrival_.assign(n_, 0.0);
   }
 
   ~Engine() { StopWorker(); }
@@ -511,9 +518,8 @@ class Engine {
   const Budget& budget_;
   const int nd_;
   const size_t n_;
-  const bool sct_;
-  const std::vector<OpId>& fav_child_;
-  const std::vector<OpId>& fav_parent_;
+  bool sct_ = false;  // favourites for every op (m-SCT)
+  std::vector<OpId> fav_child_, fav_parent_;
   const size_t second_thread_from_ops_;
   MemoryLedger ledger_;
   std::vector<double> priority_;

@@ -50,9 +50,17 @@ struct ListScheduleOptions {
   // m-SCT: per op, its favourite child and favourite parent (kNoOp for
   // none; a favourite relation is mutual). Empty for plain m-ETF.
   std::vector<OpId> favourite_child, favourite_parent;
-  // From this many ops, the ops' growth bounds and the memory ledger's
-  // bookkeeping run on a second thread (when the machine has two cores);
-  // below it, a thread costs more than it saves. Plans are the same.
+  // m-SCT: when set, fills the favourites (as favourite_child and
+  // favourite_parent above, which it replaces) while the engine builds its
+  // own tables, which do not depend on them: on a second thread from
+  // second_thread_from_ops ops. Plans are the same as with the favourites
+  // given.
+  std::function<void(std::vector<OpId>& child, std::vector<OpId>& parent)>
+      favourites;
+  // From this many ops, the ops' growth bounds (or the favourites) and the
+  // memory ledger's bookkeeping run on a second thread (when the machine
+  // has two cores); below it, a thread costs more than it saves. Plans are
+  // the same.
   size_t second_thread_from_ops = 50000;
 };
 

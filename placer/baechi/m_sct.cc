@@ -283,10 +283,13 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
   return o;
 }
 
-Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
-                        const Budget& budget, uint32_t max_groups) {
-  // The LP's graph: x co-placed, coarsened until it has at most
-  // `max_groups` groups and kMaxLpEdges edges between them.
+// The favourites of x's ops and a note on how they were found: from the
+// LP over x co-placed and coarsened to at most `max_groups` groups and
+// kMaxLpEdges edges between them; none when the LP fails.
+Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
+                                   uint32_t max_groups,
+                                   std::vector<OpId>& child,
+                                   std::vector<OpId>& parent) {
   const Grouping coplaced = CoPlace(x, IdentityGrouping(x));
   uint32_t k = std::min(coplaced.num_groups, max_groups);
   Grouping g;
@@ -310,22 +313,32 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
                                   kMaxLpEdges / static_cast<double>(edges))));
   }
   Result<LpResult> lp = SolveFavouriteLp(*lp_problem, c);
-  std::string note;
-  ListScheduleOptions so;
-  if (lp) {
-    so = MapFavourites(x, g, lp->child);
-    size_t favourites = 0;
-    for (OpId v : so.favourite_child) favourites += v != kNoOp;
-    note = "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
-           std::to_string(lp_problem->succ_ops.size()) +
-           " edges (relaxed makespan " + FormatMs(lp->makespan_s) + " ms), " +
-           std::to_string(favourites) + " favourite children";
-  } else {
-    note = "m-sct: the favourite-child LP failed (" + lp.error().message +
+  if (!lp) {
+    return "m-sct: the favourite-child LP failed (" + lp.error().message +
            "); scheduled without favourites";
   }
+  ListScheduleOptions so = MapFavourites(x, g, lp->child);
+  child = std::move(so.favourite_child);
+  parent = std::move(so.favourite_parent);
+  size_t favourites = 0;
+  for (OpId v : child) favourites += v != kNoOp;
+  return "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
+         std::to_string(lp_problem->succ_ops.size()) +
+         " edges (relaxed makespan " + FormatMs(lp->makespan_s) + " ms), " +
+         std::to_string(favourites) + " favourite children";
+}
+
+// The list schedule with favourites, found while the engine prepares.
+Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
+                        const Budget& budget, uint32_t max_groups) {
+  Result<std::string> note = std::string();
+  ListScheduleOptions so;
+  so.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
+    note = FindFavourites(x, c, max_groups, child, parent);
+  };
   auto out = ListSchedule(x, c, budget, so);
-  if (out) out->notes.push_back(note);
+  if (!note) return note.error();
+  if (out) out->notes.push_back(*note);
   return out;
 }
 
