@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <numeric>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/placer/test_problems.h"
@@ -194,6 +198,171 @@ TEST(Reductions, FusionFindsSomethingToFuseOnRandomDags) {
   }
   EXPECT_GT(fused, 5);
   EXPECT_GT(coplaced, 5);
+}
+
+// The textbook rules, written plainly, for CoPlace and Coarsen to equal.
+// Groups of `start` whose only successor group is H join H's group; the
+// result numbered by first appearance along p.topo.
+Grouping ReferenceCoPlace(const Problem& p, const Grouping& start) {
+  std::vector<std::vector<uint32_t>> succ(start.num_groups);
+  for (OpId u = 0; u < p.num_ops(); ++u) {
+    for (uint32_t v : p.successors(u)) {
+      const uint32_t a = start.group_of[u], b = start.group_of[v];
+      if (a != b &&
+          std::find(succ[a].begin(), succ[a].end(), b) == succ[a].end()) {
+        succ[a].push_back(b);
+      }
+    }
+  }
+  std::vector<uint32_t> root(start.num_groups);
+  std::iota(root.begin(), root.end(), 0);
+  auto find = [&root](uint32_t x) {
+    while (root[x] != x) x = root[x];
+    return x;
+  };
+  for (uint32_t a = 0; a < start.num_groups; ++a) {
+    if (succ[a].size() == 1 && find(a) != find(succ[a][0])) {
+      root[find(a)] = find(succ[a][0]);
+    }
+  }
+  Grouping out;
+  out.group_of.resize(p.num_ops());
+  std::vector<uint32_t> label(start.num_groups, UINT32_MAX);
+  for (OpId op : p.topo) {
+    const uint32_t r = find(start.group_of[op]);
+    if (label[r] == UINT32_MAX) label[r] = out.num_groups++;
+    out.group_of[op] = label[r];
+  }
+  return out;
+}
+
+// Kahn's order of `start`'s groups, the ready group whose first op comes
+// first along p.topo taken first (empty groups, never here, would be last);
+// then contiguous runs of it balanced by mean work.
+Grouping ReferenceCoarsen(const Problem& p, const Grouping& start,
+                          uint32_t max_groups) {
+  if (start.num_groups <= max_groups) return start;
+  const uint32_t n = start.num_groups;
+  std::vector<uint32_t> first(n, UINT32_MAX);
+  for (uint32_t i = 0; i < p.topo.size(); ++i) {
+    first[start.group_of[p.topo[i]]] =
+        std::min(first[start.group_of[p.topo[i]]], i);
+  }
+  std::vector<std::vector<uint32_t>> succ(n);
+  std::vector<uint32_t> indeg(n, 0);
+  for (OpId u = 0; u < p.num_ops(); ++u) {
+    for (uint32_t v : p.successors(u)) {
+      const uint32_t a = start.group_of[u], b = start.group_of[v];
+      if (a == b ||
+          std::find(succ[a].begin(), succ[a].end(), b) != succ[a].end()) {
+        continue;
+      }
+      succ[a].push_back(b);
+      ++indeg[b];
+    }
+  }
+  using Entry = std::pair<uint32_t, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (uint32_t a = 0; a < n; ++a) {
+    if (indeg[a] == 0) ready.emplace(first[a], a);
+  }
+  std::vector<uint32_t> order;
+  while (!ready.empty()) {
+    const uint32_t a = ready.top().second;
+    ready.pop();
+    order.push_back(a);
+    for (uint32_t b : succ[a]) {
+      if (--indeg[b] == 0) ready.emplace(first[b], b);
+    }
+  }
+  if (order.size() != n) return start;
+  std::vector<double> work(n, 0.0);
+  double total = 0.0;
+  for (OpId op = 0; op < p.num_ops(); ++op) {
+    double w = 0.0;
+    for (int k = 0; k < p.num_profiles; ++k) {
+      w += p.forward_s[op * p.num_profiles + k];
+      if (!p.backward_s.empty()) w += p.backward_s[op * p.num_profiles + k];
+    }
+    w /= std::max(1, p.num_profiles);
+    work[start.group_of[op]] += w;
+    total += w;
+  }
+  if (!(total > 0.0)) {
+    std::fill(work.begin(), work.end(), 1.0);
+    total = n;
+  }
+  const double target = total / max_groups;
+  std::vector<uint32_t> run(n);
+  double before = 0.0;
+  uint32_t last = 0, label = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto r = std::min<uint32_t>(
+        max_groups - 1,
+        static_cast<uint32_t>((before + work[order[i]] / 2) / target));
+    if (i > 0 && r != last) ++label;
+    last = r;
+    run[order[i]] = label;
+    before += work[order[i]];
+  }
+  Grouping out;
+  out.num_groups = label + 1;
+  out.group_of.resize(p.num_ops());
+  for (OpId op = 0; op < p.num_ops(); ++op) {
+    out.group_of[op] = run[start.group_of[op]];
+  }
+  return out;
+}
+
+// Whether ordering `g`'s groups by their first op along p.topo respects
+// every edge between groups (Coarsen's shortcut; otherwise its heap).
+bool FirstOrderIsTopological(const Problem& p, const Grouping& g) {
+  std::vector<uint32_t> first(g.num_groups, UINT32_MAX);
+  for (uint32_t i = 0; i < p.topo.size(); ++i) {
+    first[g.group_of[p.topo[i]]] = std::min(first[g.group_of[p.topo[i]]], i);
+  }
+  for (OpId u = 0; u < p.num_ops(); ++u) {
+    for (uint32_t v : p.successors(u)) {
+      const uint32_t a = g.group_of[u], b = g.group_of[v];
+      if (a != b && first[a] > first[b]) return false;
+    }
+  }
+  return true;
+}
+
+TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
+  int shortcut = 0, heap = 0, shape_index = 0;
+  for (const RandomDagOptions& shape : Shapes()) {
+    for (uint64_t seed = 1; seed <= 25; ++seed) {
+      const Problem p = RandomProblem(seed * 104729 + shape_index, shape);
+      const std::string tag = "shape " + std::to_string(shape_index) +
+                              " seed " + std::to_string(seed);
+      const Grouping id = IdentityGrouping(p);
+      // The same groups numbered otherwise (CoPlace's general path).
+      Grouping shuffled = id;
+      std::reverse(shuffled.group_of.begin(), shuffled.group_of.end());
+      const Grouping co = CoPlace(p, id);
+      EXPECT_EQ(co.group_of, ReferenceCoPlace(p, id).group_of) << tag;
+      EXPECT_EQ(co.num_groups, ReferenceCoPlace(p, id).num_groups) << tag;
+      EXPECT_EQ(CoPlace(p, shuffled).group_of, co.group_of) << tag;
+      const Grouping fu = FuseSharedWeights(p, id);
+      EXPECT_EQ(CoPlace(p, fu).group_of, ReferenceCoPlace(p, fu).group_of)
+          << tag;
+      for (const Grouping* start : {&id, &co, &fu}) {
+        (FirstOrderIsTopological(p, *start) ? shortcut : heap) += 1;
+        for (uint32_t k : {1U, 3U, 8U, 20U}) {
+          const Grouping got = Coarsen(p, *start, k);
+          const Grouping want = ReferenceCoarsen(p, *start, k);
+          EXPECT_EQ(got.num_groups, want.num_groups) << tag << " k " << k;
+          EXPECT_EQ(got.group_of, want.group_of) << tag << " k " << k;
+        }
+      }
+    }
+    ++shape_index;
+  }
+  // Both of Coarsen's ways were taken.
+  EXPECT_GT(shortcut, 20);
+  EXPECT_GT(heap, 20);
 }
 
 // Builds small graphs by hand: ops named by their index.
