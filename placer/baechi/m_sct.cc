@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/isolated.h"
@@ -333,8 +334,12 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
                         const Budget& budget, uint32_t max_groups) {
   Result<std::string> note = std::string();
   ListScheduleOptions so;
+  const std::thread::id caller = std::this_thread::get_id();
   so.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
     note = FindFavourites(x, c, max_groups, child, parent);
+    // GLPK's environment is per thread (placer/solver/glpk.h): the one the
+    // engine's thread made for the LP ends with it.
+    if (std::this_thread::get_id() != caller) ReleaseThreadSolverMemory();
   };
   auto out = ListSchedule(x, c, budget, so);
   if (!note) return note.error();

@@ -302,6 +302,26 @@ TEST(MSct, KeepsTheFavouriteChildWithItsParent) {
       << sct->notes.back();
 }
 
+TEST(BaechiAlgorithms, MSctFindsTheFavouritesOfALargeGraphBesideTheEngine) {
+  // From 50,000 ops the LP's graph and the LP run on a thread of their own
+  // while the engine prepares (the sanitizers' build checks that thread's
+  // GLPK environment is released).
+  RandomDagOptions o;
+  o.ops = 60'000;
+  o.devices = 4;
+  o.window = 4;
+  o.edge_probability = 0.3;
+  const Problem p = RandomProblem(7, o);
+  const Cluster c = UniformCluster(4, kGiB, 1e9);
+  auto sct = PlaceMSct(p, c, BudgetOf(c), NoReductions());
+  ASSERT_TRUE(sct) << sct.error().message;
+  ASSERT_EQ(sct->placement.device.size(), p.num_ops());
+  ASSERT_FALSE(sct->notes.empty());
+  const std::string& note = sct->notes.back();
+  EXPECT_NE(note.find("m-sct: LP over"), std::string::npos) << note;
+  EXPECT_EQ(note.find(" 0 favourite children"), std::string::npos) << note;
+}
+
 TEST(BaechiAlgorithms, PlaceAnEmptyGraph) {
   Graph g;
   const Problem p = std::move(g).Build();
