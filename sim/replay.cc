@@ -57,6 +57,32 @@ std::vector<int> Arrivals(const std::vector<TracePod>& pods, int64_t limit,
   return order;
 }
 
+// One round: its pods in decreasing order of the GPU milli they ask
+// (whole GPUs count 1000 each; ties in arrival order), each placed where
+// the policy scores best on the cluster as the earlier ones left it, or
+// failed where it fits nowhere. First-fit decreasing with the policy's
+// choice of node: a large pod takes its room before small ones split it.
+// A round of one pod is the paper's one-at-a-time replay. Returns whether
+// each pod (in `round`'s order) was placed.
+std::vector<bool> DecideRound(ClusterState& state, const std::string& pool,
+                              const std::vector<PlacementRequest>& requests,
+                              const std::vector<TracePod>& pods,
+                              const std::vector<int>& round,
+                              const scheduler::GpuScorer& scorer,
+                              const AdmissionOptions& admission, JobId& id) {
+  std::vector<size_t> order(round.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return PodMilli(pods[round[a]]) > PodMilli(pods[round[b]]);
+  });
+  std::vector<bool> placed(round.size(), false);
+  for (const size_t k : order) {
+    auto a = FindAllocation(state, pool, requests[round[k]], scorer, admission);
+    placed[k] = a && state.Reserve(++id, *a).ok();
+  }
+  return placed;
+}
+
 }  // namespace
 
 int64_t GpuCapacityMilli(const Topology& topology) {
@@ -103,19 +129,38 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
   int next_percent = 1;
   JobId id = 0;
   std::vector<const TracePod*> arrived_pods;
-  for (const int p : arrivals) {
+  const int round_pods = std::max(1, options.round_pods);
+  std::vector<int> round;
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const int p = arrivals[i];
     if (options.bound) arrived_pods.push_back(&pods[p]);
+    round.push_back(p);
     const int64_t milli = PodMilli(pods[p]);
-    auto a = FindAllocation(state, pool, requests[p], *scorer, admission);
-    if (a && state.Reserve(++id, *a).ok()) {
-      allocated += milli;
-    } else {
-      ++run.failed_pods;
-      failed_milli += static_cast<double>(milli);
-    }
-    ++run.pods;
     arrived += milli;
     const double arrived_pct = 100.0 * static_cast<double>(arrived) / capacity;
+    // A round ends at its size, at the last arrival, and where arrival
+    // reaches a level, so that each level is read with every pod decided.
+    const bool at_level = std::any_of(
+        run.levels.begin(), run.levels.end(), [&](const LevelPoint& l) {
+          return !l.reached && arrived_pct >= l.level_pct;
+        });
+    if (static_cast<int>(round.size()) < round_pods && !at_level &&
+        i + 1 < arrivals.size())
+      continue;
+    // Decide the round.
+    const std::vector<bool> placed =
+        DecideRound(state, pool, requests, pods, round, *scorer, admission, id);
+    for (size_t r = 0; r < round.size(); ++r) {
+      const int64_t m = PodMilli(pods[round[r]]);
+      if (placed[r]) {
+        allocated += m;
+      } else {
+        ++run.failed_pods;
+        failed_milli += static_cast<double>(m);
+      }
+      ++run.pods;
+    }
+    round.clear();
     const double alloc_pct = 100.0 * static_cast<double>(allocated) / capacity;
     while (arrived_pct >= next_percent) {
       run.curve.emplace_back(arrived_pct, alloc_pct);

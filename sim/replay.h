@@ -34,6 +34,14 @@ struct SnapshotOptions {
   // Also compute the physical limit at each level (replay_bound.h); it
   // depends on the seed, not the policy.
   bool bound = false;
+  // Pods decided together per round (1: one at a time, as the paper). A
+  // round holds up to this many consecutive arrivals and also ends where
+  // arrival reaches a level, so every level is read with every arrived pod
+  // decided (a curve point passed inside a round is read at its end).
+  // Within a round the pods go in decreasing order of the GPU milli they
+  // ask (ties: arrival order), each to the policy's best node or failed
+  // where it fits nowhere.
+  int round_pods = 1;
 };
 
 // The cluster when the arrived GPU requests first reached a level.

@@ -135,6 +135,7 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
           {"seeds", args.seeds},
           {"first_seed", args.first_seed},
           {"inflation_pct", args.inflation_pct},
+          {"round_pods", args.round_pods},
           {"cluster",
            {{"nodes", in.topology.nodes.size()},
             {"gpus", in.topology.gpus.size()}}},
@@ -155,7 +156,12 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
             << args.seeds << " seed" << (args.seeds == 1 ? "" : "s") << " from "
             << args.first_seed
             << ", pods arriving until their GPU requests reach "
-            << Fixed(args.inflation_pct, 0) << "% of capacity\n\n"
+            << Fixed(args.inflation_pct, 0) << "% of capacity"
+            << (args.round_pods > 1 ? ", decided in rounds of " +
+                                          std::to_string(args.round_pods) +
+                                          " (largest request first)"
+                                    : std::string())
+            << "\n\n"
             << "GPU allocation (% of capacity) when the arrived requests "
                "reach each level, mean over seeds:\n";
   const std::vector<sim::LevelPoint>& first = all.front().runs.front().levels;
@@ -272,6 +278,9 @@ int RunSnapshotMode(const SimulateArgs& args) {
   if (!(args.inflation_pct > 0 && args.inflation_pct <= 1000)) {
     return ReportError(BadInput("--inflation: a percentage in (0, 1000]"));
   }
+  if (args.round_pods < 1) {
+    return ReportError(BadInput("--round-pods: at least 1"));
+  }
   auto in = LoadTraceInput(args);
   if (!in) return ReportError(in.error());
   auto policies = PolicyList(args.policy);
@@ -285,6 +294,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
     options.first_seed = args.first_seed;
     options.inflation_pct = args.inflation_pct;
     options.threads = args.threads;
+    options.round_pods = args.round_pods;
     options.bound = all.empty();
     PolicyRuns p{policy, {}, 0};
     const double start = MonotonicSeconds();

@@ -26,6 +26,7 @@ struct SimulateArgs {
   unsigned long long first_seed = 42;
   double inflation_pct = 130;  // snapshot: arrivals stop here
   int threads = 0;             // 0: one per core
+  int round_pods = 1;          // snapshot: pods decided together
   bool strict = false;         // a bad CSV row or an unplaceable pod fails
   bool json = false;
   std::string plot;  // --plot FILE.svg

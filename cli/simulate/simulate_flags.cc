@@ -73,6 +73,12 @@ void AddSimulate(CLI::App& app, SimulateArgs& args) {
                   "the GPU capacity")
       ->type_name("PCT")
       ->capture_default_str();
+  cmd->add_option("--round-pods", args.round_pods,
+                  "snapshot: decide this many consecutive arrivals together, "
+                  "the largest GPU request first (1: one at a time, as the "
+                  "paper)")
+      ->type_name("N")
+      ->capture_default_str();
   cmd->add_option("--threads", args.threads,
                   "Seeds run in parallel on this many threads (0: one per "
                   "core)")

@@ -96,6 +96,29 @@ TEST(SimulateCli, JsonHasTheIssuesKeysForEveryPolicyAndLevel) {
   EXPECT_TRUE(j["alloc_curves_pct"].contains("tessera"));
 }
 
+TEST(SimulateCli, DecidesArrivalsInRoundsWhenAsked) {
+  SmallTrace t;
+  RunResult r = RunTessera(
+      t.Args() + " --policy tessera --seeds 2 --round-pods 4 --json", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["round_pods"], 4);
+  EXPECT_EQ(j["results"].size(), 5u);
+  r = RunTessera(t.Args() + " --policy tessera --seeds 1 --round-pods 4",
+                 t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("decided in rounds of 4"));
+  // One at a time (the default) says nothing of rounds.
+  r = RunTessera(t.Args() + " --policy tessera --seeds 1", t.dir);
+  EXPECT_THAT(r.out, Not(HasSubstr("rounds of")));
+  for (const char* bad : {"0", "-3"}) {
+    r = RunTessera(t.Args() + " --seeds 1 --round-pods " + std::string(bad),
+                   t.dir);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--round-pods")) << bad;
+  }
+}
+
 TEST(SimulateCli, PlotsAnSvgChart) {
   SmallTrace t;
   const std::string svg = t.dir.File("alloc.svg");

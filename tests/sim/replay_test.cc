@@ -100,6 +100,59 @@ TEST(Snapshot, LevelsCurvesAndTheLimitAreConsistent) {
   }
 }
 
+TEST(Snapshot, ARoundPlacesItsLargestPodsFirst) {
+  // One node of two GPUs; two 600-milli and two 400-milli pods arrive
+  // (100% of it). One at a time under first-fit, two 400s arriving first
+  // share GPU 0 and one 600 then fits nowhere; decided as one round, the
+  // 600s go first, one per GPU, and the 400s fill what they leave.
+  const Topology t = testing::MakeTopology({{40, 40}});
+  const std::vector<TracePod> pods = {Pod("a", 1, 600), Pod("b", 1, 600),
+                                      Pod("c", 1, 400), Pod("d", 1, 400)};
+  SnapshotOptions o;
+  o.scorer = "first-fit";
+  o.seeds = 30;
+  o.inflation_pct = 100;
+  o.levels_pct = {100};
+  auto single = RunSnapshot(t, pods, o);
+  o.round_pods = 4;
+  auto joint = RunSnapshot(t, pods, o);
+  ASSERT_TRUE(single && joint);
+  int worse = 0;
+  for (size_t s = 0; s < joint->size(); ++s) {
+    const LevelPoint& j = (*joint)[s].levels[0];
+    const LevelPoint& one = (*single)[s].levels[0];
+    ASSERT_TRUE(j.reached && one.reached);
+    EXPECT_DOUBLE_EQ(j.alloc_pct, 100.0);
+    EXPECT_EQ(j.failed_pods, 0);
+    EXPECT_EQ((*joint)[s].pods, 4);
+    if (one.alloc_pct < 100.0) ++worse;
+  }
+  EXPECT_GT(worse, 0);  // two 400s came first on some seed
+}
+
+TEST(Snapshot, RoundsKeepTheLevelsConsistent) {
+  const Topology t =
+      testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}, {40, 40}});
+  for (const std::string scorer : {"fgd", "tessera", "best-fit"}) {
+    SnapshotOptions o = Options(scorer);
+    o.round_pods = 4;
+    auto runs = RunSnapshot(t, SmallTrace(), o);
+    ASSERT_TRUE(runs) << scorer;
+    for (const SnapshotRun& r : *runs) {
+      int64_t failed = 0;
+      for (const LevelPoint& l : r.levels) {
+        ASSERT_TRUE(l.reached) << scorer;
+        EXPECT_GE(l.arrived_pct, l.level_pct);
+        EXPECT_LE(l.alloc_pct, std::min(l.arrived_pct, 100.0) + 1e-9);
+        EXPECT_LE(l.alloc_pct, l.bound_pct + 1e-9) << scorer;
+        EXPECT_GE(l.failed_pods, failed);
+        failed = l.failed_pods;
+      }
+      EXPECT_GT(r.failed_pods, 0);
+    }
+  }
+}
+
 TEST(Snapshot, RefusesWhatItCannotRun) {
   const Topology t = testing::MakeTopology({{40}});
   EXPECT_FALSE(RunSnapshot(t, {}, Options("fgd")));
