@@ -1,14 +1,19 @@
 // The max-load benchmark of Tarnawski et al. (data/dnn-partitioning;
 // docs/placer_max_load.md): per throughput input, the exact contiguous DP
 // (units, ideals, blocks, seconds), then the ILP over all placements
-// started from the DP's split (its max load, CBC's lower bound, seconds),
+// started from the DP's split (its max load, lower bound, seconds),
 // then local search from the ILP's split when it is not proven, and the
 // human-expert split under the same model where one is published
 // (a training graph without its own uses the inference split, backward
 // nodes with their forward twins). Each input runs in its own process so
 // its peak memory is its own.
-//   build/bench/placer/max_load_bench [--budget S] [--no-ilp] [FILE.json ...]
+// The ILP runs the branch and bound first (max_load_bnb.cc) for its
+// --bnb-share of the ILP's time; "bnb bound" is its part of the lower bound
+// (with the star bound), "gap%" the proven gap of the final split.
+//   build/bench/placer/max_load_bench [--budget S] [--no-ilp]
+//       [--bnb-share F] [FILE.json ...]
 // --budget: seconds per input for DP and ILP together (default 60).
+// --bnb-share: MaxLoadIlpOptions::bnb_share (default 0.25; 0: CBC alone).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,7 +76,7 @@ double Expert(const std::string& root, const std::string& file,
 }
 
 void RunOne(const std::string& root, const std::string& f, double budget,
-            bool ilp) {
+            bool ilp, double bnb_share) {
   const std::string name = fs::path(f).parent_path().filename().string() + "/" +
                            fs::path(f).stem().string();
   auto problem = ParseTarnawski(Read(f), f);
@@ -92,6 +97,7 @@ void RunOne(const std::string& root, const std::string& f, double budget,
   }
   const bool dp_optimal = dp->status == SolveStatus::kOptimal;
   double ilp_load = -1, bound = -1, ilp_s = 0, local_load = -1, local_s = 0;
+  double bnb_bound = -1, bnb_s = 0;
   bool proven = false;
   if (ilp) {
     MaxLoadIlpOptions io;
@@ -100,6 +106,7 @@ void RunOne(const std::string& root, const std::string& f, double budget,
     // machine, so the ILP gets 40% of the budget.
     io.time_limit_s = std::max(1.0, 0.4 * budget - dp->seconds);
     io.warm = &dp->placement;
+    io.bnb_share = bnb_share;
     auto r = SolveMaxLoadIlp(*problem, io);
     if (!r) {
       std::printf("    ilp: %s\n", r.error().message.c_str());
@@ -112,6 +119,8 @@ void RunOne(const std::string& root, const std::string& f, double budget,
       ilp_load = r->max_load;
       bound = r->lower_bound;
       ilp_s = r->seconds;
+      bnb_bound = r->bnb_lower_bound;
+      bnb_s = r->bnb_seconds;
       proven = r->status == SolveStatus::kOptimal;
       local_load = ilp_load;
       if (!proven) {
@@ -125,14 +134,17 @@ void RunOne(const std::string& root, const std::string& f, double budget,
     }
   }
   const double expert = Expert(root, f, *problem);
+  const double gap = local_load > 0 && bound >= 0
+                         ? 100 * (local_load - bound) / local_load
+                         : -1;
   std::printf(
       "%-32s %5zu %2d %5lld %7lld %11lld %9.4f %3s %7.3f %9.4f %9.4f %3s "
-      "%6.1f %9.4f %5.1f %9s %7.1f\n",
+      "%6.1f %9.4f %5.1f %5.2f %9.4f %5.1f %9s %7.1f\n",
       name.c_str(), problem->nodes.size(), problem->kinds[0].count,
       static_cast<long long>(dp->units), static_cast<long long>(dp->ideals),
       static_cast<long long>(dp->blocks), dp->max_load,
       dp_optimal ? "yes" : "no", dp->seconds, ilp_load, bound,
-      proven ? "yes" : "no", ilp_s, local_load, local_s,
+      proven ? "yes" : "no", ilp_s, local_load, local_s, gap, bnb_bound, bnb_s,
       expert < 0 ? "-" : std::to_string(expert).substr(0, 8).c_str(),
       PeakMiB());
   if (!dp_optimal) std::printf("    dp stopped: %s\n", dp->why.c_str());
@@ -143,10 +155,13 @@ void RunOne(const std::string& root, const std::string& f, double budget,
 int main(int argc, char** argv) {
   double budget = 60;
   bool ilp = true;
+  double bnb_share = MaxLoadIlpOptions{}.bnb_share;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
       budget = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--bnb-share") == 0 && i + 1 < argc) {
+      bnb_share = std::atof(argv[++i]);
     } else if (std::strcmp(argv[i], "--no-ilp") == 0) {
       ilp = false;
     } else {
@@ -157,15 +172,16 @@ int main(int argc, char** argv) {
   if (files.empty())
     files = tessera::bench::PublishedInputs("throughput-inputs");
   std::printf(
-      "%-32s %5s %2s %5s %7s %11s %9s %3s %7s %9s %9s %3s %6s %9s %5s %9s "
-      "%7s\n",
+      "%-32s %5s %2s %5s %7s %11s %9s %3s %7s %9s %9s %3s %6s %9s %5s %5s "
+      "%9s %5s %9s %7s\n",
       "input", "nodes", "k", "units", "ideals", "blocks", "dp", "opt", "dp s",
-      "ilp", "bound", "opt", "ilp s", "local", "s", "expert", "MiB");
+      "ilp", "bound", "opt", "ilp s", "local", "s", "gap%", "bnb bound",
+      "bnb s", "expert", "MiB");
   std::fflush(stdout);
   for (const std::string& f : files) {
     const pid_t child = fork();
     if (child == 0) {
-      RunOne(root, f, budget, ilp);
+      RunOne(root, f, budget, ilp, bnb_share);
       std::fflush(stdout);
       std::_Exit(0);
     }

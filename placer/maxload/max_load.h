@@ -163,9 +163,14 @@ Result<MaxLoadDpResult> SolveContiguousMaxLoad(const MaxLoadProblem& p,
 // CBC crashed or was killed and `warm` stands); kInfeasible when nothing
 // fits; kNoSolution when CBC found no placement in time and none was given
 // (`why` says which). An Error when CBC failed and no `warm` was given.
+// Before CBC, the branch and bound (SolveMaxLoadBnb) runs for `bnb_share`
+// of the limit from `warm`; when it proves its placement optimal CBC does
+// not run, else CBC starts from the better placement and the lower bound
+// is the higher of the two.
 struct MaxLoadIlpOptions {
   double time_limit_s = 60;
   const MaxLoadPlacement* warm = nullptr;
+  double bnb_share = 0.25;  // 0: CBC only
 };
 struct MaxLoadIlpResult {
   MaxLoadPlacement placement;
@@ -177,8 +182,11 @@ struct MaxLoadIlpResult {
   int64_t units = 0, columns = 0, rows = 0;
   double seconds = 0;
   // Non-empty when CBC crashed or ran past its deadline (Mip::Solve): the
-  // placement is then `warm` and lower_bound 0.
+  // placement is then CBC's start (the branch and bound's or `warm`) and
+  // lower_bound the branch and bound's (0 without it).
   std::string solver_failure;
+  double bnb_lower_bound = 0;  // the branch and bound's part
+  double bnb_seconds = 0;
   double Gap() const {
     return max_load > 0 ? (max_load - lower_bound) / max_load : 0;
   }
@@ -186,13 +194,57 @@ struct MaxLoadIlpResult {
 Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
                                          const MaxLoadIlpOptions& o = {});
 
+// A lower bound on the max load of every placement (max_load_bound.cc):
+// for each unit u and kind k, star_k(u) = the least load of a device of
+// kind k holding u, whatever else it holds (a minimum cut: its time plus
+// the communication its set must pay); a max load T needs a kind with
+// star_k(u) ≤ T for every unit, and room in kind k's devices (count × T)
+// for the time of the units left with k alone. Returns the least such T
+// (0 when nothing fits anywhere). Past `time_limit_s` the units left count
+// with their time alone (a weaker, still true bound).
+double MaxLoadStarBound(const MaxLoadProblem& p, double time_limit_s = 10);
+
+// The best placement of all by branch and bound (max_load_bnb.cc): units
+// assigned the largest first, cut by the loads already decided and by the
+// room the devices have left for the units left; a unit opens only the
+// first empty device of its kind. First it settles whether any placement
+// beats (1 - gap) × the incumbent (`start` improved by local search, then
+// what it finds), then, with the time left, the same for the gap halved
+// six times (to gap / 64) and at last whether any beats the incumbent. A
+// finished question gives `lower_bound`: no placement has a smaller max load.
+// Status kOptimal when the bound meets the placement; kFeasible when time
+// ran out first (`lower_bound` then comes from the questions settled and
+// the star bound); kInfeasible when nothing fits; kNoSolution when time ran out
+// before a first placement. The star bound (MaxLoadStarBound, computed first)
+// raises `lower_bound` and answers any question below it. An Error only
+// for a problem without devices.
+struct MaxLoadBnbOptions {
+  double time_limit_s = 10;
+  double gap = 0.01;  // the coarse question's relative gap; 0: exact only
+  bool exact = true;  // ask the finer and exact questions after the coarse
+  const MaxLoadPlacement* start = nullptr;  // ignored when infeasible
+};
+struct MaxLoadBnbResult {
+  MaxLoadPlacement placement;  // never worse than `start`
+  double max_load = 0;
+  double lower_bound = 0;
+  SolveStatus status = SolveStatus::kNoSolution;
+  double finished_gap = -1;  // the last question settled (-1: none)
+  double star_bound = 0;     // MaxLoadStarBound's part
+  int64_t units = 0, nodes = 0;
+  double seconds = 0;
+};
+Result<MaxLoadBnbResult> SolveMaxLoadBnb(const MaxLoadProblem& p,
+                                         const MaxLoadBnbOptions& o = {});
+
 // Local search from a feasible placement (max_load_local.cc): moves one
 // unit (max_load_units.h) at a time to another device while that lowers
 // the largest load, or keeps it and lowers the sum of squared loads (to
-// leave plateaus), respecting memory, kinds and color classes; then the
-// same from 10 random placements (a fixed seed), while `time_limit_s`
-// lasts. Returns the best placement (`start` when nothing beats it), the
-// moves that led to it and how many restarts beat what came before.
+// leave plateaus), and when no move does, exchanges a unit on a most-loaded
+// device with one elsewhere, respecting memory, kinds and color classes;
+// then the same from 10 random placements (a fixed seed), while
+// `time_limit_s` lasts. Returns the best placement (`start` when nothing beats
+// it), the moves that led to it and how many restarts beat what came before.
 struct MaxLoadLocalResult {
   MaxLoadPlacement placement;
   double max_load = 0;

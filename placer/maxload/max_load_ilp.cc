@@ -20,6 +20,9 @@
 //   T ≥ the least time of each unit, T ≥ the least total time / devices.
 // At an optimum s and r are the indicators the model charges, so T is the
 // max load; any feasible point has T at least the max load of its x.
+// Before CBC, the branch and bound (max_load_bnb.cc) runs for a share of
+// the limit: its proof ends the solve, else CBC starts from its split and
+// the bound is the higher of the two.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -334,7 +337,7 @@ MaxLoadPlacement ReadPlacement(const IlpInputs& in, const IlpModel& model,
 // `warm_load`), with CBC's bound on it; kOptimal when CBC proved it or the
 // bound meets it.
 void KeepBest(const IlpInputs& in, const IlpModel& model,
-              const MaxLoadIlpOptions& o, double warm_load,
+              const MaxLoadPlacement* warm, double warm_load,
               const MipOutcome& mo, MaxLoadIlpResult& out) {
   const std::vector<double>& sol = mo.solution;
   const MaxLoadPlacement found =
@@ -344,19 +347,53 @@ void KeepBest(const IlpInputs& in, const IlpModel& model,
   if (!sol.empty() && e.violation.empty() && e.max_load < warm_load) {
     out.placement = found;
     out.max_load = e.max_load;
-    out.improved_warm = o.warm != nullptr;
   } else {
-    out.placement = *o.warm;
+    out.placement = *warm;
     out.max_load = warm_load;
   }
   const bool proven = mo.status == SolveStatus::kOptimal;
-  const double bound = mo.best_possible * in.unit;
+  // CBC's bound or the branch and bound's, whichever is higher.
+  const double bound =
+      std::max(mo.best_possible * in.unit, out.bnb_lower_bound);
   out.lower_bound = proven ? out.max_load : std::min(out.max_load, bound);
   // CBC's tolerances: a bound within 1e-6 relative counts as met.
   const bool met = proven || out.max_load - out.lower_bound <=
                                  1e-6 * std::max(1.0, out.max_load);
   out.status = met ? SolveStatus::kOptimal : SolveStatus::kFeasible;
   if (proven) out.lower_bound = out.max_load;
+}
+
+// Runs the branch and bound for `o.bnb_share` of the limit from `o.warm`
+// into `bnb` (its bound and time into `out`); returns the placement CBC
+// starts from: the branch and bound's when it has one, else `o.warm`.
+Result<const MaxLoadPlacement*> BnbFirst(const MaxLoadProblem& p,
+                                         const MaxLoadIlpOptions& o,
+                                         MaxLoadBnbResult& bnb,
+                                         MaxLoadIlpResult& out) {
+  if (o.bnb_share <= 0) return o.warm;
+  MaxLoadBnbOptions bo;
+  bo.time_limit_s = o.bnb_share * o.time_limit_s;
+  bo.start = o.warm;
+  Result<MaxLoadBnbResult> solved = SolveMaxLoadBnb(p, bo);
+  if (!solved) return solved.error();
+  bnb = std::move(*solved);
+  out.bnb_lower_bound = bnb.lower_bound;
+  out.bnb_seconds = bnb.seconds;
+  return HasSolution(bnb.status) ? &bnb.placement : o.warm;
+}
+
+// The answer when the branch and bound proved its placement optimal.
+MaxLoadIlpResult FromBnb(const MaxLoadProblem& p, const MaxLoadIlpOptions& o,
+                         const MaxLoadBnbResult& bnb, MaxLoadIlpResult out,
+                         double seconds) {
+  out.placement = bnb.placement;
+  out.max_load = bnb.max_load;
+  out.lower_bound = bnb.lower_bound;
+  out.status = SolveStatus::kOptimal;
+  out.improved_warm =
+      o.warm != nullptr && bnb.max_load < EvaluateMaxLoad(p, *o.warm).max_load;
+  out.seconds = seconds;
+  return out;
 }
 
 }  // namespace
@@ -384,6 +421,17 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   in.unit = least.total > 0 ? least.total / kTimeUnits : 1.0;
   const double unit = in.unit;
 
+  MaxLoadIlpResult out;
+  out.units = in.m;
+  // The branch and bound first: it proves the inputs that packing decides
+  // and gives CBC a better start on the others.
+  MaxLoadBnbResult bnb;
+  Result<const MaxLoadPlacement*> warm = BnbFirst(p, o, bnb, out);
+  if (!warm) return warm.error();
+  if (bnb.status == SolveStatus::kOptimal) {
+    return FromBnb(p, o, bnb, out, SecondsSince(started));
+  }
+
   std::lock_guard<std::mutex> lock(CbcMutex());
   Mip mip;
   IlpModel model;
@@ -398,23 +446,25 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
   AddLoadAndMemoryRows(in, mip, model);
 
   double warm_load = kInf;
-  if (o.warm != nullptr) {
-    const MaxLoadEvaluation e = EvaluateMaxLoad(p, *o.warm);
+  if (*warm != nullptr) {
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, **warm);
     if (e.violation.empty()) {
       warm_load = e.max_load;
-      SetWarmStart(in, model, *o.warm, warm_load, mip);
+      SetWarmStart(in, model, **warm, warm_load, mip);
     }
   }
   Result<MipOutcome> solved = mip.Solve(o.time_limit_s - SecondsSince(started));
-  MaxLoadIlpResult out;
-  out.units = in.m;
   out.columns = mip.cols();
   out.rows = model.rows;
   if (!solved) {
-    // CBC crashed or was killed: the warm start stands, with no bound.
+    // CBC crashed or was killed: the warm start stands, with only the
+    // branch and bound's bound.
     if (warm_load == kInf) return solved.error().WithContext(p.source);
-    out.placement = *o.warm;
+    out.placement = **warm;
     out.max_load = warm_load;
+    out.lower_bound = std::min(warm_load, out.bnb_lower_bound);
+    out.improved_warm =
+        o.warm != nullptr && warm_load < EvaluateMaxLoad(p, *o.warm).max_load;
     out.status = SolveStatus::kFeasible;
     out.solver_failure = solved.error().message;
     out.seconds = SecondsSince(started);
@@ -436,7 +486,9 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     out.seconds = SecondsSince(started);
     return out;
   }
-  KeepBest(in, model, o, warm_load, mo, out);
+  KeepBest(in, model, *warm, warm_load, mo, out);
+  out.improved_warm =
+      o.warm != nullptr && out.max_load < EvaluateMaxLoad(p, *o.warm).max_load;
   out.seconds = SecondsSince(started);
   return out;
 }

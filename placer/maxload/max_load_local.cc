@@ -1,7 +1,9 @@
 // ImproveMaxLoadLocally (placer/maxload/max_load.h): single-unit moves that
 // lower (largest load, sum of squared loads) lexicographically. Each candidate
 // is evaluated in full (EvaluateMaxLoad); a pass tries every unit on a
-// most-loaded device against every other device and takes the best move.
+// most-loaded device against every other device, and every other unit
+// against the most-loaded devices, and takes the best move; when none
+// helps, the first exchange of two units that does.
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -44,7 +46,34 @@ Score ScoreOf(const MaxLoadProblem& p, const MaxLoadPlacement& x) {
 
 namespace {
 
-// Best-improvement descent from `x` until a local optimum or `deadline`.
+// The first exchange of a unit on a hot device with a unit on another
+// device that beats `current` (what single moves miss when the units are
+// of one size); applied to `x`. False when none does.
+bool Swap(const MaxLoadProblem& p, const MaxLoadUnits& units,
+          const std::vector<char>& hot, const Score& current,
+          MaxLoadPlacement& x, Clock::time_point deadline) {
+  const int m = static_cast<int>(units.members.size());
+  const auto put = [&](int u, int d) {
+    for (const int v : units.members[u]) x.device[v] = d;
+  };
+  for (int u = 0; u < m && Clock::now() < deadline; ++u) {
+    const int from = x.device[units.members[u][0]];
+    if (!hot[from]) continue;
+    for (int w = 0; w < m; ++w) {
+      const int to = x.device[units.members[w][0]];
+      if (to == from) continue;
+      put(u, to);
+      put(w, from);
+      if (ScoreOf(p, x).Beats(current)) return true;
+      put(u, from);
+      put(w, to);
+    }
+  }
+  return false;
+}
+
+// Best-improvement descent from `x` until a local optimum or `deadline`:
+// single moves, then exchanges when no move helps.
 int64_t Descend(const MaxLoadProblem& p, const MaxLoadUnits& units,
                 MaxLoadPlacement& x, Clock::time_point deadline) {
   const int m = static_cast<int>(units.members.size());
@@ -53,8 +82,9 @@ int64_t Descend(const MaxLoadProblem& p, const MaxLoadUnits& units,
   int64_t moves = 0;
   while (current.feasible && Clock::now() < deadline) {
     const MaxLoadEvaluation e = EvaluateMaxLoad(p, x);
-    // Units on a most-loaded device: moving one of them off is what can
-    // lower the largest load (moving others can only raise a load).
+    // What can lower the largest load: moving a unit off a most-loaded
+    // device, or onto one (what it sends there or receives from there is
+    // then no longer paid); other moves can only raise a load.
     std::vector<char> hot(devices, 0);
     for (int d = 0; d < devices; ++d) {
       hot[d] = e.loads[d] >= e.max_load * (1 - 1e-12);
@@ -64,9 +94,8 @@ int64_t Descend(const MaxLoadProblem& p, const MaxLoadUnits& units,
     MaxLoadPlacement trial = x;
     for (int u = 0; u < m && Clock::now() < deadline; ++u) {
       const int from = x.device[units.members[u][0]];
-      if (!hot[from]) continue;
       for (int d = 0; d < devices; ++d) {
-        if (d == from) continue;
+        if (d == from || (!hot[from] && !hot[d])) continue;
         for (const int v : units.members[u]) trial.device[v] = d;
         const Score s = ScoreOf(p, trial);
         if (s.Beats(best)) {
@@ -77,7 +106,12 @@ int64_t Descend(const MaxLoadProblem& p, const MaxLoadUnits& units,
       }
       for (const int v : units.members[u]) trial.device[v] = from;
     }
-    if (best_unit < 0) break;
+    if (best_unit < 0) {
+      if (!Swap(p, units, hot, current, x, deadline)) break;
+      current = ScoreOf(p, x);
+      ++moves;
+      continue;
+    }
     for (const int v : units.members[best_unit]) x.device[v] = best_device;
     current = best;
     ++moves;

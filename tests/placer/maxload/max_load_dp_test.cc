@@ -19,6 +19,7 @@
 
 #include "placer/maxload/max_load.h"
 #include "placer/solver/mip.h"
+#include "tests/placer/maxload/max_load_brute_force.h"
 #include "tests/placer/test_problems.h"
 #include "tests/testlib/repo_paths.h"
 
@@ -102,27 +103,15 @@ struct Brute {
 };
 
 Brute BruteForce(const MaxLoadProblem& p) {
-  const int n = static_cast<int>(p.nodes.size());
-  const int devices = p.Devices();
   Brute out;
-  MaxLoadPlacement x;
-  x.device.assign(n, 0);
-  std::function<void(int)> go = [&](int i) {
-    if (i == n) {
-      const MaxLoadEvaluation e = EvaluateMaxLoad(p, x);
-      if (!e.violation.empty()) return;
-      out.any = std::min(out.any, e.max_load);
-      if (Contiguous(p, x.device, devices)) {
-        out.contiguous = std::min(out.contiguous, e.max_load);
-      }
-      return;
+  testing::ForEveryPlacement(p, [&](const MaxLoadPlacement& x) {
+    const MaxLoadEvaluation e = EvaluateMaxLoad(p, x);
+    if (!e.violation.empty()) return;
+    out.any = std::min(out.any, e.max_load);
+    if (Contiguous(p, x.device, p.Devices())) {
+      out.contiguous = std::min(out.contiguous, e.max_load);
     }
-    for (int d = 0; d < devices; ++d) {
-      x.device[i] = d;
-      go(i + 1);
-    }
-  };
-  go(0);
+  });
   return out;
 }
 
@@ -183,6 +172,7 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     const bool contiguous = HasSolution(dp->status);
     MaxLoadIlpOptions o;
     o.time_limit_s = testing::kProofLimitS;
+    o.bnb_share = 0;  // CBC alone (max_load_bnb_test.cc: with it in front)
     if (contiguous) o.warm = &dp->placement;
     auto ilp = SolveMaxLoadIlp(p, o);
     ASSERT_TRUE(ilp) << "trial " << trial << ": " << ilp.error().message;
@@ -243,9 +233,11 @@ TEST(MaxLoadIlp, ASolverCrashKeepsTheWarmStart) {
   ASSERT_TRUE(dp) << dp.error().message;
   SetMipChildFaultForTesting(SIGSEGV);
   MaxLoadIlpOptions o;
+  o.bnb_share = 0;  // CBC alone: the branch and bound would prove it first
   o.warm = &dp->placement;
   auto kept = SolveMaxLoadIlp(p, o);
-  auto alone = SolveMaxLoadIlp(p);
+  o.warm = nullptr;
+  auto alone = SolveMaxLoadIlp(p, o);
   SetMipChildFaultForTesting(0);
   ASSERT_TRUE(kept) << kept.error().message;
   EXPECT_EQ(kept->placement.device, dp->placement.device);
