@@ -107,31 +107,6 @@ std::vector<uint32_t> GroupTopoOrder(const Problem& p, const Grouping& g,
       if (m.begin[grp] != m.begin[grp + 1]) first[grp] = pos[m.of(grp)[0]];
     }
   }
-  // The groups by `first` (distinct positions; empty groups last, by id).
-  // When every edge goes forward in that order (groups numbered along the
-  // model's order, the common case), it is the order Kahn's algorithm below
-  // returns: each next group by `first` is ready once those before it are
-  // taken, and no ready group comes before it.
-  {
-    std::vector<uint32_t> at(p.num_ops(), kNone), order, place(n);
-    order.reserve(n);
-    for (uint32_t grp = 0; grp < n; ++grp) {
-      if (first[grp] != kNone) at[first[grp]] = grp;
-    }
-    for (uint32_t grp : at) {
-      if (grp != kNone) order.push_back(grp);
-    }
-    for (uint32_t grp = 0; grp < n; ++grp) {
-      if (first[grp] == kNone) order.push_back(grp);
-    }
-    for (uint32_t i = 0; i < n; ++i) place[order[i]] = i;
-    bool forward = true;
-    for (uint32_t grp = 0; grp < n && forward; ++grp) {
-      for (uint32_t h : gg.succ(grp))
-        forward = forward && place[h] > place[grp];
-    }
-    if (forward) return order;
-  }
   using Entry = std::pair<uint32_t, uint32_t>;  // (first, group)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   std::vector<uint32_t> indeg(n);
@@ -504,6 +479,14 @@ void SumGroupCosts(const Problem& p, const Grouping& g, Problem& q) {
   }
 }
 
+// Whether every op is its own group, numbered by op.
+bool IsIdentity(const Grouping& g) {
+  for (uint32_t op = 0; op < g.group_of.size(); ++op) {
+    if (g.group_of[op] != op) return false;
+  }
+  return g.num_groups == g.group_of.size();
+}
+
 }  // namespace
 
 Grouping IdentityGrouping(const Problem& p) {
@@ -521,14 +504,6 @@ Grouping IdentityGrouping(const Problem& p) {
 // graph with a single sink whole. Each merged group is an in-tree of such
 // edges, and contracting edges that are their tails' only way out creates
 // no cycle (docs/placer_baechi.md).
-// Whether every op is its own group, numbered by op.
-bool IsIdentity(const Grouping& g) {
-  for (uint32_t op = 0; op < g.group_of.size(); ++op) {
-    if (g.group_of[op] != op) return false;
-  }
-  return g.num_groups == g.group_of.size();
-}
-
 Grouping CoPlace(const Problem& p, const Grouping& start) {
   UnionFind uf(start.num_groups);
   auto join = [&uf](uint32_t grp, std::span<const uint32_t> succ) {

@@ -315,7 +315,7 @@ Grouping ReferenceCoarsen(const Problem& p, const Grouping& start,
 }
 
 // Whether ordering `g`'s groups by their first op along p.topo respects
-// every edge between groups (Coarsen's shortcut; otherwise its heap).
+// every edge between groups (else Kahn's heap must reorder them).
 bool FirstOrderIsTopological(const Problem& p, const Grouping& g) {
   std::vector<uint32_t> first(g.num_groups, UINT32_MAX);
   for (uint32_t i = 0; i < p.topo.size(); ++i) {
@@ -331,7 +331,7 @@ bool FirstOrderIsTopological(const Problem& p, const Grouping& g) {
 }
 
 TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
-  int shortcut = 0, heap = 0, shape_index = 0;
+  int in_order = 0, reordered = 0, shape_index = 0;
   for (const RandomDagOptions& shape : Shapes()) {
     for (uint64_t seed = 1; seed <= 25; ++seed) {
       const Problem p = RandomProblem(seed * 104729 + shape_index, shape);
@@ -349,7 +349,7 @@ TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
       EXPECT_EQ(CoPlace(p, fu).group_of, ReferenceCoPlace(p, fu).group_of)
           << tag;
       for (const Grouping* start : {&id, &co, &fu}) {
-        (FirstOrderIsTopological(p, *start) ? shortcut : heap) += 1;
+        (FirstOrderIsTopological(p, *start) ? in_order : reordered) += 1;
         for (uint32_t k : {1U, 3U, 8U, 20U}) {
           const Grouping got = Coarsen(p, *start, k);
           const Grouping want = ReferenceCoarsen(p, *start, k);
@@ -360,9 +360,9 @@ TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
     }
     ++shape_index;
   }
-  // Both of Coarsen's ways were taken.
-  EXPECT_GT(shortcut, 20);
-  EXPECT_GT(heap, 20);
+  // Groupings of both kinds were coarsened.
+  EXPECT_GT(in_order, 20);
+  EXPECT_GT(reordered, 20);
 }
 
 // Builds small graphs by hand: ops named by their index.
