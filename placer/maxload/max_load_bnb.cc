@@ -72,17 +72,9 @@ struct BnbModel {
 };
 
 void BuildTimes(BnbModel& b) {
-  b.time.assign(static_cast<size_t>(b.m) * b.kinds, 0);
+  b.time = UnitTimes(b.p, b.units);
   b.size.assign(b.m, 0);
-  for (int v = 0; v < b.n; ++v) {
-    const int u = b.units.unit_of[v];
-    b.size[u] += b.p.nodes[v].size;
-    for (int k = 0; k < b.kinds; ++k) {
-      const double t = b.p.nodes[v].time[k];
-      double& at = b.time[u * b.kinds + k];
-      at = t < 0 ? kInf : at + t;
-    }
-  }
+  for (int v = 0; v < b.n; ++v) b.size[b.units.unit_of[v]] += b.p.nodes[v].size;
   b.least.assign(b.m, kInf);
   for (int u = 0; u < b.m; ++u) {
     for (int k = 0; k < b.kinds; ++k) {

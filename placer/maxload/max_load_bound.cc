@@ -115,15 +115,7 @@ StarInputs Inputs(const MaxLoadProblem& p) {
   in.units = BuildMaxLoadUnits(p, /*order=*/false);
   in.m = static_cast<int>(in.units.members.size());
   in.kinds = static_cast<int>(p.kinds.size());
-  in.time.assign(static_cast<size_t>(in.m) * in.kinds, 0);
-  for (size_t v = 0; v < p.nodes.size(); ++v) {
-    const int u = in.units.unit_of[v];
-    for (int k = 0; k < in.kinds; ++k) {
-      const double t = p.nodes[v].time[k];
-      double& at = in.time[u * in.kinds + k];
-      at = t < 0 ? kInf : at + t;
-    }
-  }
+  in.time = UnitTimes(p, in.units);
   in.cost = p.OutCosts();
   in.succ_units.assign(p.nodes.size(), {});
   for (const MaxLoadEdge& e : p.edges) {

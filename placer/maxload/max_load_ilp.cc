@@ -89,16 +89,9 @@ struct IlpInputs {
         kinds(static_cast<int>(problem.kinds.size())) {
     kind_of.resize(devices);
     for (int d = 0; d < devices; ++d) kind_of[d] = p.KindOf(d);
-    time.assign(static_cast<size_t>(m) * kinds, 0);
+    time = UnitTimes(p, units);
     size.assign(m, 0);
-    for (int v = 0; v < n; ++v) {
-      const int at = units.unit_of[v];
-      size[at] += p.nodes[v].size;
-      for (int k = 0; k < kinds; ++k) {
-        const double t = p.nodes[v].time[k];
-        time[at * kinds + k] = t < 0 ? kInf : time[at * kinds + k] + t;
-      }
-    }
+    for (int v = 0; v < n; ++v) size[units.unit_of[v]] += p.nodes[v].size;
   }
   double Time(int u, int d) const { return time[u * kinds + kind_of[d]]; }
   // The id of unit u's first node, for messages.

@@ -3,6 +3,7 @@
 #include "placer/maxload/max_load_units.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -269,6 +270,21 @@ MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order) {
   for (int v = 0; v < n; ++v) out.members[out.unit_of[v]].push_back(v);
   out.topological = TopologicalOrder(out.preds);
   return out;
+}
+
+std::vector<double> UnitTimes(const MaxLoadProblem& p,
+                              const MaxLoadUnits& units) {
+  const size_t kinds = p.kinds.size();
+  std::vector<double> time(units.members.size() * kinds, 0);
+  for (size_t v = 0; v < p.nodes.size(); ++v) {
+    const auto u = static_cast<size_t>(units.unit_of[v]);
+    for (size_t k = 0; k < kinds; ++k) {
+      const double t = p.nodes[v].time[k];
+      double& at = time[u * kinds + k];
+      at = t < 0 ? std::numeric_limits<double>::infinity() : at + t;
+    }
+  }
+  return time;
 }
 
 }  // namespace tessera::placer

@@ -45,6 +45,11 @@ struct MaxLoadUnits {
 // cycles (for the ILP).
 MaxLoadUnits BuildMaxLoadUnits(const MaxLoadProblem& p, bool order);
 
+// Per unit u and kind k, at [u * kinds + k]: the sum of its nodes' times
+// on k, or infinity when one of them cannot run there.
+std::vector<double> UnitTimes(const MaxLoadProblem& p,
+                              const MaxLoadUnits& units);
+
 }  // namespace tessera::placer
 
 #endif  // TESSERA_PLACER_MAXLOAD_MAX_LOAD_UNITS_H_
