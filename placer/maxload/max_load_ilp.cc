@@ -375,6 +375,12 @@ Result<const MaxLoadPlacement*> BnbFirst(const MaxLoadProblem& p,
   return HasSolution(bnb.status) ? &bnb.placement : o.warm;
 }
 
+// Whether a split of max load `load` beats the caller's warm start.
+bool ImprovesWarm(const MaxLoadProblem& p, const MaxLoadIlpOptions& o,
+                  double load) {
+  return o.warm != nullptr && load < EvaluateMaxLoad(p, *o.warm).max_load;
+}
+
 // The answer when the branch and bound proved its placement optimal.
 MaxLoadIlpResult FromBnb(const MaxLoadProblem& p, const MaxLoadIlpOptions& o,
                          const MaxLoadBnbResult& bnb, MaxLoadIlpResult out,
@@ -383,8 +389,7 @@ MaxLoadIlpResult FromBnb(const MaxLoadProblem& p, const MaxLoadIlpOptions& o,
   out.max_load = bnb.max_load;
   out.lower_bound = bnb.lower_bound;
   out.status = SolveStatus::kOptimal;
-  out.improved_warm =
-      o.warm != nullptr && bnb.max_load < EvaluateMaxLoad(p, *o.warm).max_load;
+  out.improved_warm = ImprovesWarm(p, o, bnb.max_load);
   out.seconds = seconds;
   return out;
 }
@@ -456,8 +461,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     out.placement = **warm;
     out.max_load = warm_load;
     out.lower_bound = std::min(warm_load, out.bnb_lower_bound);
-    out.improved_warm =
-        o.warm != nullptr && warm_load < EvaluateMaxLoad(p, *o.warm).max_load;
+    out.improved_warm = ImprovesWarm(p, o, warm_load);
     out.status = SolveStatus::kFeasible;
     out.solver_failure = solved.error().message;
     out.seconds = SecondsSince(started);
@@ -480,8 +484,7 @@ Result<MaxLoadIlpResult> SolveMaxLoadIlp(const MaxLoadProblem& p,
     return out;
   }
   KeepBest(in, model, *warm, warm_load, mo, out);
-  out.improved_warm =
-      o.warm != nullptr && out.max_load < EvaluateMaxLoad(p, *o.warm).max_load;
+  out.improved_warm = ImprovesWarm(p, o, out.max_load);
   out.seconds = SecondsSince(started);
   return out;
 }
