@@ -9,7 +9,11 @@
 // on every device. The best op of a device is the better of `avail`'s and
 // `global`'s best (it starts when the device is free), else the top of
 // `pending`; the best (op, device) overall is the least start over the
-// devices.
+// devices. Devices are asked in the order they are free and the asking
+// stops at the first free after the best start found (it could start
+// nothing earlier), except at a device an op might not fit: asking drops
+// such ops there, and a drop is final, so those are asked every step as
+// before (their answers, and so the plans, are the same).
 //
 // `avail` and `global` are RankSets (rank_set_internal.h) over the ops'
 // ranks by priority (highest first, ties to the lower id), so that taking
@@ -107,6 +111,8 @@ class Engine {
       }
     }
     free_.assign(nd_, 0.0);
+    by_free_.resize(nd_);
+    for (int d = 0; d < nd_; ++d) by_free_[d] = d;
     last_.assign(nd_, kNoOp);
     version_.assign(nd_, 0);
     checked_op_.assign(nd_, kNoOp);
@@ -136,6 +142,7 @@ class Engine {
       used_[d] = ledger_.used(d);
     }
     if (beside.joinable()) beside.join();
+    for (const int64_t g : growth_) max_growth_ = std::max(max_growth_, g);
     sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;
     if (sct_) min_arrival_.assign(n_, 0.0);
   }
@@ -153,13 +160,24 @@ class Engine {
       int best_d = -1;
       double best_start = kInf;
       bool best_reserved = false;
-      for (int d = 0; d < nd_; ++d) {
+      // Devices in the order they are free. One free after the best start
+      // so far cannot offer a better one; when every op fits it by the
+      // growth bound, asking it would drop nothing, so it is skipped (its
+      // `pending` is moved on when it is next asked; the sets it would
+      // offer from are the same).
+      for (int i = 0; i < nd_; ++i) {
+        const int d = by_free_[i];
+        if (free_[d] > best_start && used_[d] + max_growth_ <= budget_[d]) {
+          continue;
+        }
         OpId op;
         double start;
         bool reserved;
         if (!Candidate(d, op, start, reserved)) continue;
         if (best_op == kNoOp || start < best_start ||
-            (start == best_start && priority_[op] > priority_[best_op])) {
+            (start == best_start &&
+             (priority_[op] > priority_[best_op] ||
+              (priority_[op] == priority_[best_op] && d < best_d)))) {
           best_op = op;
           best_d = d;
           best_start = start;
@@ -440,7 +458,16 @@ class Engine {
     const double f = s + Duration(op, d);
     finish_[op] = f;
     free_[d] = f;
-    min_free_ = *std::min_element(free_.begin(), free_.end());
+    // d moves later in by_free_ (frees only grow; ties by index).
+    int i = static_cast<int>(std::find(by_free_.begin(), by_free_.end(), d) -
+                             by_free_.begin());
+    for (; i + 1 < nd_; ++i) {
+      const int e = by_free_[i + 1];
+      if (free_[e] > f || (free_[e] == f && e > d)) break;
+      by_free_[i] = e;
+    }
+    by_free_[i] = d;
+    min_free_ = free_[by_free_[0]];
     device_[op] = static_cast<uint16_t>(d);
     placed_[op] = 1;
     --ready_;
@@ -531,6 +558,7 @@ class Engine {
   std::vector<int> profile_;   // its column in the problem's profiles
   std::vector<int64_t> used_;  // ledger_.used, or above it (StartWorker)
   std::vector<double> free_;
+  std::vector<int> by_free_;  // the devices by free_, ties by index
   double min_free_ = 0.0;  // over the devices
   std::vector<OpId> last_;
   std::vector<uint64_t> version_;  // placements so far
@@ -547,6 +575,7 @@ class Engine {
   std::vector<uint32_t> waiting_;  // unplaced predecessors
   std::vector<uint32_t> moved_;    // devices where it became available
   std::vector<int64_t> growth_;    // ledger_.GrowthBound
+  int64_t max_growth_ = 0;         // over the ops
   std::vector<uint8_t> in_global_;
   std::vector<uint8_t> no_global_;   // dropped by a device: never global
   std::vector<double> arrival_;      // [op * nd + d]
