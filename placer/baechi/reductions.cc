@@ -1,5 +1,6 @@
 // Graph reductions (reductions_internal.h): co-placement, fusion of groups that
-// share a weight, coarsening, and the contracted problem. Every function
+// share a weight, coarsening, expansion (the contracted problem is
+// contract.cc's). Every function
 // works on the graph of groups (distinct edges between groups) and keeps it
 // acyclic; the arguments are in docs/placer_baechi.md.
 
@@ -9,11 +10,12 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
-#include <queue>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "placer/baechi/rank_set_internal.h"
 
 namespace tessera::placer {
 namespace {
@@ -91,40 +93,99 @@ GroupGraph BuildGroupGraph(const Problem& p, const Grouping& g,
   return gg;
 }
 
-// A topological order of the groups; among ready groups, the one whose
-// first op comes first in p.topo (so the order follows the model's).
-// Shorter than num_groups when the groups have a cycle.
-std::vector<uint32_t> GroupTopoOrder(const Problem& p, const Grouping& g,
-                                     const Members& m, const GroupGraph& gg) {
+// Kahn's order of the groups: among the ready groups, the one whose first
+// op comes first in p.topo (so the order follows the model's); groups
+// without ops last. `indeg` counts the edges into each group that
+// `visit(grp, f)` walks, calling f(h) once per edge from grp to h. The
+// ready groups wait in a RankSet over their first op's position (distinct
+// per group), which at 10^6 groups costs a third of a binary heap. Shorter
+// than num_groups when the groups have a cycle.
+template <typename Visit>
+std::vector<uint32_t> KahnByFirstOp(const Problem& p, const Grouping& g,
+                                    const Members& m,
+                                    std::vector<uint32_t>& indeg, Visit visit) {
   const uint32_t n = g.num_groups;
-  std::vector<uint32_t> first(n, kNone);
-  {
-    std::vector<uint32_t> pos(p.num_ops());
-    for (size_t i = 0; i < p.topo.size(); ++i) {
-      pos[p.topo[i]] = static_cast<uint32_t>(i);
-    }
+  // Each group's key: its first op's position in p.topo; or, when the
+  // groups are numbered in the order of their first ops and none is empty
+  // (as Relabel numbers them), the group itself, which orders them alike.
+  uint32_t next = 0;
+  for (OpId op : p.topo) {
+    const uint32_t grp = g.group_of[op];
+    if (grp < next) continue;
+    if (grp != next) break;
+    ++next;
+  }
+  const bool by_number = next == n;
+  std::vector<uint32_t> key, group_at, empty;
+  uint32_t keys = n;
+  if (!by_number) {
+    // (Members holds only the ops in p.topo: a group of others is empty.)
+    keys = static_cast<uint32_t>(p.topo.size());
+    std::vector<uint32_t> pos(p.num_ops(), kNone);
+    for (uint32_t i = 0; i < keys; ++i) pos[p.topo[i]] = i;
+    key.assign(n, kNone);
+    group_at.assign(keys, kNone);
     for (uint32_t grp = 0; grp < n; ++grp) {
-      if (m.begin[grp] != m.begin[grp + 1]) first[grp] = pos[m.of(grp)[0]];
+      if (m.begin[grp] == m.begin[grp + 1]) {
+        empty.push_back(grp);
+        continue;
+      }
+      key[grp] = pos[m.of(grp)[0]];
+      group_at[key[grp]] = grp;
     }
   }
-  using Entry = std::pair<uint32_t, uint32_t>;  // (first, group)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  std::vector<uint32_t> indeg(n);
+  auto key_of = [&](uint32_t grp) { return by_number ? grp : key[grp]; };
+  RankSet ready(keys);
   for (uint32_t grp = 0; grp < n; ++grp) {
-    indeg[grp] = static_cast<uint32_t>(gg.pred(grp).size());
-    if (indeg[grp] == 0) ready.emplace(first[grp], grp);
+    if (indeg[grp] == 0 && key_of(grp) != kNone) ready.Insert(key_of(grp));
   }
   std::vector<uint32_t> order;
   order.reserve(n);
   while (!ready.empty()) {
-    const uint32_t grp = ready.top().second;
-    ready.pop();
+    const uint32_t at = ready.Min();
+    ready.Erase(at);
+    const uint32_t grp = by_number ? at : group_at[at];
     order.push_back(grp);
-    for (uint32_t h : gg.succ(grp)) {
-      if (--indeg[h] == 0) ready.emplace(first[h], h);
+    visit(grp, [&](uint32_t h) {
+      if (--indeg[h] == 0) ready.Insert(key_of(h));
+    });
+  }
+  order.insert(order.end(), empty.begin(), empty.end());
+  return order;
+}
+
+// A topological order of the groups (KahnByFirstOp) over the group graph.
+std::vector<uint32_t> GroupTopoOrder(const Problem& p, const Grouping& g,
+                                     const Members& m, const GroupGraph& gg) {
+  std::vector<uint32_t> indeg(g.num_groups);
+  for (uint32_t grp = 0; grp < g.num_groups; ++grp) {
+    indeg[grp] = static_cast<uint32_t>(gg.pred(grp).size());
+  }
+  return KahnByFirstOp(p, g, m, indeg, [&gg](uint32_t grp, auto&& f) {
+    for (uint32_t h : gg.succ(grp)) f(h);
+  });
+}
+
+// The same order from the ops' edges, without building the group graph: a
+// group's in-degree counts the edges from other groups into its members,
+// repeats included, so it reaches zero when its last predecessor group is
+// out, as with distinct edges.
+std::vector<uint32_t> GroupTopoOrderFromOps(const Problem& p, const Grouping& g,
+                                            const Members& m) {
+  std::vector<uint32_t> indeg(g.num_groups, 0);
+  for (OpId op = 0; op < p.num_ops(); ++op) {
+    const uint32_t grp = g.group_of[op];
+    for (uint32_t s : p.successors(op)) {
+      if (g.group_of[s] != grp) ++indeg[g.group_of[s]];
     }
   }
-  return order;
+  return KahnByFirstOp(p, g, m, indeg, [&](uint32_t grp, auto&& f) {
+    for (uint32_t op : m.of(grp)) {
+      for (uint32_t s : p.successors(op)) {
+        if (g.group_of[s] != grp) f(g.group_of[s]);
+      }
+    }
+  });
 }
 
 class UnionFind {
@@ -317,168 +378,6 @@ bool AnythingToFuse(const Problem& p, const Grouping& g) {
   return false;
 }
 
-// Contract's steps, each filling some of the contracted problem `q`'s
-// arrays from those the previous ones filled.
-
-// In training the ledger also counts twice the largest tensor a device
-// produces or receives; the largest tensor made inside each group stays
-// a (consumer-less) tensor of the group so that count stays what it is
-// for the ops. Per group, that tensor (kNone outside training).
-std::vector<uint32_t> LargestInside(const Problem& p, const Grouping& g) {
-  std::vector<uint32_t> largest_inside(g.num_groups, kNone);
-  if (p.training) {
-    for (uint32_t t = 0; t < p.num_tensors(); ++t) {
-      const ProblemTensor& tensor = p.tensors[t];
-      if (tensor.role != TensorRole::kActivation || tensor.producer == kNoOp) {
-        continue;
-      }
-      uint32_t& best = largest_inside[g.group_of[tensor.producer]];
-      if (best == kNone || p.tensors[best].bytes < tensor.bytes) best = t;
-    }
-  }
-  return largest_inside;
-}
-
-// Tensors: which survive, their producer group and consumer groups
-// (q.tensors, q.use_begin, q.use_ops); the bytes of the others go to
-// q.extra_bytes.
-void ContractTensors(const Problem& p, const Grouping& g, Problem& q) {
-  const uint32_t n = g.num_groups;
-  const std::vector<uint32_t> largest_inside = LargestInside(p, g);
-  q.extra_bytes.assign(n, 0);
-  auto state_bytes = [&](int64_t bytes) {
-    return p.training ? static_cast<int64_t>(std::ceil(
-                            static_cast<double>(bytes) * p.weight_state_factor))
-                      : bytes;
-  };
-  std::vector<uint32_t> stamp(n, kNone);
-  q.tensors.reserve(p.num_tensors());
-  q.use_begin.reserve(p.num_tensors() + 1);
-  for (uint32_t t = 0; t < p.num_tensors(); ++t) {
-    const ProblemTensor& tensor = p.tensors[t];
-    const uint32_t prod =
-        tensor.producer == kNoOp ? kNone : g.group_of[tensor.producer];
-    bool inside_use = false, outside_use = false;
-    for (uint32_t op : p.consumers(t)) {
-      (g.group_of[op] == prod ? inside_use : outside_use) = true;
-    }
-    if (tensor.role == TensorRole::kActivation && prod != kNone &&
-        !outside_use && inside_use && !tensor.output &&
-        largest_inside[prod] != t) {
-      q.extra_bytes[prod] += tensor.bytes;  // lives and dies in its group
-      continue;
-    }
-    // A weight whose producer (a Constant) shares a group with a consumer:
-    // a group cannot read its own output. Read only there, the weight
-    // becomes one without a producer; read elsewhere too, the producing
-    // group keeps it as an output and counts its copy as extra (the ledger
-    // counts weights only where they are read).
-    uint32_t producer_group = prod;
-    if (tensor.role == TensorRole::kWeight && prod != kNone && inside_use) {
-      if (outside_use) {
-        q.extra_bytes[prod] += state_bytes(tensor.bytes);
-      } else {
-        producer_group = kNone;
-      }
-    }
-    const auto id = static_cast<uint32_t>(q.tensors.size());
-    ProblemTensor kept = tensor;
-    kept.producer = producer_group == kNone ? kNoOp : producer_group;
-    q.tensors.push_back(std::move(kept));
-    q.use_begin.push_back(static_cast<uint32_t>(q.use_ops.size()));
-    for (uint32_t op : p.consumers(t)) {
-      const uint32_t grp = g.group_of[op];
-      if (grp == producer_group || stamp[grp] == id) continue;
-      stamp[grp] = id;
-      q.use_ops.push_back(grp);
-    }
-  }
-  q.use_begin.push_back(static_cast<uint32_t>(q.use_ops.size()));
-}
-
-// Inputs and outputs of each of the `n` groups: transposes of the tensors'
-// consumers and producers.
-void TransposeTensorUses(Problem& q, uint32_t n) {
-  const auto nt = static_cast<uint32_t>(q.tensors.size());
-  q.in_begin.assign(n + 1, 0);
-  q.out_begin.assign(n + 1, 0);
-  for (uint32_t grp : q.use_ops) ++q.in_begin[grp + 1];
-  for (const ProblemTensor& t : q.tensors) {
-    if (t.producer != kNoOp) ++q.out_begin[t.producer + 1];
-  }
-  std::partial_sum(q.in_begin.begin(), q.in_begin.end(), q.in_begin.begin());
-  std::partial_sum(q.out_begin.begin(), q.out_begin.end(), q.out_begin.begin());
-  q.in_tensors.resize(q.in_begin[n]);
-  q.out_tensors.resize(q.out_begin[n]);
-  std::vector<uint32_t> fill_in(q.in_begin.begin(), q.in_begin.end() - 1);
-  std::vector<uint32_t> fill_out(q.out_begin.begin(), q.out_begin.end() - 1);
-  for (uint32_t t = 0; t < nt; ++t) {
-    for (uint32_t i = q.use_begin[t]; i < q.use_begin[t + 1]; ++i) {
-      q.in_tensors[fill_in[q.use_ops[i]]++] = t;
-    }
-    if (q.tensors[t].producer != kNoOp) {
-      q.out_tensors[fill_out[q.tensors[t].producer]++] = t;
-    }
-  }
-}
-
-// Distinct predecessors (sorted) and successors of each of the `n` groups.
-void FillGroupEdges(Problem& q, uint32_t n) {
-  std::vector<uint32_t> stamp(n, kNone);
-  q.pred_begin.assign(n + 1, 0);
-  for (uint32_t grp = 0; grp < n; ++grp) {
-    q.pred_begin[grp] = static_cast<uint32_t>(q.pred_ops.size());
-    for (uint32_t t : q.inputs(grp)) {
-      const OpId prod = q.tensors[t].producer;
-      if (prod == kNoOp || stamp[prod] == grp) continue;
-      stamp[prod] = grp;
-      q.pred_ops.push_back(prod);
-    }
-    std::sort(q.pred_ops.begin() + q.pred_begin[grp], q.pred_ops.end());
-  }
-  q.pred_begin[n] = static_cast<uint32_t>(q.pred_ops.size());
-  q.succ_begin.assign(n + 1, 0);
-  for (uint32_t v : q.pred_ops) ++q.succ_begin[v + 1];
-  std::partial_sum(q.succ_begin.begin(), q.succ_begin.end(),
-                   q.succ_begin.begin());
-  q.succ_ops.resize(q.pred_ops.size());
-  std::vector<uint32_t> fill(q.succ_begin.begin(), q.succ_begin.end() - 1);
-  for (uint32_t grp = 0; grp < n; ++grp) {
-    for (uint32_t v : q.predecessors(grp)) q.succ_ops[fill[v]++] = grp;
-  }
-}
-
-// Per group: times summed, the largest workspace, extra bytes added, name
-// and type (the op's own when the group has one op).
-void SumGroupCosts(const Problem& p, const Grouping& g, Problem& q) {
-  const uint32_t n = g.num_groups;
-  const int np = p.num_profiles;
-  q.forward_s.assign(static_cast<size_t>(n) * np, 0.0);
-  if (p.training) q.backward_s.assign(static_cast<size_t>(n) * np, 0.0);
-  q.workspace_bytes.assign(n, 0);
-  std::vector<uint32_t> size(n, 0), member(n, kNone);
-  for (OpId op = 0; op < p.num_ops(); ++op) {
-    const uint32_t grp = g.group_of[op];
-    const size_t from = static_cast<size_t>(op) * np;
-    const size_t to = static_cast<size_t>(grp) * np;
-    for (int k = 0; k < np; ++k) {
-      q.forward_s[to + k] += p.forward_s[from + k];
-      if (p.training) q.backward_s[to + k] += p.backward_s[from + k];
-    }
-    q.workspace_bytes[grp] =
-        std::max(q.workspace_bytes[grp], p.workspace_bytes[op]);
-    q.extra_bytes[grp] += p.extra_bytes[op];
-    ++size[grp];
-    member[grp] = op;
-  }
-  q.names.resize(n);
-  q.op_types.resize(n);
-  for (uint32_t grp = 0; grp < n; ++grp) {
-    q.names[grp] = "group" + std::to_string(grp);
-    q.op_types[grp] = size[grp] == 1 ? p.op_types[member[grp]] : "Group";
-  }
-}
-
 // Whether every op is its own group, numbered by op.
 bool IsIdentity(const Grouping& g) {
   for (uint32_t op = 0; op < g.group_of.size(); ++op) {
@@ -561,8 +460,7 @@ Grouping Coarsen(const Problem& p, const Grouping& start, uint32_t max_groups) {
   max_groups = std::max<uint32_t>(max_groups, 1);
   if (start.num_groups <= max_groups) return start;
   const Members m = GroupMembers(p, start);
-  const GroupGraph gg = BuildGroupGraph(p, start, m);
-  const std::vector<uint32_t> order = GroupTopoOrder(p, start, m, gg);
+  const std::vector<uint32_t> order = GroupTopoOrderFromOps(p, start, m);
   if (order.size() != start.num_groups) return start;
   std::vector<double> work(start.num_groups, 0.0);
   double total = 0.0;
@@ -596,33 +494,6 @@ Grouping Coarsen(const Problem& p, const Grouping& start, uint32_t max_groups) {
     out.group_of[op] = run[start.group_of[op]];
   }
   return out;
-}
-
-// Builds the contracted Problem's arrays directly (ProblemBuilder's
-// per-op vectors cost seconds on 10^6-op graphs).
-Result<Problem> Contract(const Problem& p, const Grouping& g) {
-  const uint32_t n = g.num_groups;
-  if (g.group_of.size() != p.num_ops()) {
-    return Internal("a grouping of " + std::to_string(g.group_of.size()) +
-                    " ops for a problem of " + std::to_string(p.num_ops()));
-  }
-  Problem q;
-  q.training = p.training;
-  q.num_profiles = p.num_profiles;
-  q.device_profile = p.device_profile;
-  q.weight_state_factor = p.weight_state_factor;
-  ContractTensors(p, g, q);
-  TransposeTensorUses(q, n);
-  FillGroupEdges(q, n);
-  SumGroupCosts(p, g, q);
-
-  // Groups are numbered along the model's order, so the smallest-first
-  // order follows it too.
-  if (!FillTopologicalOrder(q)) {
-    return Internal("contracting " + std::to_string(p.num_ops()) +
-                    " ops into " + std::to_string(n) + " groups made a cycle");
-  }
-  return q;
 }
 
 Placement Expand(const Problem& p, const Grouping& g,

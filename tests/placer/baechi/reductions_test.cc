@@ -348,7 +348,15 @@ TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
       const Grouping fu = FuseSharedWeights(p, id);
       EXPECT_EQ(CoPlace(p, fu).group_of, ReferenceCoPlace(p, fu).group_of)
           << tag;
-      for (const Grouping* start : {&id, &co, &fu}) {
+      // Groups not numbered in the order of their first ops (Coarsen then
+      // orders them by their first op's position, not by number).
+      Grouping co_renumbered = co;
+      for (uint32_t& grp : co_renumbered.group_of) {
+        grp = co.num_groups - 1 - grp;
+      }
+      const std::vector<const Grouping*> starts = {&id, &co, &fu, &shuffled,
+                                                   &co_renumbered};
+      for (const Grouping* start : starts) {
         (FirstOrderIsTopological(p, *start) ? in_order : reordered) += 1;
         for (uint32_t k : {1U, 3U, 8U, 20U}) {
           const Grouping got = Coarsen(p, *start, k);
