@@ -57,6 +57,12 @@ struct ListScheduleOptions {
   // given.
   std::function<void(std::vector<OpId>& child, std::vector<OpId>& parent)>
       favourites;
+  // m-SCT: called once, when `favourites` is set, on the engine's thread:
+  // when it has built its largest tables and before it waits for
+  // `favourites` on the second thread; or, when `favourites` runs on the
+  // engine's thread, just before it. From then on the favourites may fork
+  // (the engine's thread fills little new memory).
+  std::function<void()> tables_built;
   // From this many ops, the ops' growth bounds (or the favourites) and the
   // memory ledger's bookkeeping run on a second thread (when the machine
   // has two cores); below it, a thread costs more than it saves. Plans are

@@ -14,6 +14,8 @@
 // in list_scheduler.cc and docs/placer_baechi.md).
 
 #include <algorithm>
+#include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "common/isolated.h"
 #include "common/strings.h"
 #include "placer/baechi/list_scheduler_internal.h"
+#include "placer/baechi/lp_graph_internal.h"
 #include "placer/baechi/reductions_internal.h"
 #include "placer/core/algorithms_internal.h"
 #include "placer/solver/glpk.h"
@@ -49,38 +52,12 @@ struct LpResult {
   double makespan_s = 0.0;
 };
 
-// Bytes of activation tensors from `u` to each consumer, added into
-// `bytes_to` (indexed by op); returns the consumers touched.
-void BytesToConsumers(const Problem& p, OpId u, std::vector<int64_t>& bytes_to,
-                      std::vector<OpId>& touched) {
-  touched.clear();
-  for (uint32_t t : p.outputs(u)) {
-    const ProblemTensor& tensor = p.tensors[t];
-    if (tensor.role != TensorRole::kActivation) continue;
-    for (uint32_t v : p.consumers(t)) {
-      if (bytes_to[v] < 0) {
-        bytes_to[v] = 0;
-        touched.push_back(v);
-      }
-      bytes_to[v] += tensor.bytes;
-    }
-  }
-}
-
-// The LP's cost of each edge of q (indexed like q.succ_ops): the mean
-// transfer time of the activation bytes it carries, in LP time units.
-std::vector<double> EdgeCosts(const Problem& q, const MeanCosts& mean) {
-  const auto k = static_cast<uint32_t>(q.num_ops());
-  std::vector<double> edge_cost(q.succ_ops.size(), 0.0);
-  std::vector<int64_t> bytes_to(k, -1);
-  std::vector<OpId> touched;
-  for (OpId u = 0; u < k; ++u) {
-    BytesToConsumers(q, u, bytes_to, touched);
-    for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-      const int64_t b = std::max<int64_t>(bytes_to[q.succ_ops[e]], 0);
-      edge_cost[e] = mean.Transfer(b) * kLpTimeScale;
-    }
-    for (OpId v : touched) bytes_to[v] = -1;
+// The LP's cost of each edge (indexed like lg.succ): the mean transfer time
+// of the activation bytes it carries, in LP time units.
+std::vector<double> EdgeCosts(const LpGraph& lg) {
+  std::vector<double> edge_cost(lg.succ.size(), 0.0);
+  for (size_t e = 0; e < lg.succ.size(); ++e) {
+    edge_cost[e] = lg.mean.Transfer(lg.bytes[e]) * kLpTimeScale;
   }
   return edge_cost;
 }
@@ -101,16 +78,15 @@ struct LpRows {
 // Per op: the precedence row of each out-edge, the favourite-child row of
 // a branching op and the makespan row of a sink; then the favourite-parent
 // row of each op with two or more predecessors.
-LpRows BuildLpRows(const Problem& q, const MeanCosts& mean,
-                   const std::vector<double>& edge_cost) {
-  const auto k = static_cast<uint32_t>(q.num_ops());
-  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
+LpRows BuildLpRows(const LpGraph& q, const std::vector<double>& edge_cost) {
+  const uint32_t k = q.size();
+  const auto ne = static_cast<uint32_t>(q.succ.size());
   const int s0 = 1 + static_cast<int>(ne), w = 1 + static_cast<int>(ne + k);
   LpRows rows;
   for (OpId u = 0; u < k; ++u) {
-    const double pu = mean.seconds[u] * kLpTimeScale;
+    const double pu = q.mean.seconds[u] * kLpTimeScale;
     for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-      rows.Entry(s0 + static_cast<int>(q.succ_ops[e]), 1.0);
+      rows.Entry(s0 + static_cast<int>(q.succ[e]), 1.0);
       rows.Entry(s0 + static_cast<int>(u), -1.0);
       if (edge_cost[e] > 0.0)
         rows.Entry(1 + static_cast<int>(e), -edge_cost[e]);
@@ -133,7 +109,7 @@ LpRows BuildLpRows(const Problem& q, const MeanCosts& mean,
   std::vector<std::vector<uint32_t>> in_edges(k);
   for (OpId u = 0; u < k; ++u) {
     for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-      in_edges[q.succ_ops[e]].push_back(e);
+      in_edges[q.succ[e]].push_back(e);
     }
   }
   for (OpId v = 0; v < k; ++v) {
@@ -219,11 +195,10 @@ Result<LpAnswer> RunSimplex(glp_prob* lp, uint32_t ne) {
   return a;
 }
 
-Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
-  const MeanCosts mean = ComputeMeanCosts(q, c);
-  const auto k = static_cast<uint32_t>(q.num_ops());
-  const auto ne = static_cast<uint32_t>(q.succ_ops.size());
-  const LpRows rows = BuildLpRows(q, mean, EdgeCosts(q, mean));
+Result<LpResult> SolveFavouriteLp(const LpGraph& q) {
+  const uint32_t k = q.size();
+  const auto ne = static_cast<uint32_t>(q.succ.size());
+  const LpRows rows = BuildLpRows(q, EdgeCosts(q));
   const GlpkProblem problem;
   glp_prob* lp = problem.get();
   LoadLp(lp, ne, k, rows);
@@ -238,7 +213,7 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
   std::vector<uint8_t> has_parent(k, 0);
   for (OpId u = 0; u < k; ++u) {
     for (uint32_t e = q.succ_begin[u]; e < q.succ_begin[u + 1]; ++e) {
-      const OpId v = q.succ_ops[e];
+      const OpId v = q.succ[e];
       if (r.child[u] != kNoOp || has_parent[v]) continue;
       if (x[e] < kFavouriteThreshold) {
         r.child[u] = v;
@@ -254,28 +229,25 @@ Result<LpResult> SolveFavouriteLp(const Problem& q, const Cluster& c) {
 // most one favourite child and one favourite parent; among candidates, the
 // edge carrying the most bytes.
 ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
-                                  const std::vector<OpId>& group_child) {
+                                  const std::vector<OpId>& group_child,
+                                  const std::vector<int64_t>& succ_bytes) {
   ListScheduleOptions o;
   o.favourite_child.assign(x.num_ops(), kNoOp);
   o.favourite_parent.assign(x.num_ops(), kNoOp);
-  std::vector<int64_t> bytes_to(x.num_ops(), -1);
-  std::vector<OpId> touched;
   for (OpId u : x.topo) {
-    BytesToConsumers(x, u, bytes_to, touched);
     const uint32_t a = g.group_of[u];
     OpId best = kNoOp;
     int64_t best_bytes = -1;
-    for (uint32_t v : x.successors(u)) {
+    for (uint32_t e = x.succ_begin[u]; e < x.succ_begin[u + 1]; ++e) {
+      const OpId v = x.succ_ops[e];
       if (o.favourite_parent[v] != kNoOp) continue;
       const uint32_t b = g.group_of[v];
       if (a != b && group_child[a] != b) continue;
-      const int64_t bytes = std::max<int64_t>(bytes_to[v], 0);
-      if (bytes > best_bytes) {
+      if (succ_bytes[e] > best_bytes) {
         best = v;
-        best_bytes = bytes;
+        best_bytes = succ_bytes[e];
       }
     }
-    for (OpId v : touched) bytes_to[v] = -1;
     if (best != kNoOp) {
       o.favourite_child[u] = best;
       o.favourite_parent[best] = u;
@@ -289,23 +261,25 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
 // kMaxLpEdges edges between them; none when the LP fails.
 Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                    uint32_t max_groups,
+                                   const std::function<void()>& tables_built,
                                    std::vector<OpId>& child,
                                    std::vector<OpId>& parent) {
   const Grouping coplaced = CoPlace(x, IdentityGrouping(x));
   uint32_t k = std::min(coplaced.num_groups, max_groups);
   Grouping g;
-  Problem contracted;
-  const Problem* lp_problem = nullptr;
+  LpGraph lg;
+  // The bytes on x's edges: the LP's graph when x is not contracted, the
+  // mapping's tie-breaker always.
+  std::vector<int64_t> succ_bytes;
   for (;;) {
     g = k < coplaced.num_groups ? Coarsen(x, coplaced, k) : coplaced;
-    lp_problem = &x;
     if (g.num_groups < x.num_ops()) {
-      auto r = Contract(x, g);
-      if (!r) return r.error();
-      contracted = std::move(r).value();
-      lp_problem = &contracted;
+      lg = LpGraphOfGroups(x, g, c);
+    } else {
+      if (succ_bytes.empty()) succ_bytes = SuccessorBytes(x);
+      lg = LpGraphOfOps(x, c, succ_bytes);
     }
-    const size_t edges = lp_problem->succ_ops.size();
+    const size_t edges = lg.succ.size();
     if (edges <= kMaxLpEdges || g.num_groups <= 2) break;
     k = std::min<uint32_t>(
         g.num_groups - 1,
@@ -313,20 +287,26 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                   static_cast<double>(g.num_groups) *
                                   kMaxLpEdges / static_cast<double>(edges))));
   }
-  Result<LpResult> lp = SolveFavouriteLp(*lp_problem, c);
+  if (succ_bytes.empty()) succ_bytes = SuccessorBytes(x);
+  // The LP's child is forked once the engine's thread has built its tables:
+  // a fork stalls a thread filling new memory (its page faults wait for
+  // the fork, and what it writes while the child lives is copied), by
+  // 80 ms at 10^6 ops x 8 devices.
+  tables_built();
+  Result<LpResult> lp = SolveFavouriteLp(lg);
   if (!lp) {
     return "m-sct: the favourite-child LP failed (" + lp.error().message +
            "); scheduled without favourites";
   }
-  ListScheduleOptions so = MapFavourites(x, g, lp->child);
+  ListScheduleOptions so = MapFavourites(x, g, lp->child, succ_bytes);
   child = std::move(so.favourite_child);
   parent = std::move(so.favourite_parent);
   size_t favourites = 0;
   for (OpId v : child) favourites += v != kNoOp;
   return "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
-         std::to_string(lp_problem->succ_ops.size()) +
-         " edges (relaxed makespan " + FormatMs(lp->makespan_s) + " ms), " +
-         std::to_string(favourites) + " favourite children";
+         std::to_string(lg.succ.size()) + " edges (relaxed makespan " +
+         FormatMs(lp->makespan_s) + " ms), " + std::to_string(favourites) +
+         " favourite children";
 }
 
 // The list schedule with favourites, found while the engine prepares.
@@ -335,8 +315,12 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
   Result<std::string> note = std::string();
   ListScheduleOptions so;
   const std::thread::id caller = std::this_thread::get_id();
+  std::promise<void> built;
+  const std::shared_future<void> tables = built.get_future().share();
+  so.tables_built = [&built] { built.set_value(); };
+  const std::function<void()> wait_for_tables = [&tables] { tables.wait(); };
   so.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
-    note = FindFavourites(x, c, max_groups, child, parent);
+    note = FindFavourites(x, c, max_groups, wait_for_tables, child, parent);
     // GLPK's environment is per thread (placer/solver/glpk.h): the one the
     // engine's thread made for the LP ends with it.
     if (std::this_thread::get_id() != caller) ReleaseThreadSolverMemory();
