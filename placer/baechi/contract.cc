@@ -151,19 +151,11 @@ void FillGroupEdges(Problem& q, uint32_t n) {
 // and type (the op's own when the group has one op).
 void SumGroupCosts(const Problem& p, const Grouping& g, Problem& q) {
   const uint32_t n = g.num_groups;
-  const int np = p.num_profiles;
-  q.forward_s.assign(static_cast<size_t>(n) * np, 0.0);
-  if (p.training) q.backward_s.assign(static_cast<size_t>(n) * np, 0.0);
+  SumGroupTimes(p, g, q);
   q.workspace_bytes.assign(n, 0);
   std::vector<uint32_t> size(n, 0), member(n, kNone);
   for (OpId op = 0; op < p.num_ops(); ++op) {
     const uint32_t grp = g.group_of[op];
-    const size_t from = static_cast<size_t>(op) * np;
-    const size_t to = static_cast<size_t>(grp) * np;
-    for (int k = 0; k < np; ++k) {
-      q.forward_s[to + k] += p.forward_s[from + k];
-      if (p.training) q.backward_s[to + k] += p.backward_s[from + k];
-    }
     q.workspace_bytes[grp] =
         std::max(q.workspace_bytes[grp], p.workspace_bytes[op]);
     q.extra_bytes[grp] += p.extra_bytes[op];
@@ -179,6 +171,22 @@ void SumGroupCosts(const Problem& p, const Grouping& g, Problem& q) {
 }
 
 }  // namespace
+
+void SumGroupTimes(const Problem& p, const Grouping& g, Problem& q) {
+  const int np = p.num_profiles;
+  const size_t cells = static_cast<size_t>(g.num_groups) * np;
+  q.num_profiles = np;
+  q.forward_s.assign(cells, 0.0);
+  q.backward_s.assign(p.training ? cells : 0, 0.0);
+  for (OpId op = 0; op < p.num_ops(); ++op) {
+    const size_t from = static_cast<size_t>(op) * np;
+    const size_t to = static_cast<size_t>(g.group_of[op]) * np;
+    for (int k = 0; k < np; ++k) {
+      q.forward_s[to + k] += p.forward_s[from + k];
+      if (p.training) q.backward_s[to + k] += p.backward_s[from + k];
+    }
+  }
+}
 
 // Builds the contracted Problem's arrays directly (ProblemBuilder's
 // per-op vectors cost seconds on 10^6-op graphs).

@@ -103,7 +103,9 @@ class Engine {
       if (o.tables_built) o.tables_built();
       favourites();
     }
-    if (!beside.joinable() || favourites) growth();
+    // What the second thread does not do, this one does.
+    const bool here = !beside.joinable() || favourites;
+    if (here) growth();
     const MeanCosts mean = ComputeMeanCosts(p, c);
     priority_ = BottomLevels(p, mean);
     latency_.resize(static_cast<size_t>(nd_) * nd_);
@@ -150,7 +152,7 @@ class Engine {
     // m-SCT: the favourites may fork the LP's child now (tables_built);
     // the inputs' table, which only Run needs, is filled meanwhile.
     if (beside.joinable() && favourites && o.tables_built) o.tables_built();
-    if (!beside.joinable() || favourites) FillProduced();
+    if (here) FillProduced();
     if (beside.joinable()) beside.join();
     for (const int64_t g : growth_) max_growth_ = std::max(max_growth_, g);
     sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;

@@ -45,24 +45,14 @@ LpGraph LpGraphOfOps(const Problem& x, const Cluster& c,
 
 LpGraph LpGraphOfGroups(const Problem& x, const Grouping& g, const Cluster& c) {
   const uint32_t k = g.num_groups;
-  const int np = x.num_profiles;
-  // The summed times in a problem of k nodes, so that ComputeMeanCosts
-  // does the same arithmetic as on the contracted problem.
+  // The groups' times as Contract sums them, in a problem of k nodes, so
+  // that ComputeMeanCosts does the same arithmetic as on the contracted
+  // problem.
   Problem sums;
   sums.training = x.training;
-  sums.num_profiles = np;
   sums.device_profile = x.device_profile;
   sums.names.resize(k);
-  sums.forward_s.assign(static_cast<size_t>(k) * np, 0.0);
-  if (x.training) sums.backward_s.assign(static_cast<size_t>(k) * np, 0.0);
-  for (OpId op = 0; op < x.num_ops(); ++op) {
-    const size_t from = static_cast<size_t>(op) * np;
-    const size_t to = static_cast<size_t>(g.group_of[op]) * np;
-    for (int i = 0; i < np; ++i) {
-      sums.forward_s[to + i] += x.forward_s[from + i];
-      if (x.training) sums.backward_s[to + i] += x.backward_s[from + i];
-    }
-  }
+  SumGroupTimes(x, g, sums);
   LpGraph lg;
   lg.mean = ComputeMeanCosts(sums, c);
   // (from, to, bytes) per tensor and consumer group outside its producer's.

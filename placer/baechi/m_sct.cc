@@ -270,15 +270,11 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
   LpGraph lg;
   // The bytes on x's edges: the LP's graph when x is not contracted, the
   // mapping's tie-breaker always.
-  std::vector<int64_t> succ_bytes;
+  const std::vector<int64_t> succ_bytes = SuccessorBytes(x);
   for (;;) {
     g = k < coplaced.num_groups ? Coarsen(x, coplaced, k) : coplaced;
-    if (g.num_groups < x.num_ops()) {
-      lg = LpGraphOfGroups(x, g, c);
-    } else {
-      if (succ_bytes.empty()) succ_bytes = SuccessorBytes(x);
-      lg = LpGraphOfOps(x, c, succ_bytes);
-    }
+    lg = g.num_groups < x.num_ops() ? LpGraphOfGroups(x, g, c)
+                                    : LpGraphOfOps(x, c, succ_bytes);
     const size_t edges = lg.succ.size();
     if (edges <= kMaxLpEdges || g.num_groups <= 2) break;
     k = std::min<uint32_t>(
@@ -287,7 +283,6 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                   static_cast<double>(g.num_groups) *
                                   kMaxLpEdges / static_cast<double>(edges))));
   }
-  if (succ_bytes.empty()) succ_bytes = SuccessorBytes(x);
   // The LP's child is forked once the engine's thread has built its tables:
   // a fork stalls a thread filling new memory (its page faults wait for
   // the fork, and what it writes while the child lives is copied), by

@@ -38,6 +38,10 @@ Grouping Coarsen(const Problem& p, const Grouping& start, uint32_t max_groups);
 // counted in the group's extra_bytes, workspace the largest member's, weight
 // tensors kept with their consuming groups. Op names are "group<k>".
 Result<Problem> Contract(const Problem& p, const Grouping& g);
+// The times of the groups as Contract sums them (each group's ops' times
+// per profile, in op order): q.forward_s and, in training, q.backward_s,
+// with q.num_profiles = p.num_profiles.
+void SumGroupTimes(const Problem& p, const Grouping& g, Problem& q);
 // The op-level placement of a group-level one: every op on its group's
 // device; priority by (group priority, topological position).
 Placement Expand(const Problem& p, const Grouping& g,
