@@ -43,9 +43,6 @@ MeanCosts ComputeMeanCosts(const Problem& p, const Cluster& c);
 // the list schedulers' priority.
 std::vector<double> BottomLevels(const Problem& p, const MeanCosts& costs);
 
-// Bytes of activation tensors `from` sends to `to`.
-int64_t EdgeBytes(const Problem& p, OpId from, OpId to);
-
 struct ListScheduleOptions {
   // m-SCT: per op, its favourite child and favourite parent (kNoOp for
   // none; a favourite relation is mutual). Empty for plain m-ETF.
@@ -61,7 +58,8 @@ struct ListScheduleOptions {
   // when it has built its largest tables and before it waits for
   // `favourites` on the second thread; or, when `favourites` runs on the
   // engine's thread, just before it. From then on the favourites may fork
-  // (the engine's thread fills little new memory).
+  // (the engine's thread fills little new memory). It may do work of the
+  // favourites' own that the engine's thread would otherwise wait for.
   std::function<void()> tables_built;
   // From this many ops, the ops' growth bounds (or the favourites) and the
   // memory ledger's bookkeeping run on a second thread (when the machine

@@ -256,25 +256,54 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
   return o;
 }
 
+// What the engine's thread hands the favourites' thread: the word that
+// its tables are built (the LP's child may fork from then on: a fork
+// stalls a thread filling new memory, its page faults wait for the fork
+// and what it writes while the child lives is copied; 80 ms at 10^6 ops x
+// 8 devices), then the bytes on x's edges, which it finds where it would
+// otherwise wait for the favourites (18 ms off their critical path at
+// 10^6 x 8; the mapping, which needs them, comes last). Both on the
+// engine's thread (ListScheduleOptions::tables_built).
+class EngineHandoff {
+ public:
+  explicit EngineHandoff(const Problem& x) : x_(x) {}
+  // On the engine's thread, once.
+  void TablesBuilt() {
+    built_.set_value();
+    succ_bytes_ = SuccessorBytes(x_);
+    bytes_found_.set_value();
+  }
+  void WaitForTables() const { tables_.wait(); }
+  // SuccessorBytes(x), once the engine's thread has found them.
+  const std::vector<int64_t>& SuccBytes() const {
+    bytes_.get();
+    return succ_bytes_;
+  }
+
+ private:
+  const Problem& x_;
+  std::promise<void> built_, bytes_found_;
+  const std::shared_future<void> tables_ = built_.get_future().share();
+  const std::shared_future<void> bytes_ = bytes_found_.get_future().share();
+  std::vector<int64_t> succ_bytes_;
+};
+
 // The favourites of x's ops and a note on how they were found: from the
 // LP over x co-placed and coarsened to at most `max_groups` groups and
 // kMaxLpEdges edges between them; none when the LP fails.
 Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                    uint32_t max_groups,
-                                   const std::function<void()>& tables_built,
+                                   const EngineHandoff& engine,
                                    std::vector<OpId>& child,
                                    std::vector<OpId>& parent) {
   const Grouping coplaced = CoPlace(x, IdentityGrouping(x));
   uint32_t k = std::min(coplaced.num_groups, max_groups);
   Grouping g;
   LpGraph lg;
-  // The bytes on x's edges: the LP's graph when x is not contracted, the
-  // mapping's tie-breaker always.
-  const std::vector<int64_t> succ_bytes = SuccessorBytes(x);
   for (;;) {
     g = k < coplaced.num_groups ? Coarsen(x, coplaced, k) : coplaced;
     lg = g.num_groups < x.num_ops() ? LpGraphOfGroups(x, g, c)
-                                    : LpGraphOfOps(x, c, succ_bytes);
+                                    : LpGraphOfOps(x, c, engine.SuccBytes());
     const size_t edges = lg.succ.size();
     if (edges <= kMaxLpEdges || g.num_groups <= 2) break;
     k = std::min<uint32_t>(
@@ -283,17 +312,13 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                   static_cast<double>(g.num_groups) *
                                   kMaxLpEdges / static_cast<double>(edges))));
   }
-  // The LP's child is forked once the engine's thread has built its tables:
-  // a fork stalls a thread filling new memory (its page faults wait for
-  // the fork, and what it writes while the child lives is copied), by
-  // 80 ms at 10^6 ops x 8 devices.
-  tables_built();
+  engine.WaitForTables();
   Result<LpResult> lp = SolveFavouriteLp(lg);
   if (!lp) {
     return "m-sct: the favourite-child LP failed (" + lp.error().message +
            "); scheduled without favourites";
   }
-  ListScheduleOptions so = MapFavourites(x, g, lp->child, succ_bytes);
+  ListScheduleOptions so = MapFavourites(x, g, lp->child, engine.SuccBytes());
   child = std::move(so.favourite_child);
   parent = std::move(so.favourite_parent);
   size_t favourites = 0;
@@ -310,12 +335,10 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
   Result<std::string> note = std::string();
   ListScheduleOptions so;
   const std::thread::id caller = std::this_thread::get_id();
-  std::promise<void> built;
-  const std::shared_future<void> tables = built.get_future().share();
-  so.tables_built = [&built] { built.set_value(); };
-  const std::function<void()> wait_for_tables = [&tables] { tables.wait(); };
+  EngineHandoff engine(x);
+  so.tables_built = [&engine] { engine.TablesBuilt(); };
   so.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
-    note = FindFavourites(x, c, max_groups, wait_for_tables, child, parent);
+    note = FindFavourites(x, c, max_groups, engine, child, parent);
     // GLPK's environment is per thread (placer/solver/glpk.h): the one the
     // engine's thread made for the LP ends with it.
     if (std::this_thread::get_id() != caller) ReleaseThreadSolverMemory();

@@ -75,15 +75,4 @@ std::vector<double> BottomLevels(const Problem& p, const MeanCosts& costs) {
   return level;
 }
 
-int64_t EdgeBytes(const Problem& p, OpId from, OpId to) {
-  int64_t bytes = 0;
-  for (uint32_t t : p.inputs(to)) {
-    const ProblemTensor& tensor = p.tensors[t];
-    if (tensor.producer == from && tensor.role == TensorRole::kActivation) {
-      bytes += tensor.bytes;
-    }
-  }
-  return bytes;
-}
-
 }  // namespace tessera::placer
