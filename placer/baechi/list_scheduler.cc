@@ -110,7 +110,7 @@ class Engine {
     free_.assign(nd_, 0.0);
     by_free_.resize(nd_);
     for (int d = 0; d < nd_; ++d) by_free_[d] = d;
-    last_.assign(nd_, kNoOp);
+    last_child_.assign(nd_, kNoOp);
     version_.assign(nd_, 0);
     checked_op_.assign(nd_, kNoOp);
     checked_version_.assign(nd_, 0);
@@ -128,7 +128,7 @@ class Engine {
     in_global_.assign(n_, 0);
     no_global_.assign(n_, 0);
     waiting_.resize(n_);
-    arrival_.assign(n_ * nd_, 0.0);
+    slot_.assign(n_, 0);
     order_.reserve(n_);
     share_.resize(nd_);
     profile_.resize(nd_);
@@ -146,7 +146,6 @@ class Engine {
     if (beside.joinable()) beside.join();
     for (const int64_t g : growth_) max_growth_ = std::max(max_growth_, g);
     sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;
-    if (sct_) min_arrival_.assign(n_, 0.0);
   }
 
   ~Engine() { StopWorker(); }
@@ -209,7 +208,8 @@ class Engine {
                                  : forward + p_.backward_s[at] / share_[d];
   }
   double Start(OpId op, int d) const {
-    return std::max(free_[d], arrival_[static_cast<size_t>(op) * nd_ + d]);
+    return std::max(free_[d],
+                    arrival_[static_cast<size_t>(slot_[op]) * nd_ + d]);
   }
   double Comm(int64_t bytes, int from, int to) const {
     const size_t i = static_cast<size_t>(from) * nd_ + to;
@@ -389,16 +389,14 @@ class Engine {
 
   // m-SCT: the favourite child device `d` waits for, or kNoOp.
   OpId ReservedFor(int d) {
-    const OpId parent = last_[d];
-    if (parent == kNoOp) return kNoOp;
-    const OpId child = fav_child_[parent];
+    const OpId child = last_child_[d];
     if (child == kNoOp || placed_[child] || waiting_[child] != 0) {
       return kNoOp;
     }
     const double here = Start(child, d);
     // No device starts it earlier: at once when no device could (every
     // start is at least the least free time and the least arrival).
-    if (here > std::max(min_free_, min_arrival_[child])) {
+    if (here > std::max(min_free_, min_arrival_[slot_[child]])) {
       for (int e = 0; e < nd_; ++e) {
         if (e != d && Start(child, e) < here) return kNoOp;
       }
@@ -464,6 +462,7 @@ class Engine {
   void Place(OpId op, int d) {
     const double s = Start(op, d);
     const double f = s + Duration(op, d);
+    free_slots_.push_back(slot_[op]);  // its arrivals are read no more
     finish_[op] = f;
     free_[d] = f;
     // d moves later in by_free_ (frees only grow; ties by index).
@@ -486,7 +485,7 @@ class Engine {
     } else {
       for (RankSet& a : avail_) a.Erase(r);
     }
-    last_[d] = op;
+    if (sct_) last_child_[d] = fav_child_[op];
     if (worker_.joinable()) {
       queue_[in_queue_++] = {op, static_cast<uint16_t>(d)};
       if (in_queue_ % kPublishEvery == 0) Publish();
@@ -534,11 +533,28 @@ class Engine {
     return bytes;
   }
 
+  // A row of arrival_ for `op`, ready now, zeroed: one a placed op left,
+  // else a new one.
+  double* TakeSlot(OpId op) {
+    uint32_t slot;
+    if (free_slots_.empty()) {
+      slot = static_cast<uint32_t>(arrival_.size() / nd_);
+      arrival_.resize(arrival_.size() + nd_, 0.0);
+      min_arrival_.push_back(0.0);
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+      std::fill_n(&arrival_[static_cast<size_t>(slot) * nd_], nd_, 0.0);
+    }
+    slot_[op] = slot;
+    return &arrival_[static_cast<size_t>(slot) * nd_];
+  }
+
   // All predecessors of `op` are placed: when its inputs would be on each
   // device (weights are never sent; each device holds its own copy).
   void MakeReady(OpId op) {
     ++ready_;
-    double* arr = &arrival_[static_cast<size_t>(op) * nd_];
+    double* arr = TakeSlot(op);
     for (uint32_t i = produced_begin_[op]; i < produced_begin_[op + 1]; ++i) {
       const Produced& in = produced_[i];
       const double f = finish_[in.producer];
@@ -549,7 +565,7 @@ class Engine {
         arr[d] = std::max(arr[d], a);
       }
     }
-    if (sct_) min_arrival_[op] = *std::min_element(arr, arr + nd_);
+    if (sct_) min_arrival_[slot_[op]] = *std::min_element(arr, arr + nd_);
     for (int d = 0; d < nd_; ++d) {
       // Inputs there before the device is free: available there now (the
       // device's next Candidate would move it from `pending` anyway).
@@ -594,9 +610,9 @@ class Engine {
   std::vector<int> profile_;   // its column in the problem's profiles
   std::vector<int64_t> used_;  // ledger_.used, or above it (StartWorker)
   std::vector<double> free_;
-  std::vector<int> by_free_;  // the devices by free_, ties by index
-  double min_free_ = 0.0;     // over the devices
-  std::vector<OpId> last_;
+  std::vector<int> by_free_;       // the devices by free_, ties by index
+  double min_free_ = 0.0;          // over the devices
+  std::vector<OpId> last_child_;   // the favourite child of its last op
   std::vector<uint64_t> version_;  // placements so far
   std::vector<OpId> checked_op_;
   std::vector<uint64_t> checked_version_;
@@ -622,9 +638,14 @@ class Engine {
   std::vector<Produced> produced_;
   int64_t max_growth_ = 0;  // over the ops
   std::vector<uint8_t> in_global_;
-  std::vector<uint8_t> no_global_;   // dropped by a device: never global
-  std::vector<double> arrival_;      // [op * nd + d]
-  std::vector<double> min_arrival_;  // over the devices (m-SCT's)
+  std::vector<uint8_t> no_global_;  // dropped by a device: never global
+  // When each ready op's inputs would be on each device: a row per ready
+  // op, [slot_[op] * nd + d], reused once the op is placed. (A row per op
+  // took 64 MB at 10^6 ops x 8 devices, and reading it missed the cache.)
+  std::vector<uint32_t> slot_;
+  std::vector<double> arrival_;
+  std::vector<double> min_arrival_;  // per row: over the devices (m-SCT's)
+  std::vector<uint32_t> free_slots_;
   std::vector<OpId> order_;
   OpId stuck_op_ = kNoOp;
   // The ledger's worker (StartWorker).
