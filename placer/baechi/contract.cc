@@ -1,14 +1,17 @@
 // Contract (reductions_internal.h): the problem whose ops are the groups
-// of a Grouping.
+// of a Grouping; and PlaceReduced (list_scheduler_internal.h), which
+// places that problem and expands the placement back.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "placer/baechi/list_scheduler_internal.h"
 #include "placer/baechi/reductions_internal.h"
 
 namespace tessera::placer {
@@ -213,6 +216,40 @@ Result<Problem> Contract(const Problem& p, const Grouping& g) {
                     " ops into " + std::to_string(n) + " groups made a cycle");
   }
   return q;
+}
+
+Result<AlgoOutput> PlaceReduced(
+    const Problem& p, const PlaceOptions& o,
+    const std::function<Result<AlgoOutput>(const Problem&)>& algorithm) {
+  if (!o.coplace && !o.fuse) return algorithm(p);
+  Grouping g = IdentityGrouping(p);
+  if (o.coplace) g = CoPlace(p, g);
+  if (o.fuse) g = FuseSharedWeights(p, g);
+  if (g.num_groups == p.num_ops()) return algorithm(p);
+  auto reduced = Contract(p, g);
+  if (!reduced) return reduced.error();
+  auto out = algorithm(*reduced);
+  if (!out) {
+    if (out.error().code != ErrorCode::kInfeasible) return out.error();
+    auto plain = algorithm(p);
+    if (plain) {
+      plain->notes.emplace_back(
+          "the co-placed groups fit no budget; planned op by op");
+    }
+    return plain;
+  }
+  Placement& pl = out->placement;
+  if (pl.priority.empty()) {  // the reduced problem's topological order
+    pl.priority.resize(reduced->num_ops());
+    for (size_t i = 0; i < reduced->topo.size(); ++i) {
+      pl.priority[reduced->topo[i]] = static_cast<uint32_t>(i);
+    }
+  }
+  pl = Expand(p, g, pl);
+  out->notes.insert(out->notes.begin(),
+                    "reduced " + std::to_string(p.num_ops()) + " ops to " +
+                        std::to_string(g.num_groups) + " groups");
+  return out;
 }
 
 }  // namespace tessera::placer
