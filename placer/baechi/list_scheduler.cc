@@ -292,7 +292,7 @@ class Engine {
 
   void Drop(OpId op) {
     no_global_[op] = 1;  // one device less: never available everywhere
-    if (++dropped_[op] == static_cast<uint32_t>(nd_) && stuck_op_ == kNoOp) {
+    if (++dropped_[op] == nd_ && stuck_op_ == kNoOp) {
       stuck_op_ = op;
     }
   }
@@ -302,7 +302,7 @@ class Engine {
   // `avail` into `global`.
   void MakeAvailable(OpId op, int d) {
     const uint32_t r = rank_[op];
-    if (!no_global_[op] && ++moved_[op] == static_cast<uint32_t>(nd_)) {
+    if (!no_global_[op] && ++moved_[op] == nd_) {
       in_global_[op] = 1;
       for (RankSet& a : avail_) a.Erase(r);
       global_.Insert(r);
@@ -622,9 +622,10 @@ class Engine {
   std::vector<double> finish_;
   std::vector<uint16_t> device_;
   std::vector<uint8_t> placed_;
-  std::vector<uint32_t> dropped_;  // devices it no longer fits
+  // (Device counts fit 16 bits: so do device_ and the ledger's ids.)
+  std::vector<uint16_t> dropped_;  // devices it no longer fits
   std::vector<uint32_t> waiting_;  // unplaced predecessors
-  std::vector<uint32_t> moved_;    // devices where it became available
+  std::vector<uint16_t> moved_;    // devices where it became available
   std::vector<int64_t> growth_;    // ledger_.GrowthBound
   // An input tensor with a producer: its bytes, or -1 for a weight (never
   // sent: each device holds its own copy).
