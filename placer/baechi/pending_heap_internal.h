@@ -62,8 +62,9 @@ class PendingHeap {
   static bool Before(const PendingEntry& a, const PendingEntry& b) {
     return a.arrival < b.arrival || (a.arrival == b.arrival && a.rank < b.rank);
   }
-  // Puts `e` at hole `i` or below, moving the least children up.
-  void SiftDown(size_t i, const PendingEntry& e) {
+  // Puts `e` at hole `i` or below, moving the least children up. (`e` by
+  // value: it may be the entry at `i`, which the first move overwrites.)
+  void SiftDown(size_t i, PendingEntry e) {
     const size_t n = v_.size();
     for (;;) {
       const size_t first = kArity * i + 1;
