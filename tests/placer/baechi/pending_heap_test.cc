@@ -29,19 +29,29 @@ void ExpectPopsInOrder(PendingHeap& heap, std::vector<PendingEntry> expected) {
   EXPECT_TRUE(heap.empty());
 }
 
+// Pushes `n` entries for ops 0..n-1, arrivals drawn from 0..arrivals-1 and
+// ranks from 0..ranks-1 (ranks == 0: the op's own id); returns them.
+std::vector<PendingEntry> PushRandom(PendingHeap& heap, int n,
+                                     uint64_t arrivals, uint64_t ranks,
+                                     std::mt19937_64& rng) {
+  std::vector<PendingEntry> all;
+  for (int i = 0; i < n; ++i) {
+    const double arrival = static_cast<double>(rng() % arrivals);
+    const auto rank = static_cast<uint32_t>(ranks == 0 ? i : rng() % ranks);
+    const PendingEntry e{arrival, rank, static_cast<uint32_t>(i)};
+    heap.Push(e);
+    all.push_back(e);
+  }
+  return all;
+}
+
 TEST(PendingHeap, PopsInArrivalThenRankOrder) {
   std::mt19937_64 rng(1);
   for (int round = 0; round < 200; ++round) {
     const int n = 1 + static_cast<int>(rng() % 300);
     PendingHeap heap;
-    std::vector<PendingEntry> all;
-    for (int i = 0; i < n; ++i) {
-      // Few distinct arrivals, so that ranks break many ties.
-      const PendingEntry e{static_cast<double>(rng() % 7),
-                           static_cast<uint32_t>(i), static_cast<uint32_t>(i)};
-      heap.Push(e);
-      all.push_back(e);
-    }
+    // Few distinct arrivals, so that ranks break many ties.
+    const std::vector<PendingEntry> all = PushRandom(heap, n, 7, 0, rng);
     ExpectPopsInOrder(heap, all);
   }
 }
@@ -51,14 +61,7 @@ TEST(PendingHeap, EraseIfKeepsAHeapOfTheRest) {
   for (int round = 0; round < 300; ++round) {
     const int n = 1 + static_cast<int>(rng() % 400);
     PendingHeap heap;
-    std::vector<PendingEntry> all;
-    for (int i = 0; i < n; ++i) {
-      const PendingEntry e{static_cast<double>(rng() % 50),
-                           static_cast<uint32_t>(rng() % 100000),
-                           static_cast<uint32_t>(i)};
-      heap.Push(e);
-      all.push_back(e);
-    }
+    std::vector<PendingEntry> all = PushRandom(heap, n, 50, 100000, rng);
     // Some pops first, so the heap is not in push order.
     std::sort(all.begin(), all.end(), Less);
     const size_t pops = rng() % (all.size() / 2 + 1);
