@@ -42,6 +42,12 @@ struct SnapshotOptions {
   // ask (ties: arrival order), each to the policy's best node or failed
   // where it fits nowhere.
   int round_pods = 1;
+  // Rounds of more than one pod then place each of their fractions once
+  // more, smallest first: released and re-scored on the cluster the whole
+  // round left (none of the round has started, so nothing running moves),
+  // and the round's failed pods are tried again. False: largest first
+  // only (docs/simulate.md, "Rounds").
+  bool repack_rounds = true;
 };
 
 // The cluster when the arrived GPU requests first reached a level.

@@ -130,6 +130,57 @@ TEST(Snapshot, ARoundPlacesItsLargestPodsFirst) {
   EXPECT_GT(worse, 0);  // two 400s came first on some seed
 }
 
+TEST(Snapshot, RepackingARoundNeverLosesAPod) {
+  // Everything arrives in one round, so with and without the second pass
+  // each seed starts that round from the same empty cluster and the same
+  // first pass: the second pass only takes pods back to place them again
+  // (each still fits where it was) and tries the failed ones again.
+  const Topology t = testing::MakeTopology(
+      {{24, 24}, {24, 24, 24, 24}, {48, 48}, {12, 12}, {96, 96, 96, 96}});
+  const std::vector<TracePod> pods = {
+      Pod("a", 1, 810),  Pod("b", 1, 470), Pod("c", 1, 650),
+      Pod("d", 1, 320),  Pod("e", 1, 160), Pod("f", 1, 230),
+      Pod("g", 1, 1000), Pod("h", 1, 460), Pod("i", 2, 1000)};
+  for (const std::string scorer : {"tessera", "fgd", "best-fit", "random"}) {
+    SnapshotOptions o;
+    o.scorer = scorer;
+    o.seeds = 40;
+    o.inflation_pct = 100;
+    o.levels_pct = {100};
+    o.round_pods = 1000;
+    o.repack_rounds = false;
+    auto first = RunSnapshot(t, pods, o);
+    o.repack_rounds = true;
+    auto again = RunSnapshot(t, pods, o);
+    ASSERT_TRUE(first && again) << scorer;
+    for (size_t s = 0; s < first->size(); ++s) {
+      const LevelPoint& a = (*first)[s].levels[0];
+      const LevelPoint& b = (*again)[s].levels[0];
+      ASSERT_TRUE(a.reached && b.reached);
+      EXPECT_EQ((*first)[s].pods, (*again)[s].pods) << scorer;
+      EXPECT_LE(b.failed_pods, a.failed_pods) << scorer << " seed " << s;
+      EXPECT_GE(b.alloc_pct, a.alloc_pct - 1e-9) << scorer << " seed " << s;
+    }
+  }
+}
+
+TEST(Snapshot, OneAtATimeIsTheSameWithOrWithoutRepacking) {
+  const Topology t =
+      testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}, {40, 40}});
+  SnapshotOptions o = Options("tessera");
+  o.repack_rounds = false;
+  auto a = RunSnapshot(t, SmallTrace(), o);
+  o.repack_rounds = true;
+  auto b = RunSnapshot(t, SmallTrace(), o);
+  ASSERT_TRUE(a && b);
+  for (size_t s = 0; s < a->size(); ++s) {
+    for (size_t l = 0; l < (*a)[s].levels.size(); ++l) {
+      EXPECT_EQ((*a)[s].levels[l].alloc_pct, (*b)[s].levels[l].alloc_pct);
+      EXPECT_EQ((*a)[s].levels[l].failed_pods, (*b)[s].levels[l].failed_pods);
+    }
+  }
+}
+
 TEST(Snapshot, RoundsKeepTheLevelsConsistent) {
   const Topology t =
       testing::MakeTopology({{40, 40}, {40, 40}, {40, 40}, {40, 40}});
@@ -220,6 +271,35 @@ TEST(SnapshotOpenb, ReproducesFgdAndTesseraAllocatesMore) {
   EXPECT_NEAR(a.fgd, 95.23, 0.5);
   EXPECT_GT(a.tessera, a.fgd + 0.2);
   EXPECT_LT(a.tessera, a.limit);
+}
+
+// Rounds of 64 on gpushare100 (one of the two traces the rounds were
+// chosen on): the second pass lets a round's large fractions join the
+// GPUs its small ones took, and the cluster the next rounds find is
+// packed better (10 seeds: 87.78 largest first only, 87.91 with it).
+TEST(SnapshotOpenb, RepackingRoundsPlacesMoreOnEverySeed) {
+  ASSERT_TRUE(HaveOpenb()) << kOpenb << ": the openb trace is missing";
+  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_gpushare100.csv");
+  ASSERT_TRUE(nodes && pods);
+  const Topology t = TraceTopology(nodes->rows, "openb", 0);
+  SnapshotOptions o = Options("tessera");
+  o.bound = false;
+  o.levels_pct = {100};
+  o.round_pods = 64;
+  o.repack_rounds = false;
+  auto first = RunSnapshot(t, pods->rows, o);
+  o.repack_rounds = true;
+  auto again = RunSnapshot(t, pods->rows, o);
+  ASSERT_TRUE(first && again);
+  double gain = 0;
+  for (size_t s = 0; s < first->size(); ++s) {
+    const double a = (*first)[s].levels[0].alloc_pct;
+    const double b = (*again)[s].levels[0].alloc_pct;
+    EXPECT_GT(b, a) << "seed " << s;
+    gain += (b - a) / static_cast<double>(first->size());
+  }
+  EXPECT_GT(gain, 0.05);
 }
 
 // Where pods name GPU models (gpuspec20), tessera once fell below FGD: its
