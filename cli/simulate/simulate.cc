@@ -136,6 +136,7 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
           {"first_seed", args.first_seed},
           {"inflation_pct", args.inflation_pct},
           {"round_pods", args.round_pods},
+          {"repack_rounds", args.round_pods > 1 && !args.no_repack},
           {"cluster",
            {{"nodes", in.topology.nodes.size()},
             {"gpus", in.topology.gpus.size()}}},
@@ -157,10 +158,14 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
             << args.first_seed
             << ", pods arriving until their GPU requests reach "
             << Fixed(args.inflation_pct, 0) << "% of capacity"
-            << (args.round_pods > 1 ? ", decided in rounds of " +
-                                          std::to_string(args.round_pods) +
-                                          " (largest request first)"
-                                    : std::string())
+            << (args.round_pods > 1
+                    ? ", decided in rounds of " +
+                          std::to_string(args.round_pods) +
+                          (args.no_repack ? " (largest request first)"
+                                          : " (largest request first, then "
+                                            "each fraction again, smallest "
+                                            "first)")
+                    : std::string())
             << "\n\n"
             << "GPU allocation (% of capacity) when the arrived requests "
                "reach each level, mean over seeds:\n";
@@ -295,6 +300,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
     options.inflation_pct = args.inflation_pct;
     options.threads = args.threads;
     options.round_pods = args.round_pods;
+    options.repack_rounds = !args.no_repack;
     options.bound = all.empty();
     PolicyRuns p{policy, {}, 0};
     const double start = MonotonicSeconds();

@@ -27,6 +27,7 @@ struct SimulateArgs {
   double inflation_pct = 130;  // snapshot: arrivals stop here
   int threads = 0;             // 0: one per core
   int round_pods = 1;          // snapshot: pods decided together
+  bool no_repack = false;      // snapshot: rounds largest first only
   bool strict = false;         // a bad CSV row or an unplaceable pod fails
   bool json = false;
   std::string plot;  // --plot FILE.svg

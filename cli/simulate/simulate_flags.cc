@@ -75,10 +75,13 @@ void AddSimulate(CLI::App& app, SimulateArgs& args) {
       ->capture_default_str();
   cmd->add_option("--round-pods", args.round_pods,
                   "snapshot: decide this many consecutive arrivals together, "
-                  "the largest GPU request first (1: one at a time, as the "
-                  "paper)")
+                  "the largest GPU request first, then each fraction placed "
+                  "again smallest first (1: one at a time, as the paper)")
       ->type_name("N")
       ->capture_default_str();
+  cmd->add_flag("--no-repack", args.no_repack,
+                "snapshot: with --round-pods, place a round's pods largest "
+                "first only (no second pass)");
   cmd->add_option("--threads", args.threads,
                   "Seeds run in parallel on this many threads (0: one per "
                   "core)")

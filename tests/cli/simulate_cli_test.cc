@@ -103,11 +103,24 @@ TEST(SimulateCli, DecidesArrivalsInRoundsWhenAsked) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["round_pods"], 4);
+  EXPECT_EQ(j["repack_rounds"], true);
   EXPECT_EQ(j["results"].size(), 5u);
   r = RunTessera(t.Args() + " --policy tessera --seeds 1 --round-pods 4",
                  t.dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("decided in rounds of 4"));
+  EXPECT_THAT(r.out, HasSubstr("then each fraction again"));
+  // --no-repack: largest first only, and the JSON says so.
+  r = RunTessera(t.Args() +
+                     " --policy tessera --seeds 1 --round-pods 4 "
+                     "--no-repack --json",
+                 t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["repack_rounds"], false);
+  r = RunTessera(
+      t.Args() + " --policy tessera --seeds 1 --round-pods 4 --no-repack",
+      t.dir);
+  EXPECT_THAT(r.out, HasSubstr("(largest request first)"));
   // One at a time (the default) says nothing of rounds.
   r = RunTessera(t.Args() + " --policy tessera --seeds 1", t.dir);
   EXPECT_THAT(r.out, Not(HasSubstr("rounds of")));
