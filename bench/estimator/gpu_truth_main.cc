@@ -4,7 +4,7 @@
 // table and the mean errors per GPU, precision and mode.
 //
 //   gpu_truth_bench [--calibrated] [--fit [--neutral]] [--mps]
-//                   [--holdout arch|family|gpu] [--only GPU]
+//                   [--holdout arch|family|gpu] [--only GPU] [--prior W]
 //
 // --calibrated: predict with the entries `tessera calibrate` wrote on those
 //   GPUs (data/gpu-truth/*_calibrate.yaml) instead of the catalog's;
@@ -23,6 +23,8 @@
 // --fold KEY: with --holdout, only the fold holding KEY out (an
 //   architecture, a family or a GPU), so folds can run as processes;
 // --only GPU: only the runs of h100-sxm or h200;
+// --prior W: the weight of the fit's pull towards its start (default
+//   0.01; docs/estimator.md has held-out errors for other weights);
 // --mps: one job alone on 100/50/25% of an H200's threads under MPS
 //   (h200_mps_fraction.json), measured against predicted slowdowns.
 
@@ -158,7 +160,8 @@ Result<bench::Prediction> PredictRun(bench::TruthModels& models,
 // knobs the data cannot see where physics put them).
 double Loss(bench::TruthModels& models,
             const std::vector<bench::TruthRun>& runs, const Model& m,
-            const std::vector<double>& prior, const std::vector<double>& now) {
+            const std::vector<double>& prior, const std::vector<double>& now,
+            double prior_weight) {
   double sum = 0;
   int n = 0;
   for (const auto& r : runs) {
@@ -183,13 +186,13 @@ double Loss(bench::TruthModels& models,
     if (prior[i] > 0 && now[i] > 0)
       reg += std::pow(std::log(now[i] / prior[i]), 2);
   }
-  return sum / std::max(n, 1) + 0.01 * reg;
+  return sum / std::max(n, 1) + prior_weight * reg;
 }
 
 // Coordinate descent in log space, steps shrinking from x2 to x1.03.
 // Progress on stderr.
 void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
-         Model& m) {
+         Model& m, double prior_weight) {
   auto knobs = Knobs(m.costs, m.surface, m.devices);
   std::vector<double> prior;
   for (auto& k : knobs) prior.push_back(*k.value);
@@ -198,7 +201,9 @@ void Fit(bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
     for (auto& k : knobs) v.push_back(*k.value);
     return v;
   };
-  auto loss = [&] { return Loss(models, runs, m, prior, values()); };
+  auto loss = [&] {
+    return Loss(models, runs, m, prior, values(), prior_weight);
+  };
   double best = loss();
   for (const double step : {2.0, 1.5, 1.2, 1.08, 1.03}) {
     for (int round = 0; round < 5; ++round) {
@@ -382,6 +387,7 @@ Result<Model> Start(const std::vector<bench::TruthRun>& runs, bool calibrated) {
 
 int main(int argc, char** argv) {
   bool fit = false, calibrated = false, mps = false, neutral = false;
+  double prior_weight = 0.01;
   std::string holdout, only, fold;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -399,11 +405,18 @@ int main(int argc, char** argv) {
       only = argv[++i];
     } else if (a == "--fold" && i + 1 < argc) {
       fold = argv[++i];
+    } else if (a == "--prior" && i + 1 < argc) {
+      char* end = nullptr;
+      prior_weight = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(prior_weight >= 0)) {
+        std::cerr << "--prior: expected a weight >= 0\n";
+        return 2;
+      }
     } else {
       std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit [--neutral]] "
                    "[--mps] "
                    "[--holdout arch|family|gpu [--fold KEY]] "
-                   "[--only h100-sxm|h200]\n";
+                   "[--only h100-sxm|h200] [--prior W]\n";
       return 2;
     }
   }
@@ -442,7 +455,7 @@ int main(int argc, char** argv) {
       for (const auto& r : runs) (key(r) == out ? test : train).push_back(r);
       Model m = *start;
       NeutralStart(m);
-      Fit(models, train, m);
+      Fit(models, train, m, prior_weight);
       for (const auto& r : test) {
         auto p = PredictRun(models, r, m);
         if (!p) return 1;
@@ -463,7 +476,7 @@ int main(int argc, char** argv) {
   if (mps) return ReportMps(models, m, src);
   if (fit) {
     if (neutral) NeutralStart(m);
-    Fit(models, runs, m);
+    Fit(models, runs, m, prior_weight);
     for (auto& k : Knobs(m.costs, m.surface, m.devices)) {
       std::printf("%-26s %.6g\n", k.name.c_str(), *k.value);
     }
