@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -233,6 +234,21 @@ bool HaveOpenb() {
   return std::filesystem::exists(kOpenb + "/openb_pod_list_default.csv");
 }
 
+// The openb cluster and one of its pod lists (`pod_list`, a file name);
+// nullopt, with a test failure naming the list, when either is unreadable.
+struct OpenbCase {
+  Topology topology;
+  std::vector<TracePod> pods;
+};
+std::optional<OpenbCase> LoadOpenb(const std::string& pod_list) {
+  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  auto pods = LoadTracePods(kOpenb + "/" + pod_list);
+  EXPECT_TRUE(nodes && pods) << pod_list;
+  if (!nodes || !pods) return std::nullopt;
+  return OpenbCase{TraceTopology(nodes->rows, "openb", 0),
+                   std::move(pods->rows)};
+}
+
 // One openb pod list at arrived = 100%, fgd then tessera over the same
 // `seeds`: each scorer's mean allocation, and the physical limit's mean
 // (0 without `bound`).
@@ -241,17 +257,14 @@ struct AtFull {
 };
 AtFull FgdAndTesseraAtFull(const std::string& pod_list, int seeds, bool bound) {
   AtFull out;
-  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
-  auto pods = LoadTracePods(kOpenb + "/" + pod_list);
-  EXPECT_TRUE(nodes && pods) << pod_list;
-  if (!nodes || !pods) return out;
-  const Topology t = TraceTopology(nodes->rows, "openb", 0);
+  const std::optional<OpenbCase> openb = LoadOpenb(pod_list);
+  if (!openb) return out;
   for (const char* scorer : {"fgd", "tessera"}) {
     SnapshotOptions o = Options(scorer);
     o.seeds = seeds;
     o.bound = bound;
     o.levels_pct = {100};
-    auto runs = RunSnapshot(t, pods->rows, o);
+    auto runs = RunSnapshot(openb->topology, openb->pods, o);
     EXPECT_TRUE(runs) << scorer;
     if (!runs) return out;
     double& mean = std::string(scorer) == "fgd" ? out.fgd : out.tessera;
@@ -279,18 +292,17 @@ TEST(SnapshotOpenb, ReproducesFgdAndTesseraAllocatesMore) {
 // packed better (10 seeds: 87.78 largest first only, 87.91 with it).
 TEST(SnapshotOpenb, RepackingRoundsPlacesMoreOnEverySeed) {
   ASSERT_TRUE(HaveOpenb()) << kOpenb << ": the openb trace is missing";
-  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
-  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_gpushare100.csv");
-  ASSERT_TRUE(nodes && pods);
-  const Topology t = TraceTopology(nodes->rows, "openb", 0);
+  const std::optional<OpenbCase> openb =
+      LoadOpenb("openb_pod_list_gpushare100.csv");
+  ASSERT_TRUE(openb);
   SnapshotOptions o = Options("tessera");
   o.bound = false;
   o.levels_pct = {100};
   o.round_pods = 64;
   o.repack_rounds = false;
-  auto first = RunSnapshot(t, pods->rows, o);
+  auto first = RunSnapshot(openb->topology, openb->pods, o);
   o.repack_rounds = true;
-  auto again = RunSnapshot(t, pods->rows, o);
+  auto again = RunSnapshot(openb->topology, openb->pods, o);
   ASSERT_TRUE(first && again);
   double gain = 0;
   for (size_t s = 0; s < first->size(); ++s) {
