@@ -20,14 +20,17 @@
 //   family of architectures (Family: resnets, mobile, ...) held out
 //   together; --holdout gpu: fits on one GPU's runs and
 //   reports the other's (leave-one-GPU-out);
-// --fold KEY: with --holdout, only the fold holding KEY out (an
-//   architecture, a family or a GPU), so folds can run as processes;
+// --fold KEY[,KEY...]: with --holdout, only the fold holding KEY out (an
+//   architecture, a family or a GPU), so folds can run as processes; with
+//   a list, one fit holds every key of it out together (the inner folds of
+//   a nested cross-validation);
 // --only GPU: only the runs of h100-sxm or h200;
 // --prior W: the weight of the fit's pull towards its start (default
 //   0.01; docs/estimator.md has held-out errors for other weights);
 // --mps: one job alone on 100/50/25% of an H200's threads under MPS
 //   (h200_mps_fraction.json), measured against predicted slowdowns.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -415,7 +418,7 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: gpu_truth_bench [--calibrated] [--fit [--neutral]] "
                    "[--mps] "
-                   "[--holdout arch|family|gpu [--fold KEY]] "
+                   "[--holdout arch|family|gpu [--fold KEY[,KEY...]]] "
                    "[--only h100-sxm|h200] [--prior W]\n";
       return 2;
     }
@@ -448,11 +451,32 @@ int main(int argc, char** argv) {
       return holdout == "family" ? Family(r.model) : r.device;
     };
     for (const auto& r : runs) keys.insert(key(r));
+    // Each fold holds out a set of keys: one key each, or --fold's list.
+    std::vector<std::set<std::string>> folds;
+    if (fold.empty()) {
+      for (const auto& k : keys) folds.push_back({k});
+    } else {
+      std::set<std::string> set;
+      for (size_t at = 0; at <= fold.size();) {
+        const size_t comma = std::min(fold.find(',', at), fold.size());
+        const std::string k = fold.substr(at, comma - at);
+        if (!keys.count(k)) {
+          std::cerr << "--fold: no " << holdout << " named '" << k << "'\n";
+          return 2;
+        }
+        set.insert(k);
+        at = comma + 1;
+      }
+      folds.push_back(set);
+    }
     std::map<std::string, std::vector<bench::Prediction>> held;
-    for (const auto& out : keys) {
-      if (!fold.empty() && out != fold) continue;
+    for (const auto& outs : folds) {
+      std::string out;
+      for (const auto& k : outs) out += (out.empty() ? "" : ",") + k;
       std::vector<bench::TruthRun> train, test;
-      for (const auto& r : runs) (key(r) == out ? test : train).push_back(r);
+      for (const auto& r : runs) {
+        (outs.count(key(r)) ? test : train).push_back(r);
+      }
       Model m = *start;
       NeutralStart(m);
       Fit(models, train, m, prior_weight);
