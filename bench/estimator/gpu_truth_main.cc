@@ -40,8 +40,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "bench/estimator/gpu_truth.h"
+#include "common/strings.h"
 #include "estimator/device_catalog.h"
 #include "tests/testlib/repo_paths.h"
 
@@ -458,15 +460,13 @@ int main(int argc, char** argv) {
       for (const auto& k : keys) folds.push_back({k});
     } else {
       std::set<std::string> set;
-      for (size_t at = 0; at <= fold.size();) {
-        const size_t comma = std::min(fold.find(',', at), fold.size());
-        const std::string k = fold.substr(at, comma - at);
+      for (const std::string_view piece : Split(fold, ',')) {
+        const std::string k(piece);
         if (!keys.count(k)) {
           std::cerr << "--fold: no " << holdout << " named '" << k << "'\n";
           return 2;
         }
         set.insert(k);
-        at = comma + 1;
       }
       folds.push_back(set);
     }

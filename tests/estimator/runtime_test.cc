@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -253,6 +254,24 @@ TEST(RuntimeEstimate, TheLossOfALowPrecisionOutputCostsAnFp32Copy) {
                                       bf16.saved_activations + 4 * logits);
 }
 
+// The runs of `runs` that `keep` accepts, predicted with the shipped
+// constants on the built-in catalog's entry of the GPU each ran on, by
+// precision ("fp32", "bf16", "tf32").
+void PredictByPrecision(
+    bench::TruthModels& models, const std::vector<bench::TruthRun>& runs,
+    const std::function<bool(const bench::TruthRun&)>& keep,
+    std::map<std::string, std::vector<bench::Prediction>>& by_precision) {
+  static const DeviceCatalog catalog = DeviceCatalog::BuiltIn();
+  for (const auto& r : runs) {
+    if (!keep(r)) continue;
+    const DeviceSpec* gpu = catalog.Find(r.device);
+    ASSERT_NE(gpu, nullptr) << r.device;
+    auto p = bench::Predict(models, r, *gpu, DefaultCosts(Runtime::kPyTorch));
+    ASSERT_TRUE(p.has_value()) << r.model;
+    by_precision[r.precision].push_back(*p);
+  }
+}
+
 // The measured runs of data/gpu-truth, predicted with the shipped
 // constants: these are the runs they were fitted on, so this guards
 // against regressions (fitting is bench/estimator/gpu_truth_bench --fit).
@@ -264,11 +283,9 @@ TEST(RuntimeTruth, FittedRunsStayWithinTheirErrors) {
   ASSERT_EQ(runs->size(), 36u);
   bench::TruthModels models({dir + "/models/zoo"});
   std::map<std::string, std::vector<bench::Prediction>> by_precision;
-  for (const auto& r : *runs) {
-    auto p = bench::Predict(models, r, H100(), DefaultCosts(Runtime::kPyTorch));
-    ASSERT_TRUE(p.has_value()) << r.model;
-    by_precision[r.precision].push_back(*p);
-  }
+  ASSERT_NO_FATAL_FAILURE(PredictByPrecision(
+      models, *runs, [](const bench::TruthRun&) { return true; },
+      by_precision));
   const auto fp32 = bench::MeanErrors(by_precision["fp32"]);
   const auto bf16 = bench::MeanErrors(by_precision["bf16"]);
   EXPECT_LT(fp32.time, 0.20);
@@ -288,15 +305,11 @@ TEST(RuntimeTruth, BothGpusStayWithinTheFittedErrors) {
   ASSERT_TRUE(runs.has_value()) << runs.error().message;
   ASSERT_EQ(runs->size(), 138u);
   bench::TruthModels models({dir + "/models/zoo", dir + "/models/archs"});
-  const DeviceCatalog catalog = DeviceCatalog::BuiltIn();
   std::map<std::string, std::vector<bench::Prediction>> by_precision;
-  for (const auto& r : *runs) {
-    if (r.batch == 1 && !r.train) continue;
-    auto p = bench::Predict(models, r, **catalog.Get(r.device),
-                            DefaultCosts(Runtime::kPyTorch));
-    ASSERT_TRUE(p.has_value()) << r.model;
-    by_precision[r.precision].push_back(*p);
-  }
+  ASSERT_NO_FATAL_FAILURE(PredictByPrecision(
+      models, *runs,
+      [](const bench::TruthRun& r) { return r.batch > 1 || r.train; },
+      by_precision));
   const auto fp32 = bench::MeanErrors(by_precision["fp32"]);
   const auto bf16 = bench::MeanErrors(by_precision["bf16"]);
   ASSERT_EQ(fp32.n, 42);
