@@ -46,6 +46,16 @@ struct RTensor {
   bool half = false;      // autocast: held in the low precision
 };
 
+// A convolution cuDNN can run by FFT (unit strides and dilations, known
+// NCHW shapes): its batch, channels and the input plane padded by the
+// kernel, (H + kh - 1) x (W + kw - 1). Only spatial convolutions (group 1,
+// a kernel larger than 1x1: op_cost_conv.cc) carry one.
+struct FftShape {
+  double batch = 0, in_channels = 0, out_channels = 0;
+  int64_t padded_h = 0, padded_w = 0;
+  bool valid() const { return padded_h > 0 && padded_w > 0; }
+};
+
 // One operator as the runtime dispatches it.
 struct ROp {
   std::vector<graph::NodeId> nodes;  // the ONNX nodes it stands for
@@ -78,6 +88,7 @@ struct ROp {
   int blas_api = 0;  // 0: none; 1: cuBLASLt (linear); 2: cuBLAS (bmm/mm)
   int kernels = 1;
   bool has_bias = false;
+  FftShape fft;  // spatial convolutions only
 };
 
 struct Lowered {

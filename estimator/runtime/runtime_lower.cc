@@ -291,6 +291,7 @@ class Lowering {
     } else if (cls == OpClass::kSpatialConvolution) {
       op.work = Work::kSpatialConv;
       op.has_bias = v.inputs.size() > 2 && v.inputs[2] != kNoTensor;
+      op.fft = Fft(anchor);
     } else if (cls == OpClass::kDepthwiseConvolution) {
       op.work = Work::kDepthwise;
       op.has_bias = v.inputs.size() > 2 && v.inputs[2] != kNoTensor;
@@ -309,6 +310,39 @@ class Lowering {
         (op.work == Work::kGemm || op.work == Work::kConv ||
          op.work == Work::kSpatialConv || op.work == Work::kAttention) &&
         (op.low_precision || o_.tf32);
+  }
+
+  // The FFT geometry of a Conv node, empty when cuDNN's FFT algorithms
+  // cannot run it (strides or dilations other than 1, unknown shapes).
+  FftShape Fft(NodeId n) const {
+    const NodeView v = g_.node(n);
+    if (v.op_type != "Conv" || v.inputs.size() < 2 || v.outputs.empty())
+      return {};
+    for (const char* attr : {"strides", "dilations"}) {
+      for (const int64_t s : g_.GetInts(n, attr)) {
+        if (s != 1) return {};
+      }
+    }
+    const auto dims4 = [&](TensorId t) -> const int64_t* {
+      if (t == kNoTensor) return nullptr;
+      const auto d = g_.tensor(t).dims;
+      if (!d || d->size() != 4) return nullptr;
+      for (const int64_t x : *d) {
+        if (x <= 0) return nullptr;
+      }
+      return d->data();
+    };
+    const int64_t* x = dims4(v.inputs[0]);
+    const int64_t* w = dims4(v.inputs[1]);
+    const int64_t* y = dims4(v.outputs[0]);
+    if (!x || !w || !y) return {};
+    FftShape f;
+    f.batch = static_cast<double>(x[0]);
+    f.in_channels = static_cast<double>(x[1]);
+    f.out_channels = static_cast<double>(y[1]);
+    f.padded_h = x[2] + w[2] - 1;
+    f.padded_w = x[3] + w[3] - 1;
+    return f;
   }
 
   void EmitView(NodeId n, ROp& op) {

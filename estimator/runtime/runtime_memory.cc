@@ -294,32 +294,11 @@ class StepMemory {
   }
 
   double FftWorkspace(const ROp& op) const {
-    const graph::OpGraph& g = *model_.graph;
-    const graph::NodeView n = g.node(op.nodes.front());
-    if (n.op_type != "Conv" || n.inputs.size() < 2 || n.outputs.empty())
-      return 0.0;
-    // cuDNN's FFT algorithms take unit strides and dilations only.
-    for (const char* attr : {"strides", "dilations"}) {
-      for (const int64_t v : g.GetInts(op.nodes.front(), attr)) {
-        if (v != 1) return 0.0;
-      }
-    }
-    const auto dims4 = [&](TensorId t) -> const int64_t* {
-      if (t == graph::kNoTensor) return nullptr;
-      const auto d = g.tensor(t).dims;
-      if (!d || d->size() != 4) return nullptr;
-      for (const int64_t v : *d) {
-        if (v <= 0) return nullptr;
-      }
-      return d->data();
-    };
-    const int64_t* x = dims4(n.inputs[0]);
-    const int64_t* w = dims4(n.inputs[1]);
-    const int64_t* y = dims4(n.outputs[0]);
-    if (!x || !w || !y) return 0.0;
-    const double padded = static_cast<double>(x[2] + w[2] - 1) *
-                          static_cast<double>(x[3] + w[3] - 1);
-    const double planes = static_cast<double>(x[0]) * (x[1] + y[1]);
+    if (!op.fft.valid()) return 0.0;
+    const double padded = static_cast<double>(op.fft.padded_h) *
+                          static_cast<double>(op.fft.padded_w);
+    const double planes =
+        op.fft.batch * (op.fft.in_channels + op.fft.out_channels);
     return c_.conv_fft_factor * 8.0 * padded * planes;
   }
 
