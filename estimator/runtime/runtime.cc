@@ -7,7 +7,9 @@
 #include "estimator/runtime/runtime.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "estimator/runtime/runtime_internal.h"
@@ -18,6 +20,7 @@ namespace {
 using graph::TensorId;
 using internal::ComputeBound;
 using internal::Exec;
+using internal::FftShape;
 using internal::HasGrad;
 using internal::Lowered;
 using internal::ROp;
@@ -177,10 +180,39 @@ class StepTimer {
       const double peak = Peak(op);
       const double compute = peak > 0 ? w / (peak * eff * share_) : 0.0;
       t = std::max(compute, MemorySeconds(op.bytes, Work::kElementwise));
+      if (op.work == Work::kSpatialConv && !op.tensor_cores)
+        t = std::min(t, FftSeconds(op));
     } else {
       t = MemorySeconds(op.bytes, op.work);
     }
     return t + kernel_s_;
+  }
+
+  // cuDNN's FFT convolution (RuntimeCosts::conv_fft_efficiency): the
+  // complex products at their fraction of the fp32 peak, or the transforms'
+  // traffic when that is longer; infinite where FFT cannot run.
+  double FftSeconds(const ROp& op) const {
+    constexpr double kNever = std::numeric_limits<double>::infinity();
+    if (!op.fft.valid() || c_.conv_fft_efficiency <= 0 || peaks_.fp32 <= 0)
+      return kNever;
+    const auto pow2 = [](int64_t v) {
+      return static_cast<double>(std::bit_ceil(static_cast<uint64_t>(v)));
+    };
+    const FftShape& f = op.fft;
+    // Half the frequencies of the padded planes (the input is real).
+    const double bins = pow2(f.padded_h) * pow2(f.padded_w) / 2;
+    const double flops = 8.0 * bins * f.batch * f.in_channels * f.out_channels;
+    // Complex fp32 spectra: the input's and the filters' written and read,
+    // the output's written and read back.
+    const double bytes =
+        16.0 * bins *
+        (f.batch * f.in_channels + f.in_channels * f.out_channels +
+         f.batch * f.out_channels);
+    const double per_bin = flops / bins;
+    const double eff = c_.conv_fft_efficiency * per_bin /
+                       (per_bin + std::max(c_.conv_fft_half_flops, 0.0));
+    const double compute = flops / (peaks_.fp32 * std::max(eff, 1e-4) * share_);
+    return std::max(compute, MemorySeconds(bytes, Work::kElementwise));
   }
 
   double BackwardFactor(const ROp& op) const {
@@ -478,27 +510,29 @@ RuntimeCosts DefaultCosts(Runtime runtime) {
       // leave-one-family-out chose); docs/estimator.md, "The fit and its
       // error", has the nested held-out errors of that procedure.
       c.op_s = 30.9e-6;
-      c.view_s = 4.96e-6;
-      c.cast_s = 8.80e-6;
-      c.amp_op_s = 8.91e-6;
-      c.record_s = 29.4e-6;
-      c.backward_op_s = 60.5e-6;
+      c.view_s = 5.29e-6;
+      c.cast_s = 8.54e-6;
+      c.amp_op_s = 9.18e-6;
+      c.record_s = 33.9e-6;
+      c.backward_op_s = 57.7e-6;
       c.optimizer_op_s = 2e-6;
       c.optimizer_fixed_s = 100e-6;
-      c.step_fixed_s = 53.4e-6;
-      c.kernel_s = 3.66e-6;
-      c.backward_gemm = 1.94;
-      c.backward_conv = 3.33;
-      c.backward_spatial_conv = 1.50;
-      c.backward_depthwise = 4.72;
-      c.backward_memory = 2.58;
-      c.optimizer_tensor_gpu_s = 6.26e-6;
-      c.adam_traffic = 10.7;
+      c.step_fixed_s = 48.5e-6;
+      c.kernel_s = 3.60e-6;
+      c.backward_gemm = 1.96;
+      c.backward_conv = 2.86;
+      c.backward_spatial_conv = 1.80;
+      c.backward_depthwise = 5.59;
+      c.backward_memory = 2.50;
+      c.optimizer_tensor_gpu_s = 5.46e-6;
+      c.adam_traffic = 10.4;
       c.blas_workspace_bytes = int64_t{32} << 20;
       c.conv_workspace_fraction = 2.58;
       c.conv_trial_bytes = int64_t{128} << 20;
       c.conv_fft_factor = 1.4;
-      c.conv_fft_steady = 1.11;
+      c.conv_fft_steady = 1.14;
+      c.conv_fft_efficiency = 0.7;
+      c.conv_fft_half_flops = 6.94e6;
       return c;
     case Runtime::kOnnxRuntime:
       c.op_s = 6e-6;
@@ -531,19 +565,19 @@ EfficiencySurface DefaultSurface() {
   // Fractions of the achievable peaks (Achievable), shared by every
   // Hopper GPU: fitted with DefaultCosts (PyTorch 2.11, cuDNN 9.19) on the
   // runs of data/gpu-truth by bench/estimator/gpu_truth_bench --fit.
-  set(s.cuda_cores, KernelKind::kGemm, 0.960, 1.41e+09);
-  set(s.cuda_cores, KernelKind::kConv, 0.728, 5.35e+08);
-  set(s.cuda_cores, KernelKind::kSpatialConv, 0.980, 2.49e+09);
-  set(s.cuda_cores, KernelKind::kDepthwiseConv, 0.109, 6.94e+07);
-  set(s.tensor_cores, KernelKind::kGemm, 0.583, 9.54e+08);
+  set(s.cuda_cores, KernelKind::kGemm, 0.989, 1.60e+09);
+  set(s.cuda_cores, KernelKind::kConv, 0.629, 4.49e+08);
+  set(s.cuda_cores, KernelKind::kSpatialConv, 0.566, 7.40e+08);
+  set(s.cuda_cores, KernelKind::kDepthwiseConv, 0.117, 8.0e+07);
+  set(s.tensor_cores, KernelKind::kGemm, 0.556, 9.43e+08);
   set(s.tensor_cores, KernelKind::kConv, 0.7, 1e+09);
-  set(s.tensor_cores, KernelKind::kSpatialConv, 0.35, 1.02e+09);
+  set(s.tensor_cores, KernelKind::kSpatialConv, 0.389, 1.03e+09);
   set(s.tensor_cores, KernelKind::kDepthwiseConv, 0.099 / 0.85, 1.0e8);
   s.elementwise_bandwidth = 0.5;
   s.normalization_bandwidth = 0.583;
-  s.reduction_bandwidth = 0.801;
-  s.data_movement_bandwidth = 0.619;
-  s.kernel_s = 3.66e-6;
+  s.reduction_bandwidth = 0.687;
+  s.data_movement_bandwidth = 0.637;
+  s.kernel_s = 3.60e-6;
   return s;
 }
 

@@ -103,6 +103,16 @@ struct RuntimeCosts {
   // conv_workspace_fraction x its larger operand and this x the FFT size
   // above (without conv_fft_factor).
   double conv_fft_steady = 0;
+  // ... and its time: the benchmark keeps FFT when it beats the direct
+  // kernel. FFT multiplies the transformed planes as one complex GEMM over
+  // the channels per frequency (of the planes padded to powers of two;
+  // half of them: the input is real), 8 flops per complex multiply-add;
+  // those GEMMs reach conv_fft_efficiency x f / (f + conv_fft_half_flops)
+  // of the fp32 peak, f the flops of one frequency's GEMM (small channel
+  // counts make small GEMMs). The transforms stream the planes and the
+  // filters' spectra through memory. 0: no FFT path.
+  double conv_fft_efficiency = 0;
+  double conv_fft_half_flops = 1e7;
   // The caching allocator: requests round up to `round_bytes`; requests up
   // to `small_limit` come from `small_segment` segments, larger ones below
   // `mid_limit` from `mid_segment` ones, the rest from segments rounded up

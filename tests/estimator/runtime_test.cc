@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "estimator/runtime/caching_allocator.h"
 #include "estimator/runtime/runtime.h"
 #include "estimator/runtime/runtime_internal.h"
+#include "graph/builder.h"
 #include "graph/graph.h"
 #include "tests/testlib/repo_paths.h"
 
@@ -254,6 +256,66 @@ TEST(RuntimeEstimate, TheLossOfALowPrecisionOutputCostsAnFp32Copy) {
                                       bf16.saved_activations + 4 * logits);
 }
 
+// One convolution (`batch` x `channels` x `side`^2, 3x3 kernel, padding 1)
+// as a model of its own.
+graph::Model OneConv(int64_t batch, int64_t channels, int64_t side,
+                     int64_t stride) {
+  graph::OpGraphBuilder b("conv");
+  const int64_t out_side = (side + 2 - 3) / stride + 1;
+  const std::vector<int64_t> xd = {batch, channels, side, side};
+  const std::vector<int64_t> wd = {channels, channels, 3, 3};
+  const std::vector<int64_t> yd = {batch, channels, out_side, out_side};
+  const auto x =
+      b.AddTensor("x", graph::DataType::kFloat32, std::span<const int64_t>(xd),
+                  graph::TensorKind::kInput);
+  const auto w =
+      b.AddTensor("w", graph::DataType::kFloat32, std::span<const int64_t>(wd),
+                  graph::TensorKind::kInitializer);
+  const auto y =
+      b.AddTensor("y", graph::DataType::kFloat32, std::span<const int64_t>(yd),
+                  graph::TensorKind::kActivation);
+  b.MarkInput(x);
+  const std::vector<graph::TensorId> in = {x, w}, out = {y};
+  b.AddNode("conv", "Conv", "", in, out);
+  const std::vector<int64_t> strides = {stride, stride}, pads = {1, 1, 1, 1};
+  b.AddInts("strides", strides);
+  b.AddInts("pads", pads);
+  b.MarkOutput(y);
+  auto g = std::move(b).Build();
+  EXPECT_TRUE(g.has_value()) << (g.has_value() ? "" : g.error().message);
+  graph::Model m;
+  if (g) m.graph = std::move(g).value();
+  return m;
+}
+
+// cuDNN's benchmark keeps FFT for an fp32 3x3 convolution with wide planes
+// and many channels when it beats the direct kernel (VGG's layers: 1.3x
+// faster than direct on an H200); it cannot run strided ones, autocast's
+// bf16 goes to tensor cores, and at batch 1 on small planes the filters'
+// spectra cost more than the direct kernel.
+TEST(RuntimeEstimate, Fp32ConvolutionsTakeFftOnlyWhereItIsFaster) {
+  auto conv_s = [](const graph::Model& m, Amp amp, bool fft) {
+    RuntimeOptions o;
+    o.amp = amp;
+    if (!fft) o.costs.conv_fft_efficiency = 0;
+    const auto costs = CostAll(*m.graph);
+    auto e = EstimateRuntime(m, costs, H100(), o);
+    EXPECT_TRUE(e.has_value());
+    return e ? e->conv_forward_s : 0.0;
+  };
+  const graph::Model vgg = OneConv(32, 256, 56, 1);
+  EXPECT_LT(conv_s(vgg, Amp::kNone, true),
+            0.9 * conv_s(vgg, Amp::kNone, false));
+  EXPECT_DOUBLE_EQ(conv_s(vgg, Amp::kBf16, true),
+                   conv_s(vgg, Amp::kBf16, false));
+  const graph::Model strided = OneConv(32, 256, 56, 2);
+  EXPECT_DOUBLE_EQ(conv_s(strided, Amp::kNone, true),
+                   conv_s(strided, Amp::kNone, false));
+  const graph::Model small = OneConv(1, 512, 7, 1);
+  EXPECT_DOUBLE_EQ(conv_s(small, Amp::kNone, true),
+                   conv_s(small, Amp::kNone, false));
+}
+
 // The runs of `runs` that `keep` accepts, predicted with the shipped
 // constants on the built-in catalog's entry of the GPU each ran on, by
 // precision ("fp32", "bf16", "tf32").
@@ -296,8 +358,8 @@ TEST(RuntimeTruth, FittedRunsStayWithinTheirErrors) {
 
 // Every run of both GPUs (the H100's zoo and the H200's 17 architectures)
 // at batch > 1 and in training, the groups, with the shipped
-// constants on each GPU's catalog entry: fitted there at 11.5% (fp32) and
-// 12.7% (bf16) time, 8.4% and 6.6% live memory (docs/estimator.md). A
+// constants on each GPU's catalog entry: fitted there at 11.6% (fp32) and
+// 12.8% (bf16) time, 8.4% and 6.6% live memory (docs/estimator.md). A
 // refit or a change to the runtime model that loses a point shows here.
 TEST(RuntimeTruth, BothGpusStayWithinTheFittedErrors) {
   const std::string dir = std::string(TESSERA_SOURCE_DIR);
@@ -314,8 +376,8 @@ TEST(RuntimeTruth, BothGpusStayWithinTheFittedErrors) {
   const auto bf16 = bench::MeanErrors(by_precision["bf16"]);
   ASSERT_EQ(fp32.n, 42);
   ASSERT_EQ(bf16.n, 42);
-  EXPECT_LT(fp32.time, 0.125);
-  EXPECT_LT(bf16.time, 0.137);
+  EXPECT_LT(fp32.time, 0.126);
+  EXPECT_LT(bf16.time, 0.138);
   EXPECT_LT(fp32.memory, 0.094);
   EXPECT_LT(bf16.memory, 0.076);
 }
