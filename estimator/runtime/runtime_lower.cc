@@ -336,6 +336,11 @@ class Lowering {
     const int64_t* w = dims4(v.inputs[1]);
     const int64_t* y = dims4(v.outputs[0]);
     if (!x || !w || !y) return {};
+    // Planes no GPU holds: no FFT (and no overflow padding them).
+    constexpr int64_t kMaxSide = int64_t{1} << 30;
+    if (x[2] > kMaxSide || x[3] > kMaxSide || w[2] > kMaxSide ||
+        w[3] > kMaxSide)
+      return {};
     FftShape f;
     f.batch = static_cast<double>(x[0]);
     f.in_channels = static_cast<double>(x[1]);
