@@ -8,7 +8,6 @@
 
 #include <functional>
 #include <map>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +17,8 @@
 #include "estimator/runtime/caching_allocator.h"
 #include "estimator/runtime/runtime.h"
 #include "estimator/runtime/runtime_internal.h"
-#include "graph/builder.h"
 #include "graph/graph.h"
+#include "tests/estimator/one_op_graph.h"
 #include "tests/testlib/repo_paths.h"
 
 namespace tessera::estimator {
@@ -260,28 +259,15 @@ TEST(RuntimeEstimate, TheLossOfALowPrecisionOutputCostsAnFp32Copy) {
 // as a model of its own.
 graph::Model OneConv(int64_t batch, int64_t channels, int64_t side,
                      int64_t stride) {
-  graph::OpGraphBuilder b("conv");
   const int64_t out_side = (side + 2 - 3) / stride + 1;
-  const std::vector<int64_t> xd = {batch, channels, side, side};
-  const std::vector<int64_t> wd = {channels, channels, 3, 3};
-  const std::vector<int64_t> yd = {batch, channels, out_side, out_side};
-  const auto x =
-      b.AddTensor("x", graph::DataType::kFloat32, std::span<const int64_t>(xd),
-                  graph::TensorKind::kInput);
-  const auto w =
-      b.AddTensor("w", graph::DataType::kFloat32, std::span<const int64_t>(wd),
-                  graph::TensorKind::kInitializer);
-  const auto y =
-      b.AddTensor("y", graph::DataType::kFloat32, std::span<const int64_t>(yd),
-                  graph::TensorKind::kActivation);
-  b.MarkInput(x);
-  const std::vector<graph::TensorId> in = {x, w}, out = {y};
-  b.AddNode("conv", "Conv", "", in, out);
-  const std::vector<int64_t> strides = {stride, stride}, pads = {1, 1, 1, 1};
-  b.AddInts("strides", strides);
-  b.AddInts("pads", pads);
-  b.MarkOutput(y);
-  auto g = std::move(b).Build();
+  testing::OneOpGraph op("conv");
+  op.In("x", std::vector<int64_t>{batch, channels, side, side})
+      .Weight("w", std::vector<int64_t>{channels, channels, 3, 3})
+      .Out("y", std::vector<int64_t>{batch, channels, out_side, out_side})
+      .Node("Conv")
+      .Ints("strides", {stride, stride})
+      .Ints("pads", {1, 1, 1, 1});
+  auto g = std::move(op.builder()).Build();
   EXPECT_TRUE(g.has_value()) << (g.has_value() ? "" : g.error().message);
   graph::Model m;
   if (g) m.graph = std::move(g).value();
