@@ -201,14 +201,15 @@ class StepTimer {
     const FftShape& f = op.fft;
     // Half the frequencies of the padded planes (the input is real).
     const double bins = pow2(f.padded_h) * pow2(f.padded_w) / 2;
-    const double flops = 8.0 * bins * f.batch * f.in_channels * f.out_channels;
+    // Each frequency's complex GEMM over the batch and channels.
+    const double per_bin = 8.0 * f.batch * f.in_channels * f.out_channels;
+    const double flops = per_bin * bins;
     // Complex fp32 spectra: the input's and the filters' written and read,
     // the output's written and read back.
     const double bytes =
         16.0 * bins *
         (f.batch * f.in_channels + f.in_channels * f.out_channels +
          f.batch * f.out_channels);
-    const double per_bin = flops / bins;
     const double eff = c_.conv_fft_efficiency * per_bin /
                        (per_bin + std::max(c_.conv_fft_half_flops, 0.0));
     const double compute = flops / (peaks_.fp32 * std::max(eff, 1e-4) * share_);
