@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 using testing::OneOpGraph;
 using DT = graph::DataType;
 
-const std::vector<int64_t> kScalar = {};
+const std::vector<int64_t> kNoDims = {};
 
 TEST(ConvCost, GroupedDilatedStridedConvMatchesHandCount) {
   // Out spatial: (15 + 2 + 2 - 2 * (3 - 1) - 1) / 2 + 1 = 8.
@@ -167,13 +167,13 @@ TEST(ConvCost, ConvIntegerCountsInt8Macs) {
 TEST(ConvCost, QLinearConvReadsWeightAtInputThreeAndBiasAtEight) {
   OneOpGraph op;
   op.In("x", {{1, 4, 6, 6}}, DT::kUint8)
-      .Weight("xs", kScalar)
-      .Weight("xz", kScalar, DT::kUint8)
+      .Weight("xs", kNoDims)
+      .Weight("xz", kNoDims, DT::kUint8)
       .Weight("w", {{8, 4, 3, 3}}, DT::kInt8)
-      .Weight("ws", kScalar)
-      .Weight("wz", kScalar, DT::kInt8)
-      .Weight("ys", kScalar)
-      .Weight("yz", kScalar, DT::kUint8)
+      .Weight("ws", kNoDims)
+      .Weight("wz", kNoDims, DT::kInt8)
+      .Weight("ys", kNoDims)
+      .Weight("yz", kNoDims, DT::kUint8)
       .Weight("b", {{8}}, DT::kInt32)
       .Out("y", {{1, 8, 4, 4}}, DT::kUint8);
   op.Node("QLinearConv");
@@ -289,10 +289,10 @@ TEST(MatMulCost, QuantizedMatMulsCountInt8Macs) {
 
   OneOpGraph qlinear;
   qlinear.In("a", {{4, 8}}, DT::kUint8)
-      .Weight("as", kScalar)
-      .Weight("az", kScalar);
-  qlinear.Weight("b", {{8, 16}}, DT::kInt8).Weight("bs", kScalar);
-  qlinear.Weight("bz", kScalar).Weight("ys", kScalar).Weight("yz", kScalar);
+      .Weight("as", kNoDims)
+      .Weight("az", kNoDims);
+  qlinear.Weight("b", {{8, 16}}, DT::kInt8).Weight("bs", kNoDims);
+  qlinear.Weight("bz", kNoDims).Weight("ys", kNoDims).Weight("yz", kNoDims);
   qlinear.Out("y", {{4, 16}}, DT::kUint8).Node("QLinearMatMul");
   const OpCost c = qlinear.Cost();
   EXPECT_EQ(c.macs, 512);

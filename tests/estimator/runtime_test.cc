@@ -38,7 +38,7 @@ graph::Model Load(const std::string& name, int batch) {
   return std::move(m).value();
 }
 
-const DeviceSpec& H100() {
+const DeviceSpec& CatalogH100() {
   static const DeviceCatalog catalog = DeviceCatalog::BuiltIn();
   return *catalog.Find("h100-sxm");
 }
@@ -50,7 +50,7 @@ RuntimeEstimate Estimate(const graph::Model& m, bool training, Amp amp,
   o.amp = amp;
   o.attention = attention;
   const auto costs = CostAll(*m.graph);
-  auto e = EstimateRuntime(m, costs, H100(), o);
+  auto e = EstimateRuntime(m, costs, CatalogH100(), o);
   EXPECT_TRUE(e.has_value());
   return std::move(e).value();
 }
@@ -209,11 +209,11 @@ TEST(RuntimeEstimate, RefusesWhatARuntimeCannotDo) {
   RuntimeOptions o;
   o.runtime = Runtime::kOnnxRuntime;
   o.training = true;
-  auto e = EstimateRuntime(m, costs, H100(), o);
+  auto e = EstimateRuntime(m, costs, CatalogH100(), o);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().message.find("inference only"), std::string::npos);
   o.runtime = Runtime::kRoofline;
-  EXPECT_FALSE(EstimateRuntime(m, costs, H100(), o).has_value());
+  EXPECT_FALSE(EstimateRuntime(m, costs, CatalogH100(), o).has_value());
   // The parsers' errors name the fields they fill (RuntimeOptions), not a
   // command's flags.
   auto runtime = ParseRuntime("tensorflow");
@@ -233,10 +233,10 @@ TEST(RuntimeEstimate, OnnxRuntimeFoldsBatchNormAndActivations) {
   const graph::Model m = Load("resnet50", 1);
   const auto costs = CostAll(*m.graph);
   RuntimeOptions o;
-  const auto eager = EstimateRuntime(m, costs, H100(), o);
+  const auto eager = EstimateRuntime(m, costs, CatalogH100(), o);
   o.runtime = Runtime::kOnnxRuntime;
   o.costs = DefaultCosts(Runtime::kOnnxRuntime);
-  const auto ort = EstimateRuntime(m, costs, H100(), o);
+  const auto ort = EstimateRuntime(m, costs, CatalogH100(), o);
   ASSERT_TRUE(eager.has_value() && ort.has_value());
   // 53 convolutions absorb 53 batch norms and the 33 ReLUs right after
   // them (the other 16 follow a residual add).
@@ -285,7 +285,7 @@ TEST(RuntimeEstimate, Fp32ConvolutionsTakeFftOnlyWhereItIsFaster) {
     o.amp = amp;
     if (!fft) o.costs.conv_fft_efficiency = 0;
     const auto costs = CostAll(*m.graph);
-    auto e = EstimateRuntime(m, costs, H100(), o);
+    auto e = EstimateRuntime(m, costs, CatalogH100(), o);
     EXPECT_TRUE(e.has_value());
     return e ? e->conv_forward_s : 0.0;
   };

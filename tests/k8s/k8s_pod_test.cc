@@ -20,7 +20,7 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-json Fixture(const std::string& name) {
+json PodFixture(const std::string& name) {
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/tests/data/k8s/" + name);
   std::stringstream s;
   s << in.rdbuf();
@@ -80,7 +80,7 @@ TEST(K8sQuantity, RefusesWhatIsNotAQuantity) {
 }
 
 TEST(K8sPod, SumsContainersAsTheSchedulerDoes) {
-  Result<K8sPod> pod = ParseK8sPod(Fixture("pod_fraction.json"), "Pod");
+  Result<K8sPod> pod = ParseK8sPod(PodFixture("pod_fraction.json"), "Pod");
   ASSERT_TRUE(pod) << pod.error().message;
   EXPECT_EQ(pod->ref.name, "notebook-0");
   EXPECT_EQ(pod->ref.ns, "ml");
@@ -93,12 +93,12 @@ TEST(K8sPod, SumsContainersAsTheSchedulerDoes) {
 
 TEST(K8sPod, WholeGpusAndPodsWithoutGpus) {
   Result<K8sPod> whole =
-      ParseK8sPod(Fixture("filter_args_whole.json")["Pod"], "Pod");
+      ParseK8sPod(PodFixture("filter_args_whole.json")["Pod"], "Pod");
   ASSERT_TRUE(whole) << whole.error().message;
   EXPECT_EQ(whole->demand, (Resources{2, 0, 0, 8000, 32 * 1024}));
   EXPECT_TRUE(whole->managed);
   Result<K8sPod> plain =
-      ParseK8sPod(Fixture("filter_args_cpu_pod.json")["Pod"], "Pod");
+      ParseK8sPod(PodFixture("filter_args_cpu_pod.json")["Pod"], "Pod");
   ASSERT_TRUE(plain) << plain.error().message;
   EXPECT_FALSE(plain->managed);
   EXPECT_EQ(plain->demand, (Resources{0, 0, 0, 250, 128}));
@@ -106,7 +106,7 @@ TEST(K8sPod, WholeGpusAndPodsWithoutGpus) {
 
 // The fixture's pod with the main container's resources replaced.
 std::string PodError(const json& resources) {
-  json pod = Fixture("pod_fraction.json");
+  json pod = PodFixture("pod_fraction.json");
   pod["spec"]["containers"][0]["resources"] = resources;
   Result<K8sPod> parsed = ParseK8sPod(pod, "Pod");
   return parsed ? "" : parsed.error().message;
@@ -145,7 +145,7 @@ TEST(K8sPod, RefusesBadResourcesNamingTheField) {
 }
 
 TEST(K8sPod, ContainersShareOneGpuFraction) {
-  json pod = Fixture("pod_fraction.json");
+  json pod = PodFixture("pod_fraction.json");
   for (json& c : pod["spec"]["containers"]) {
     c["resources"] = {{"limits", {{"tessera.io/gpu-milli", "600"}}}};
   }
@@ -161,7 +161,7 @@ TEST(K8sPod, RefusesAPodWithoutItsParts) {
     Result<K8sPod> p = ParseK8sPod(pod, "Pod");
     return p ? "" : p.error().message;
   };
-  json pod = Fixture("pod_fraction.json");
+  json pod = PodFixture("pod_fraction.json");
   EXPECT_THAT(error(json::array()), HasSubstr("Pod: must be a v1 Pod object"));
   json no_name = pod;
   no_name["metadata"].erase("name");
@@ -179,13 +179,13 @@ TEST(K8sPod, RefusesAPodWithoutItsParts) {
 
 TEST(K8sExtenderArgs, ReadsNodeNamesAndNodeLists) {
   Result<K8sExtenderArgs> names =
-      ParseExtenderArgs(Fixture("filter_args_names.json"));
+      ParseExtenderArgs(PodFixture("filter_args_names.json"));
   ASSERT_TRUE(names) << names.error().message;
   EXPECT_TRUE(names->has_node_names);
   EXPECT_TRUE(names->node_list.is_null());
   EXPECT_THAT(names->nodes, ElementsAre("node0", "node1", "cpu-only"));
   Result<K8sExtenderArgs> list =
-      ParseExtenderArgs(Fixture("filter_args_nodes.json"));
+      ParseExtenderArgs(PodFixture("filter_args_nodes.json"));
   ASSERT_TRUE(list) << list.error().message;
   EXPECT_FALSE(list->has_node_names);
   EXPECT_EQ(list->node_list["kind"], "NodeList");
@@ -194,7 +194,7 @@ TEST(K8sExtenderArgs, ReadsNodeNamesAndNodeLists) {
 }
 
 TEST(K8sExtenderArgs, MatchesKeysAsGoDoes) {
-  const json args = Fixture("filter_args_names.json");
+  const json args = PodFixture("filter_args_names.json");
   json lower = {{"pod", args["Pod"]}, {"nodenames", {"node0"}}};
   Result<K8sExtenderArgs> parsed = ParseExtenderArgs(lower);
   ASSERT_TRUE(parsed) << parsed.error().message;
@@ -206,7 +206,7 @@ TEST(K8sExtenderArgs, RefusesMalformedArgsNamingTheField) {
     Result<K8sExtenderArgs> a = ParseExtenderArgs(j);
     return a ? "" : a.error().message;
   };
-  const json args = Fixture("filter_args_names.json");
+  const json args = PodFixture("filter_args_names.json");
   EXPECT_THAT(error(json::array()), HasSubstr("ExtenderArgs: must be a JSON "
                                               "object"));
   EXPECT_EQ(error({{"NodeNames", {"node0"}}}),
@@ -226,7 +226,7 @@ TEST(K8sExtenderArgs, RefusesMalformedArgsNamingTheField) {
 
 TEST(K8sBindingArgs, ReadsTheUpstreamShape) {
   Result<K8sBindingArgs> args =
-      ParseBindingArgs(Fixture("bind_args.json"), true);
+      ParseBindingArgs(PodFixture("bind_args.json"), true);
   ASSERT_TRUE(args) << args.error().message;
   EXPECT_EQ(args->pod.name, "notebook-0");
   EXPECT_EQ(args->pod.ns, "ml");

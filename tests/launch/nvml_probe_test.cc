@@ -205,7 +205,7 @@ char State(uint32_t pid) {
                                                                : 0;
 }
 
-bool WaitUntil(const std::function<bool()>& done) {
+bool WaitTenSeconds(const std::function<bool()>& done) {
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < deadline) {
     if (done()) return true;
@@ -231,7 +231,7 @@ TEST(SessionProcesses, ListsAJobsWholeSession) {
   ASSERT_TRUE(launched) << launched.error().message;
   const auto leader = static_cast<uint32_t>(launched->pid);
   uint32_t child = 0;
-  ASSERT_TRUE(WaitUntil([&] {
+  ASSERT_TRUE(WaitTenSeconds([&] {
     std::ifstream in(child_file);
     std::string line;
     // Whole once it ends with its newline.
@@ -262,7 +262,7 @@ TEST(SessionProcesses, ListsAJobsWholeSession) {
 
   // The job stopped (its process group): its session is gone.
   launcher->Stop(1, 5);
-  ASSERT_TRUE(WaitUntil([&] {
+  ASSERT_TRUE(WaitTenSeconds([&] {
     for (const Exited& e : launcher->Poll()) {
       if (e.id == 1) return true;
     }
@@ -270,7 +270,7 @@ TEST(SessionProcesses, ListsAJobsWholeSession) {
   }));
   // Nothing of it lives on (its child may stay a zombie until the
   // machine's init reaps it: AZombieIsNotALiveProcess).
-  EXPECT_TRUE(WaitUntil([&] {
+  EXPECT_TRUE(WaitTenSeconds([&] {
     const auto left = SessionProcesses({static_cast<int64_t>(leader)});
     if (!left.contains(leader)) return true;
     for (const uint32_t pid : left.at(leader)) {
@@ -291,7 +291,7 @@ TEST(SessionProcesses, AZombieIsNotALiveProcess) {
   }
   // Not reaped yet: a zombie, the leader of its own session.
   ASSERT_TRUE(
-      WaitUntil([&] { return State(static_cast<uint32_t>(pid)) == 'Z'; }));
+      WaitTenSeconds([&] { return State(static_cast<uint32_t>(pid)) == 'Z'; }));
   const auto sessions = SessionProcesses({static_cast<int64_t>(pid)});
   EXPECT_FALSE(sessions.contains(pid))
       << "listed " << sessions.at(pid).size() << " process(es)";

@@ -14,11 +14,12 @@
 
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
 
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;  // 1024 MiB
 constexpr int kMixes = 200;
 constexpr int kRounds = 40;
 

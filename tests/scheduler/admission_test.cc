@@ -18,8 +18,8 @@ using testing::kGiB;
 
 // testing::MakeTopology with node n in `pools[n]` and the cluster's pools
 // "default" and "other".
-Topology MakeTopology(const std::vector<std::vector<int>>& nodes,
-                      const std::vector<std::string>& pools = {}) {
+Topology PooledTopology(const std::vector<std::vector<int>>& nodes,
+                        const std::vector<std::string>& pools = {}) {
   return testing::MakeTopology(nodes, pools, {"default", "other"});
 }
 
@@ -48,7 +48,7 @@ int GpuChosen(const ClusterState& s, const Resources& demand,
 }
 
 TEST(FindAllocation, ScorersPackSpreadOrTakeTheFirst) {
-  ClusterState s(MakeTopology({{40, 40, 40}}));
+  ClusterState s(PooledTopology({{40, 40, 40}}));
   Use(s, 1, 0, 300, 4 * kGiB);
   Use(s, 2, 1, 600, 4 * kGiB);
   const Resources demand = Fraction(200, 8 * kGiB);
@@ -60,7 +60,7 @@ TEST(FindAllocation, ScorersPackSpreadOrTakeTheFirst) {
 }
 
 TEST(FindAllocation, BestFitBreaksMilliTiesByMemory) {
-  ClusterState s(MakeTopology({{40, 40}}));
+  ClusterState s(PooledTopology({{40, 40}}));
   Use(s, 1, 0, 500, 4 * kGiB);
   Use(s, 2, 1, 500, 20 * kGiB);
   EXPECT_EQ(GpuChosen(s, Fraction(100, kGiB), "best-fit"), 1);
@@ -71,7 +71,7 @@ TEST(FindAllocation, FgdKeepsSliversUsefulWhereBestFitDoesNot) {
   // GPUs with 800 and 500 milli free; a 150-milli task. Best-fit leaves 350
   // on GPU 1, too little for the trace's common 470- and 460-milli tasks;
   // FGD takes GPU 0, whose 650 left still takes the 470s and the 650s.
-  ClusterState s(MakeTopology({{80, 80}}));
+  ClusterState s(PooledTopology({{80, 80}}));
   Use(s, 1, 0, 200, 0);
   Use(s, 2, 1, 500, 0);
   const Resources demand = Fraction(150, kGiB);
@@ -82,26 +82,26 @@ TEST(FindAllocation, FgdKeepsSliversUsefulWhereBestFitDoesNot) {
 TEST(FindAllocation, FgdAvoidsBreakingAnEmptyGpu) {
   // An empty GPU serves the most common task, a whole GPU: FGD puts the
   // fraction on the partly used one even though worst-fit would not.
-  ClusterState s(MakeTopology({{80, 80}}));
+  ClusterState s(PooledTopology({{80, 80}}));
   Use(s, 1, 1, 400, 0);
   EXPECT_EQ(GpuChosen(s, Fraction(300, kGiB), "fgd"), 1);
   EXPECT_EQ(GpuChosen(s, Fraction(300, kGiB), "worst-fit"), 0);
 }
 
 TEST(FindAllocation, FractionNeedsMilliMemoryAndHostRoom) {
-  ClusterState s(MakeTopology({{40, 40}}));
+  ClusterState s(PooledTopology({{40, 40}}));
   Use(s, 1, 0, 100, 35 * kGiB);
   EXPECT_EQ(GpuChosen(s, Fraction(100, 10 * kGiB), "first-fit"), 1);
   Use(s, 2, 1, 950, 0);
   EXPECT_EQ(GpuChosen(s, Fraction(100, 10 * kGiB), "first-fit"), -1);
   // Compute is there but the node's CPUs are not.
-  ClusterState busy(MakeTopology({{40}}));
+  ClusterState busy(PooledTopology({{40}}));
   ASSERT_TRUE(busy.Reserve(9, Allocation{0, {}, 15500, 0, false}));
   EXPECT_EQ(GpuChosen(busy, Fraction(100, kGiB), "first-fit"), -1);
 }
 
 TEST(FindAllocation, WholeGpusAreFreeOnOneNodeAndExclusive) {
-  ClusterState s(MakeTopology({{40, 40}, {80, 80, 80}}));
+  ClusterState s(PooledTopology({{40, 40}, {80, 80, 80}}));
   Use(s, 1, 0, 100, kGiB);  // node0 has one free GPU left
   auto scorer = MakeScorer("best-fit");
   ASSERT_TRUE(scorer);
@@ -126,7 +126,7 @@ TEST(FindAllocation, WholeGpusAreFreeOnOneNodeAndExclusive) {
 
 TEST(FindAllocation, KeepsToThePoolAndSkipsDrainedNodes) {
   ClusterState s(
-      MakeTopology({{40}, {40}, {40}}, {"default", "other", "default"}));
+      PooledTopology({{40}, {40}, {40}}, {"default", "other", "default"}));
   auto scorer = MakeScorer("first-fit");
   ASSERT_TRUE(scorer);
   auto a = FindAllocation(s, "other", Fraction(100, kGiB), **scorer);
@@ -142,7 +142,7 @@ TEST(FindAllocation, KeepsToThePoolAndSkipsDrainedNodes) {
 }
 
 TEST(CouldEverFit, ComparesWithTheLargestGpuAndNode) {
-  Topology t = MakeTopology({{16, 24}, {80}}, {"default", "other"});
+  Topology t = PooledTopology({{16, 24}, {80}}, {"default", "other"});
   EXPECT_TRUE(CouldEverFit(t, "default", Fraction(1000, 24 * kGiB)));
   EXPECT_FALSE(CouldEverFit(t, "default", Fraction(100, 25 * kGiB)));
   EXPECT_TRUE(CouldEverFit(t, "other", Fraction(100, 80 * kGiB)));

@@ -11,7 +11,7 @@ namespace {
 using testing::kGiB;
 using testing::MakeTopology;
 
-std::unique_ptr<GpuScorer> Scorer(const std::string& name) {
+std::unique_ptr<GpuScorer> ScorerNamed(const std::string& name) {
   auto s = MakeScorer(name);
   EXPECT_TRUE(s);
   return std::move(s).value();
@@ -25,7 +25,7 @@ TEST(FitOnNode, AgreesWithFindAllocationOnTheChosenNode) {
           .ok());
   const PlacementRequest request{Resources{0, 250, 8 * kGiB, 1000, 1024}, {}};
   for (const std::string name : {"best-fit", "tessera", "fgd", "worst-fit"}) {
-    auto scorer = Scorer(name);
+    auto scorer = ScorerNamed(name);
     const std::optional<Allocation> best =
         FindAllocation(state, "", request, *scorer);
     ASSERT_TRUE(best) << name;
@@ -53,7 +53,7 @@ TEST(FitOnNode, AgreesWithFindAllocationOnTheChosenNode) {
 
 TEST(FitOnNode, IgnoresPoolsButNotDrainsOrFullGpus) {
   ClusterState state(MakeTopology({{16}, {16}}, {"a", "b"}, {"a", "b"}));
-  auto scorer = Scorer("best-fit");
+  auto scorer = ScorerNamed("best-fit");
   const PlacementRequest request{Resources{0, 600, 8 * kGiB, 0, 0}, {}};
   EXPECT_TRUE(FitOnNode(state, 1, request, *scorer));  // pool b
   state.SetDrained(1, true);

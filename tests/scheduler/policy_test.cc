@@ -13,6 +13,7 @@
 
 #include "scheduler/admission.h"
 #include "scheduler/policy.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -21,10 +22,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;  // 1024 MiB
 
 // One node per entry, each with that many 40 GiB GPUs, all in "default".
-Topology MakeTopology(const std::vector<int>& gpus_per_node) {
+Topology TopologyOf(const std::vector<int>& gpus_per_node) {
   Topology t;
   t.pools = {"default"};
   for (size_t n = 0; n < gpus_per_node.size(); ++n) {
@@ -158,7 +159,7 @@ TEST(MakePolicy, NamesTheKnownPoliciesForAnUnknownOne) {
 }
 
 TEST(Fifo, StartsInOrderUntilTheFirstThatDoesNotFit) {
-  Harness h(MakeTopology({2}));
+  Harness h(TopologyOf({2}));
   h.queue = {Queued(1, Fraction(600)), Queued(2, Fraction(600)),
              Queued(3, WholeGpus(1)), Queued(4, Fraction(100))};
   // 1 and 2 take a GPU each, so 3 finds no free GPU and blocks 4, which
@@ -170,7 +171,7 @@ TEST(Fifo, StartsInOrderUntilTheFirstThatDoesNotFit) {
 }
 
 TEST(Fifo, StartsOnlyWhatFitsTogether) {
-  Harness h(MakeTopology({1}));
+  Harness h(TopologyOf({1}));
   h.queue = {Queued(1, Fraction(400)), Queued(2, Fraction(400)),
              Queued(3, Fraction(400))};
   Decision d =
@@ -182,7 +183,7 @@ TEST(Fifo, StartsOnlyWhatFitsTogether) {
 // Two GPUs: job 1 holds GPU 0 until t=100, job 2 half of GPU 1 until
 // t=1000. The head (3) wants both GPUs: its shadow time is 1000.
 Harness BackfillCase() {
-  Harness h(MakeTopology({2}));
+  Harness h(TopologyOf({2}));
   h.Run(Queued(1, WholeGpus(1), 100), 0);
   h.Run(Queued(2, Fraction(500), 1000), 0);
   h.queue = {Queued(3, WholeGpus(2), 50)};
@@ -211,7 +212,7 @@ TEST(Backfill, StartsJobsThatLeaveTheHeadsGpusAlone) {
   // node0 has the head's two GPUs (one busy until t=100); node1 is free.
   // Job 3 has no time limit: it may start only off node0. First-fit would
   // take node0's free GPU; the policy places it on node1 instead.
-  Harness h(MakeTopology({2, 1}), "first-fit");
+  Harness h(TopologyOf({2, 1}), "first-fit");
   h.Run(Queued(1, WholeGpus(1), 100), 0);
   h.queue = {Queued(2, WholeGpus(2)), Queued(3, Fraction(300)),
              Queued(4, Fraction(800))};
@@ -226,7 +227,7 @@ TEST(Backfill, ShadowTimeIsTheEarliestEndThatFitsTheHead) {
   // shuffled order); the head wants 4: it fits once three of them end, at
   // t=30. A one-GPU job may take the free GPU if it ends by then.
   for (double limit : {30.0, 31.0}) {
-    Harness h(MakeTopology({13}));
+    Harness h(TopologyOf({13}));
     for (int k : {7, 3, 11, 1, 12, 5, 9, 2, 8, 10, 4, 6}) {
       h.Run(Queued(k, WholeGpus(1), 10.0 * k), 0);
     }
@@ -238,14 +239,14 @@ TEST(Backfill, ShadowTimeIsTheEarliestEndThatFitsTheHead) {
 }
 
 TEST(Backfill, HeadThatCanNeverFitProtectsNothing) {
-  Harness h(MakeTopology({2, 1}));
+  Harness h(TopologyOf({2, 1}));
   h.state.SetDrained(0, true);  // the head's only possible node
   h.queue = {Queued(1, WholeGpus(2)), Queued(2, Fraction(300))};
   EXPECT_THAT(h.Round(*Policy("backfill"), 0), ElementsAre(2));
 }
 
 TEST(Priority, StartsHigherPriorityFirstAndBlocksBehindIt) {
-  Harness h(MakeTopology({2}));
+  Harness h(TopologyOf({2}));
   h.Run(Queued(1, WholeGpus(1)), 0);
   h.queue = {Queued(2, Fraction(500), 0, 0), Queued(3, WholeGpus(2), 0, 9),
              Queued(4, Fraction(500), 0, 1)};
@@ -259,7 +260,7 @@ TEST(Priority, StartsHigherPriorityFirstAndBlocksBehindIt) {
 }
 
 TEST(Priority, PreemptsOnlyPreemptibleLowerPriorityJobs) {
-  Harness h(MakeTopology({3}));
+  Harness h(TopologyOf({3}));
   h.Run(Queued(1, WholeGpus(1), 0, 0), 0, /*preemptible=*/true);
   h.Run(Queued(2, WholeGpus(1), 0, 5), 0, /*preemptible=*/true);
   h.Run(Queued(3, WholeGpus(1), 0, 0), 0, /*preemptible=*/false);
@@ -283,7 +284,7 @@ TEST(Priority, PreemptsOnlyPreemptibleLowerPriorityJobs) {
 }
 
 TEST(Priority, PreemptsTheLowestPriorityThenTheLatestStarted) {
-  Harness h(MakeTopology({3}));
+  Harness h(TopologyOf({3}));
   h.Run(Queued(1, WholeGpus(1), 0, 2), 0, true);
   h.Run(Queued(2, WholeGpus(1), 0, 1), 10, true);
   h.Run(Queued(3, WholeGpus(1), 0, 1), 20, true);
@@ -298,7 +299,7 @@ TEST(Priority, PreemptsTheLowestPriorityThenTheLatestStarted) {
 }
 
 TEST(Priority, PreemptsOnlyWhatItNeeds) {
-  Harness h(MakeTopology({2}));
+  Harness h(TopologyOf({2}));
   h.Run(Queued(1, Fraction(300), 0, 0), 0, true);   // GPU 0, lowest
   h.Run(Queued(2, Fraction(700), 0, 9), 0, false);  // GPU 0, stays
   h.Run(Queued(3, Fraction(600), 0, 1), 10, true);  // GPU 1
@@ -318,14 +319,14 @@ TEST(Priority, PreemptsOnlyWhatItNeeds) {
 }
 
 TEST(FairShare, StartsTheAccountFurthestBelowItsShareFirst) {
-  Harness h(MakeTopology({1}));
+  Harness h(TopologyOf({1}));
   h.Run(Queued(1, Fraction(500), 0, 0, "alice"), 0);
   h.queue = {Queued(2, Fraction(300), 0, 0, "alice"),
              Queued(3, Fraction(300), 0, 0, "bob")};
   // bob runs nothing: his job goes first and only one fits.
   EXPECT_THAT(h.Round(*Policy("fair-share"), 10), ElementsAre(3));
   // With weight 4, alice's 500 count as 125, bob's 300 as 300.
-  Harness w(MakeTopology({1}));
+  Harness w(TopologyOf({1}));
   w.Run(Queued(1, Fraction(500), 0, 0, "alice"), 0);
   w.Run(Queued(4, Fraction(300), 0, 0, "bob"), 0);
   w.queue = {Queued(3, Fraction(200), 0, 0, "bob"),
@@ -343,7 +344,7 @@ TEST(PolicyOrder, IsTheOrderJobsStartInWhenAllFit) {
   const std::vector<std::string> users = {"a", "b", "c"};
   for (int trial = 0; trial < 200; ++trial) {
     for (const std::string& name : PolicyNames()) {
-      Harness h(MakeTopology({8, 8, 8, 8}));
+      Harness h(TopologyOf({8, 8, 8, 8}));
       const double now = 1000;
       // Running jobs give the accounts different shares.
       const JobId running = 100 + static_cast<JobId>(rng() % 4);
@@ -378,7 +379,7 @@ TEST(PolicyOrder, IsTheOrderJobsStartInWhenAllFit) {
 }
 
 TEST(FairShare, TeamsShareOneAccount) {
-  Harness h(MakeTopology({1}));
+  Harness h(TopologyOf({1}));
   QueuedJob running = Queued(1, Fraction(500), 0, 0, "alice");
   running.team = "vision";
   h.Run(running, 0);
@@ -392,7 +393,7 @@ TEST(FairShare, TeamsShareOneAccount) {
 // slots), all held by b at first; jobs run 3 to 12 rounds. Returns a's
 // running milli over b's, averaged over rounds 100 to 400.
 double RunningRatio(const std::map<std::string, double>& weights) {
-  Harness h(MakeTopology({3}));
+  Harness h(TopologyOf({3}));
   auto policy = Policy("fair-share", false, weights);
   std::mt19937 rng(1);
   std::map<JobId, double> ends;
@@ -442,7 +443,7 @@ TEST(FairShare, RunningSharesConvergeToTheWeights) {
 // start, within `bound` seconds of its submission.
 void ExpectBigJobStarts(QueuePolicy& policy, double small_limit_s,
                         double bound) {
-  Harness h(MakeTopology({2}));
+  Harness h(TopologyOf({2}));
   std::mt19937 rng(3);
   std::map<JobId, double> ends;
   JobId next = 100;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "scheduler/admission.h"
+#include "tests/testlib/test_topology.h"
 
 namespace tessera::scheduler {
 namespace {
@@ -25,9 +26,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr int64_t kGiB = 1024;
+using testing::kGiB;  // 1024 MiB
 
-Topology MakeTopology(int nodes, int gpus) {
+Topology UniformTopology(int nodes, int gpus) {
   Topology t;
   t.pools = {"default"};
   for (int n = 0; n < nodes; ++n) {
@@ -128,7 +129,7 @@ Resources Gpus(int n) { return Resources{n, 0, 0, 100, kGiB}; }
 
 struct Fixture {
   Fixture(int nodes, int gpus)
-      : state(MakeTopology(nodes, gpus)),
+      : state(UniformTopology(nodes, gpus)),
         scorer(std::move(MakeScorer("best-fit").value())) {}
   std::optional<Allocation> Allocate(const ClusterState& s,
                                      const Resources& d) const {

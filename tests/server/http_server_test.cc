@@ -366,7 +366,7 @@ TEST_F(HttpServerTest, ElasticAllocationAndRelease) {
 // the worker threads (4 of 8) wait at once; a fifth is answered at once,
 // unchanged, with Retry-After: 1; once they are done, a poll waits again.
 TEST_F(HttpServerTest, AllocationLongPollsAreCapped) {
-  using Clock = std::chrono::steady_clock;
+  using Steady = std::chrono::steady_clock;
   const Reply sub = Http(
       port_, "POST", "/v1/jobs", "alice-token",
       R"({"command": ["true"], "resources": {"gpus": {"min": 1, "max": 1}}})");
@@ -383,9 +383,9 @@ TEST_F(HttpServerTest, AllocationLongPollsAreCapped) {
     double seconds = 0;
   };
   auto timed = [&](const std::string& query) {
-    const auto t0 = Clock::now();
+    const auto t0 = Steady::now();
     Answer a{Http(port_, "GET", query, "alice-token"), 0};
-    a.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    a.seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     return a;
   };
   std::vector<Answer> waited(4);

@@ -22,10 +22,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kGpuMiB = 80 * 1024;
+constexpr int64_t kSplitGpuMiB = 80 * 1024;
 // What the fillers leave of each GPU of pool a: 500 milli and 700 MiB, so
 // GPT-2 (inference, ~0.9 GiB) fits no GPU alone and is split over both.
-constexpr int64_t kSliverTaken = kGpuMiB - 700;
+constexpr int64_t kSliverTaken = kSplitGpuMiB - 700;
 
 QueueSpec Team(std::string name, int64_t milli, int64_t mib) {
   QueueSpec q;
@@ -46,8 +46,8 @@ TEST(QueueTreeSplitTest, ASplitModelJobBorrowsAndIsReclaimedWhole) {
   o.clock = [&now] { return now; };
   // team-b owns pool a's two GPUs; team-a is guaranteed nothing (its jobs
   // only borrow).
-  QueueSpec org = Team("org", 3000, 2 * kGpuMiB + 16 * 1024);
-  org.children = {Team("team-a", 0, 0), Team("team-b", 2000, 2 * kGpuMiB)};
+  QueueSpec org = Team("org", 3000, 2 * kSplitGpuMiB + 16 * 1024);
+  org.children = {Team("team-a", 0, 0), Team("team-b", 2000, 2 * kSplitGpuMiB)};
   o.queues = {org};
   auto started =
       Service::Start(std::move(o), std::make_unique<ScriptedLauncher>());

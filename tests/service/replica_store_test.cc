@@ -42,7 +42,7 @@ using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 // Polls `done` every 20 ms until it holds or `seconds` have passed.
-bool Eventually(const std::function<bool()>& done, double seconds = 10) {
+bool EventuallyStored(const std::function<bool()>& done, double seconds = 10) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(seconds));
@@ -93,7 +93,7 @@ class ReplicaStoreTest : public ::testing::Test {
   }
   // Waits until the lease has lapsed (by the database's clock).
   static bool Lapsed(Store& store) {
-    return Eventually([&] { return Read(store).remaining_s <= 0; });
+    return EventuallyStored([&] { return Read(store).remaining_s <= 0; });
   }
 
   testlib::PostgresServer pg_;
@@ -126,7 +126,7 @@ TEST_F(ReplicaStoreTest, TheHoldersRenewalKeepsTheEpochAndExtendsTheLease) {
   ASSERT_TRUE(store);
   const Lease first = Acquire(*store, "r1", 2);
   ASSERT_EQ(first.epoch, 1);
-  ASSERT_TRUE(Eventually([&] { return Read(*store).remaining_s < 1.7; }));
+  ASSERT_TRUE(EventuallyStored([&] { return Read(*store).remaining_s < 1.7; }));
   const Lease renewed =
       store->AcquireLease("r1", "http://r1-new:8080", 2).value();
   EXPECT_EQ(renewed.holder, "r1");
@@ -213,8 +213,8 @@ TEST_F(ReplicaStoreTest, ALapsedHolderThatLosesTheRaceHearsTheWinner) {
   ASSERT_TRUE(a && b);
   for (int round = 0; round < 15; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    ASSERT_TRUE(
-        Eventually([&] { return Acquire(*a, "r1", 0.05).holder == "r1"; }));
+    ASSERT_TRUE(EventuallyStored(
+        [&] { return Acquire(*a, "r1", 0.05).holder == "r1"; }));
     ASSERT_TRUE(Lapsed(*a));
     Lease got[2];
     Together(2, [&](int i) {

@@ -42,7 +42,7 @@ std::vector<ModelJobKind> Kinds() {
   return {Kind("small", 10 * kGiB), Kind("large", 100 * kGiB)};
 }
 
-ModelElasticOptions Options() {
+ModelElasticOptions DefaultOptions() {
   ModelElasticOptions o;
   o.pct = 100;
   o.min_workers = 1;
@@ -54,7 +54,7 @@ ModelElasticOptions Options() {
 TEST(ModelElastic, SweepsAreTheJobsThatFitOneGpuAtThePercentage) {
   const std::vector<ModelJob> jobs = {{1, 0, 100}, {0, 10, 50}, {0, 20, 30}};
   std::vector<char> sweep;
-  ModelElasticOptions o = Options();
+  ModelElasticOptions o = DefaultOptions();
   const auto pods = ModelJobPods(Kinds(), jobs, 80 * kGiB, o, sweep);
   ASSERT_EQ(pods.size(), 3u);
   EXPECT_EQ(sweep, (std::vector<char>{0, 1, 1}));
@@ -78,7 +78,7 @@ TEST(ModelElastic, SweepsAreTheJobsThatFitOneGpuAtThePercentage) {
 TEST(ModelElastic, HandComputedGangAndElastic) {
   const Topology t = MakeTopology({{80, 80, 80, 80}});
   const std::vector<ModelJob> jobs = {{1, 0, 100}, {0, 10, 50}};
-  auto c = CompareModelElastic(t, Kinds(), jobs, Options(), 1);
+  auto c = CompareModelElastic(t, Kinds(), jobs, DefaultOptions(), 1);
   ASSERT_TRUE(c) << c.error().message;
   const ElasticTimedRun& g = c->gang;
   const ElasticTimedRun& e = c->elastic;
@@ -108,7 +108,7 @@ TEST(ModelElastic, HandComputedGangAndElastic) {
 TEST(ModelElastic, SubLinearScalingUsesTheTimedModesSpeedup) {
   const Topology t = MakeTopology({{80, 80, 80, 80}});
   const std::vector<ModelJob> jobs = {{1, 0, 100}, {0, 10, 50}};
-  ModelElasticOptions o = Options();
+  ModelElasticOptions o = DefaultOptions();
   o.scaling_efficiency = 0.5;
   auto c = CompareModelElastic(t, Kinds(), jobs, o, 1);
   ASSERT_TRUE(c) << c.error().message;
@@ -128,7 +128,7 @@ TEST(ModelElastic, WithoutSweepsOrWithMinEqualToMaxElasticIsTheGangRun) {
   const Topology t = MakeTopology({{80, 80, 80, 80}, {80, 80, 80, 80}});
   const std::vector<ModelJob> jobs = Generated(3);
   for (const int variant : {0, 1}) {
-    ModelElasticOptions o = Options();
+    ModelElasticOptions o = DefaultOptions();
     if (variant == 0) o.pct = 0;
     if (variant == 1) o.min_workers = o.max_workers;
     auto c = CompareModelElastic(t, Kinds(), jobs, o, 1);
@@ -143,7 +143,7 @@ TEST(ModelElastic, InvariantsAndDeterminismOnGeneratedJobs) {
   const Topology t = MakeTopology({{80, 80, 80, 80}, {80, 80, 80, 80}});
   for (const uint64_t seed : {1u, 2u}) {
     const std::vector<ModelJob> jobs = Generated(seed);
-    ModelElasticOptions o = Options();
+    ModelElasticOptions o = DefaultOptions();
     o.pct = 50;
     auto a = CompareModelElastic(t, Kinds(), jobs, o, 2);
     auto b = CompareModelElastic(t, Kinds(), jobs, o, 1);
@@ -177,7 +177,7 @@ TEST(ModelElastic, InvariantsAndDeterminismOnGeneratedJobs) {
 TEST(ModelElastic, RunsOnThePoolsNodesAlone) {
   const Topology t = testing::MakeTopology(
       {{80, 80, 80, 80}, {80, 80}}, {"default", "other"}, {"default", "other"});
-  ModelElasticOptions o = Options();
+  ModelElasticOptions o = DefaultOptions();
   o.max_workers = 2;
   o.pool = "other";
   auto c = CompareModelElastic(t, Kinds(), {{0, 0, 100}}, o, 1);
@@ -197,7 +197,7 @@ TEST(ModelElastic, TheTimedReplayChecksExplicitMarks) {
   const Topology t = MakeTopology({{80, 80}});
   std::vector<char> sweep;
   const auto pods = ModelJobPods(Kinds(), {{0, 0, 10}, {0, 5, 10}}, 80 * kGiB,
-                                 Options(), sweep);
+                                 DefaultOptions(), sweep);
   ElasticTimedOptions o;
   o.elastic_pods = {1};
   auto r = RunTimedElastic(t, pods, o, true);
@@ -217,22 +217,23 @@ TEST(ModelElastic, RefusesBadOptionsNamingTheField) {
     EXPECT_NE(c.error().message.find(what), std::string::npos)
         << c.error().message;
   };
-  ModelElasticOptions o = Options();
+  ModelElasticOptions o = DefaultOptions();
   o.pct = 101;
   bad(o, "pct: a percentage in 0..100, got 101");
-  o = Options();
+  o = DefaultOptions();
   o.min_workers = 0;
   bad(o, "min_workers, max_workers: MIN:MAX with 1 <= MIN <= MAX, got 0:");
-  o = Options();
+  o = DefaultOptions();
   o.min_workers = 5;
   bad(o, "min_workers, max_workers: MIN:MAX with 1 <= MIN <= MAX, got 5:");
-  o = Options();
+  o = DefaultOptions();
   o.scaling_efficiency = 0;
   bad(o, "scaling_efficiency: in (0, 1]");
-  o = Options();
+  o = DefaultOptions();
   o.pool = "nowhere";
   bad(o, "pool: unknown pool 'nowhere'");
-  EXPECT_FALSE(CompareModelElastic(t, Kinds(), {{7, 0, 10}}, Options(), 1));
+  EXPECT_FALSE(
+      CompareModelElastic(t, Kinds(), {{7, 0, 10}}, DefaultOptions(), 1));
 }
 
 }  // namespace

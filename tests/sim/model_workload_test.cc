@@ -50,7 +50,7 @@ using testing::MakeTopology;
 using ::testing::StartsWith;
 
 // A job kind that needs `mib` and cannot be split (no graph).
-ModelJobKind Kind(const std::string& name, int64_t mib) {
+ModelJobKind WorkloadKind(const std::string& name, int64_t mib) {
   ModelJobKind k;
   k.name = name;
   k.demand_mib = mib;
@@ -180,13 +180,14 @@ TEST(ModelInterference, MeasuredLawChargesByBusyFractionAndSharing) {
 }
 
 TEST(ModelDemandShapes, FollowTheMemoryShare) {
-  const ModelJobKind small = Kind("s", 8 * kGiB);
-  const ModelJobKind big = Kind("b", 100 * kGiB);
+  const ModelJobKind small = WorkloadKind("s", 8 * kGiB);
+  const ModelJobKind big = WorkloadKind("b", 100 * kGiB);
   const Resources f = FractionDemand(small, 80 * kGiB);
   EXPECT_EQ(f.gpus, 0);
   EXPECT_EQ(f.gpu_milli, 100);
   EXPECT_EQ(f.gpu_memory_mib, 8 * kGiB);
-  EXPECT_EQ(FractionDemand(Kind("t", 10), 80 * kGiB).gpu_milli, kMinShareMilli);
+  EXPECT_EQ(FractionDemand(WorkloadKind("t", 10), 80 * kGiB).gpu_milli,
+            kMinShareMilli);
   EXPECT_EQ(WholeDemand(small, 80 * kGiB).gpus, 1);
   EXPECT_EQ(WholeDemand(big, 80 * kGiB).gpus, 2);
 }
@@ -196,7 +197,7 @@ TEST(ModelDemandShapes, FollowTheMemoryShare) {
 // done 135 / 1.5 = 90 and ends alone at 155. Whole GPUs: 0-100, 100-200.
 TEST(ModelSimulation, TwoJobsSharingAGpuByHand) {
   const Topology t = MakeTopology({{80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB)};
   const std::vector<ModelJob> jobs = {{0, 0, 100}, {0, 10, 100}};
   const auto f = Simulate(t, kinds, jobs, Options(Admission::kFraction, 0.5));
   EXPECT_EQ(f.completed, 2);
@@ -237,7 +238,7 @@ TEST(ModelSimulation, TwoJobsUnderTheMeasuredLawByHand) {
   const Topology t = MakeTopology({{80}});
   const std::vector<ModelJob> together = {{0, 0, 100}, {0, 0, 100}};
   for (const double u : {1.0, 0.5, 0.0}) {
-    std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB)};
+    std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB)};
     kinds[0].busy_fraction = u;
     for (const GpuSharing mode : {GpuSharing::kTimeslice, GpuSharing::kMps}) {
       ModelSimOptions o = Options(Admission::kFraction, 0);
@@ -250,7 +251,7 @@ TEST(ModelSimulation, TwoJobsUnderTheMeasuredLawByHand) {
     }
   }
   // u = 1 under time-slicing: more than twice as long (the switches).
-  std::vector<ModelJobKind> busy = {Kind("a", 10 * kGiB)};
+  std::vector<ModelJobKind> busy = {WorkloadKind("a", 10 * kGiB)};
   busy[0].busy_fraction = 1;
   ModelSimOptions o = Options(Admission::kFraction, 0);
   o.interference = InterferenceLaw{};
@@ -263,8 +264,8 @@ TEST(ModelSimulation, TwoJobsUnderTheMeasuredLawByHand) {
 
 TEST(ModelSimulation, FractionsRunMoreJobsAtOnceThanWholeGpus) {
   const Topology t = MakeTopology({{80, 80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
-                                           Kind("b", 30 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB),
+                                           WorkloadKind("b", 30 * kGiB)};
   std::vector<ModelJob> jobs;
   for (int i = 0; i < 8; ++i) jobs.push_back({i % 2, i * 1.0, 1000});
   const auto w = Simulate(t, kinds, jobs, Options(Admission::kWhole, 0));
@@ -283,9 +284,9 @@ TEST(ModelSimulation, FractionsRunMoreJobsAtOnceThanWholeGpus) {
 
 TEST(ModelSimulation, JobsThatNeverFitAreCountedNotQueued) {
   const Topology t = MakeTopology({{80, 80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
-                                           Kind("huge", 100 * kGiB),
-                                           Kind("giant", 200 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB),
+                                           WorkloadKind("huge", 100 * kGiB),
+                                           WorkloadKind("giant", 200 * kGiB)};
   const std::vector<ModelJob> jobs = {{1, 0, 50}, {2, 1, 50}, {0, 2, 50}};
   const auto w = Simulate(t, kinds, jobs, Options(Admission::kWhole, 0));
   EXPECT_EQ(w.never_ran, 1);  // giant needs 3 GPUs of a 2-GPU node
@@ -303,7 +304,7 @@ TEST(ModelSimulation, KeepsTheInvariantsUnderLoad) {
   const Topology t = MakeTopology({{80, 80, 40}, {40, 40}});
   std::vector<ModelJobKind> kinds;
   for (const int gib : {3, 7, 15, 22, 35, 60, 90}) {
-    kinds.push_back(Kind("k" + std::to_string(gib), gib * kGiB));
+    kinds.push_back(WorkloadKind("k" + std::to_string(gib), gib * kGiB));
   }
   ModelWorkloadOptions w;
   w.jobs = 150;
@@ -349,7 +350,7 @@ TEST(ModelSimulation, KeepsTheInvariantsUnderLoad) {
 // The errors name ModelSimOptions' fields (the CLI maps them to its flags).
 TEST(ModelSimulation, RejectsUnknownScorerPolicyAndPool) {
   const Topology t = MakeTopology({{80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", kGiB)};
   ModelSimOptions o = Options(Admission::kFraction, 0);
   o.scorer = "nope";
   auto r = SimulateModelJobs(t, kinds, {{0, 0, 1}}, o);
@@ -372,8 +373,8 @@ TEST(ModelSimulation, RejectsUnknownScorerPolicyAndPool) {
 // The comparison on equal work: only jobs every run completed count.
 TEST(ModelExperiment, ComparesJctOverTheJobsEveryRunCompleted) {
   const Topology t = MakeTopology({{80, 80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
-                                           Kind("huge", 100 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB),
+                                           WorkloadKind("huge", 100 * kGiB)};
   const std::vector<ModelJob> jobs = {{0, 0, 100}, {1, 0, 500}, {0, 0, 100}};
   const auto w = Simulate(t, kinds, jobs, Options(Admission::kWhole, 0));
   const auto f = Simulate(t, kinds, jobs, Options(Admission::kFraction, 0));
@@ -391,8 +392,8 @@ TEST(ModelExperiment, ComparesJctOverTheJobsEveryRunCompleted) {
 
 TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
   const Topology t = MakeTopology({{80, 80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
-                                           Kind("b", 50 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB),
+                                           WorkloadKind("b", 50 * kGiB)};
   ModelExperimentOptions o;
   o.workload.jobs = 40;
   o.workload.arrival_per_hour = 20;
@@ -428,8 +429,8 @@ TEST(ModelExperiment, ReplaysTheSameArrivalsUnderEveryAdmission) {
 // sit side by side and each run is labelled with its own.
 TEST(ModelExperiment, DefaultsToTheMeasuredLaw) {
   const Topology t = MakeTopology({{80, 80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", 10 * kGiB),
-                                           Kind("b", 50 * kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", 10 * kGiB),
+                                           WorkloadKind("b", 50 * kGiB)};
   ModelExperimentOptions o;
   o.workload.jobs = 30;
   o.workload.arrival_per_hour = 20;
@@ -463,7 +464,7 @@ TEST(ModelExperiment, DefaultsToTheMeasuredLaw) {
 // (ModelExperimentOptions, SizeModelJobKinds's arguments), not a CLI's flags.
 TEST(ModelExperiment, BadOptionsNameTheField) {
   const Topology t = MakeTopology({{80}});
-  const std::vector<ModelJobKind> kinds = {Kind("a", kGiB)};
+  const std::vector<ModelJobKind> kinds = {WorkloadKind("a", kGiB)};
   SplitCache cache;
   auto message = [&](const ModelExperimentOptions& o) {
     auto r = RunModelExperiment(t, kinds, o, cache);
@@ -624,7 +625,7 @@ TEST(ModelSplit, CacheAnswersAsTheServiceOnRandomStates) {
 // results do not depend on the number of threads.
 TEST(ModelSplit, ExperimentIsTheSameOnOneThreadOrTwo) {
   ASSERT_EQ(Gpt2().size(), 1u);
-  std::vector<ModelJobKind> kinds = {Gpt2().front(), Kind("small", 1)};
+  std::vector<ModelJobKind> kinds = {Gpt2().front(), WorkloadKind("small", 1)};
   kinds[1].demand_mib = Gpt2().front().demand_mib / 4;
   Topology t = MakeTopology({{1, 1, 1}});
   for (GpuInfo& g : t.gpus) {
@@ -661,7 +662,7 @@ TEST(ModelExperiment, TesseraFollowsTheBestFixedAdmission) {
   const Topology t = MakeTopology({{80, 80}, {80, 80}});
   std::vector<ModelJobKind> kinds;
   for (const int gib : {5, 10, 20, 35}) {
-    kinds.push_back(Kind("k" + std::to_string(gib), gib * kGiB));
+    kinds.push_back(WorkloadKind("k" + std::to_string(gib), gib * kGiB));
   }
   ModelExperimentOptions o;
   o.workload.jobs = 120;

@@ -32,8 +32,8 @@ namespace {
 
 const std::string kOpenb = tessera::repo::OpenbDir();
 
-TracePod Pod(const std::string& name, int num_gpu, int milli,
-             int64_t cpu = 1000) {
+TracePod NamedPod(const std::string& name, int num_gpu, int milli,
+                  int64_t cpu = 1000) {
   TracePod p;
   p.name = name;
   p.cpu_milli = cpu;
@@ -45,9 +45,10 @@ TracePod Pod(const std::string& name, int num_gpu, int milli,
 
 // Four nodes of two GPUs; a mix of fractions, whole GPUs and CPU-only pods.
 std::vector<TracePod> SmallTrace() {
-  return {Pod("a", 1, 300),  Pod("b", 1, 650),     Pod("c", 1, 1000),
-          Pod("d", 2, 1000), Pod("e", 0, 0, 4000), Pod("f", 1, 810),
-          Pod("g", 1, 160)};
+  return {NamedPod("a", 1, 300),     NamedPod("b", 1, 650),
+          NamedPod("c", 1, 1000),    NamedPod("d", 2, 1000),
+          NamedPod("e", 0, 0, 4000), NamedPod("f", 1, 810),
+          NamedPod("g", 1, 160)};
 }
 
 SnapshotOptions Options(const std::string& scorer) {
@@ -107,8 +108,9 @@ TEST(Snapshot, ARoundPlacesItsLargestPodsFirst) {
   // share GPU 0 and one 600 then fits nowhere; decided as one round, the
   // 600s go first, one per GPU, and the 400s fill what they leave.
   const Topology t = testing::MakeTopology({{40, 40}});
-  const std::vector<TracePod> pods = {Pod("a", 1, 600), Pod("b", 1, 600),
-                                      Pod("c", 1, 400), Pod("d", 1, 400)};
+  const std::vector<TracePod> pods = {
+      NamedPod("a", 1, 600), NamedPod("b", 1, 600), NamedPod("c", 1, 400),
+      NamedPod("d", 1, 400)};
   SnapshotOptions o;
   o.scorer = "first-fit";
   o.seeds = 30;
@@ -139,9 +141,9 @@ TEST(Snapshot, RepackingARoundNeverLosesAPod) {
   const Topology t = testing::MakeTopology(
       {{24, 24}, {24, 24, 24, 24}, {48, 48}, {12, 12}, {96, 96, 96, 96}});
   const std::vector<TracePod> pods = {
-      Pod("a", 1, 810),  Pod("b", 1, 470), Pod("c", 1, 650),
-      Pod("d", 1, 320),  Pod("e", 1, 160), Pod("f", 1, 230),
-      Pod("g", 1, 1000), Pod("h", 1, 460), Pod("i", 2, 1000)};
+      NamedPod("a", 1, 810),  NamedPod("b", 1, 470), NamedPod("c", 1, 650),
+      NamedPod("d", 1, 320),  NamedPod("e", 1, 160), NamedPod("f", 1, 230),
+      NamedPod("g", 1, 1000), NamedPod("h", 1, 460), NamedPod("i", 2, 1000)};
   for (const std::string scorer : {"tessera", "fgd", "best-fit", "random"}) {
     SnapshotOptions o;
     o.scorer = scorer;
@@ -214,8 +216,9 @@ TEST(Snapshot, RefusesWhatItCannotRun) {
 }
 
 TEST(GpuPackingBound, PacksFractionsIntoGpus) {
-  const std::vector<TracePod> pods = {Pod("a", 1, 600), Pod("b", 1, 600),
-                                      Pod("c", 1, 400), Pod("d", 1, 1000)};
+  const std::vector<TracePod> pods = {
+      NamedPod("a", 1, 600), NamedPod("b", 1, 600), NamedPod("c", 1, 400),
+      NamedPod("d", 1, 1000)};
   std::vector<const TracePod*> all;
   for (const TracePod& p : pods) all.push_back(&p);
   // One GPU: the best single pattern is 600 + 400 or the whole GPU.

@@ -41,8 +41,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeTopology;
 
-ElasticTimedOptions Options(const std::string& policy = "fifo", int pct = 100,
-                            double efficiency = 1) {
+ElasticTimedOptions RunOptions(const std::string& policy = "fifo",
+                               int pct = 100, double efficiency = 1) {
   ElasticTimedOptions o;
   o.base.queue_policy = policy;
   o.base.scorer = "best-fit";
@@ -78,8 +78,8 @@ TEST(TimedElastic, AloneItStartsWithMinAndGrowsToMaxAtOnce) {
   // gang does.
   const Topology t = MakeTopology({{32, 32, 32, 32}});
   const std::vector<TracePod> pods = {Pod(0, 100, 4)};
-  const ElasticTimedRun gang = Replay(t, pods, Options(), false);
-  const ElasticTimedRun el = Replay(t, pods, Options(), true);
+  const ElasticTimedRun gang = Replay(t, pods, RunOptions(), false);
+  const ElasticTimedRun el = Replay(t, pods, RunOptions(), true);
   EXPECT_DOUBLE_EQ(gang.makespan_s, 100);
   EXPECT_DOUBLE_EQ(el.makespan_s, 100);
   EXPECT_EQ(el.elastic_pods, 1);
@@ -100,8 +100,8 @@ TEST(TimedElastic, ItStartsBesideRunningPodsAndGrowsWhenTheyLeave) {
   const Topology t = MakeTopology({{32, 32, 32, 32}});
   const std::vector<TracePod> pods = {Pod(0, 100, 1), Pod(0, 100, 1),
                                       Pod(0, 100, 1), Pod(0, 100, 4)};
-  const ElasticTimedRun gang = Replay(t, pods, Options(), false);
-  const ElasticTimedRun el = Replay(t, pods, Options(), true);
+  const ElasticTimedRun gang = Replay(t, pods, RunOptions(), false);
+  const ElasticTimedRun el = Replay(t, pods, RunOptions(), true);
   EXPECT_THAT(gang.pod_jct_s, ElementsAre(100, 100, 100, 200));
   EXPECT_THAT(gang.pod_delay_s, ElementsAre(0, 0, 0, 100));
   EXPECT_THAT(el.pod_jct_s, ElementsAre(100, 100, 100, 175));
@@ -124,7 +124,8 @@ TEST(TimedElastic, SubLinearScalingStretchesTheRunOnFewWorkers) {
   const Topology t = MakeTopology({{32, 32, 32, 32}});
   const std::vector<TracePod> pods = {Pod(0, 100, 1), Pod(0, 100, 1),
                                       Pod(0, 100, 1), Pod(0, 100, 4)};
-  const ElasticTimedRun el = Replay(t, pods, Options("fifo", 100, 0.5), true);
+  const ElasticTimedRun el =
+      Replay(t, pods, RunOptions("fifo", 100, 0.5), true);
   EXPECT_NEAR(el.pod_jct_s[3], 160, 1e-9);
   EXPECT_NEAR(el.makespan_s, 160, 1e-9);
 }
@@ -138,8 +139,8 @@ TEST(TimedElastic, ExtrasAreTakenBackForAGangPodAndGrownAgain) {
   // 100 and ends at 150.
   const Topology t = MakeTopology({{32, 32, 32, 32}});
   const std::vector<TracePod> pods = {Pod(0, 100, 4), Pod(20, 50, 1)};
-  const ElasticTimedRun gang = Replay(t, pods, Options(), false);
-  const ElasticTimedRun el = Replay(t, pods, Options(), true);
+  const ElasticTimedRun gang = Replay(t, pods, RunOptions(), false);
+  const ElasticTimedRun el = Replay(t, pods, RunOptions(), true);
   EXPECT_THAT(gang.pod_jct_s, ElementsAre(100, 130));
   EXPECT_THAT(el.pod_jct_s, ElementsAre(112.5, 50));
   EXPECT_DOUBLE_EQ(gang.makespan_s, 150);
@@ -171,7 +172,7 @@ TEST(TimedElastic, AGuaranteedPartIsNeverTakenBack) {
   std::vector<TracePod> pods = {Pod(0, 100, 4), Pod(10, 50, 4)};
   pods[0].name = NameWhere(true, 50);
   pods[1].name = NameWhere(false, 50);
-  ElasticTimedOptions o = Options("fifo", 50);
+  ElasticTimedOptions o = RunOptions("fifo", 50);
   o.min_workers = 2;
   const ElasticTimedRun el = Replay(t, pods, o, true);
   EXPECT_EQ(el.elastic_pods, 1);
@@ -189,7 +190,7 @@ TEST(TimedElastic, TheGuaranteedPartAndTheExtrasKeepThePodsGpuKinds) {
   for (GpuInfo& g : t.gpus) g.kind = g.node == 0 ? "A" : "B";
   std::vector<TracePod> pods = {Pod(0, 100, 4)};
   pods[0].gpu_spec = {"B"};
-  ElasticTimedOptions o = Options();
+  ElasticTimedOptions o = RunOptions();
   std::string wrong;
   o.base.on_round = [&](double, const ClusterState& s) {
     const Allocation* a = s.AllocationOf(1);
@@ -225,7 +226,7 @@ TEST(TimedElastic, InvariantsHoldAfterEveryRound) {
   const std::vector<TracePod> pods = MixedTrace(7, 120);
   for (const std::string policy : {"fifo", "backfill", "priority"}) {
     SCOPED_TRACE(policy);
-    ElasticTimedOptions o = Options(policy, 100);
+    ElasticTimedOptions o = RunOptions(policy, 100);
     o.min_workers = 1;
     std::string broken;
     int64_t rounds = 0, beside = 0;
@@ -293,7 +294,7 @@ TEST(TimedElastic, TheGangRunIsRunTimedsReplay) {
 TEST(TimedElastic, SameSeedSameResult) {
   const Topology t = MakeTopology({{32, 32, 32, 32}, {32, 32, 32, 32}});
   const std::vector<TracePod> pods = MixedTrace(3, 100);
-  ElasticTimedOptions o = Options("backfill", 60);
+  ElasticTimedOptions o = RunOptions("backfill", 60);
   o.base.scorer = "random";
   auto a = CompareElastic(t, pods, o, 2);
   auto b = CompareElastic(t, pods, o, 1);
@@ -315,19 +316,19 @@ TEST(TimedElastic, RefusesBadOptionsNamingTheField) {
     auto r = RunTimedElastic(t, pods, o, true);
     return r ? std::string() : r.error().message;
   };
-  ElasticTimedOptions o = Options();
+  ElasticTimedOptions o = RunOptions();
   o.elastic_pct = 101;
   EXPECT_EQ(message(o), "elastic_pct: a percentage in 0..100, got 101");
-  o = Options();
+  o = RunOptions();
   o.min_workers = 0;
   EXPECT_EQ(message(o), "min_workers: at least 1, got 0");
-  o = Options();
+  o = RunOptions();
   o.scaling_efficiency = 0;
   EXPECT_THAT(message(o), HasSubstr("scaling_efficiency: in (0, 1], got 0"));
-  o = Options();
+  o = RunOptions();
   o.base.model_pods_pct = 10;
   EXPECT_EQ(message(o), "elastic_pct: not combined with base.model_pods_pct");
-  o = Options();
+  o = RunOptions();
   o.base.queues.push_back(QueueSpec{});
   EXPECT_EQ(message(o), "elastic_pct: not combined with base.queues");
 }

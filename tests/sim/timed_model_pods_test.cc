@@ -31,7 +31,7 @@ using ::testing::ElementsAre;
 using testing::MakeTopology;
 
 // A name DeclaresModel puts among (or outside) the model pods at `pct`.
-std::string NameWhere(bool model, int pct) {
+std::string PodNameWhere(bool model, int pct) {
   for (int i = 0;; ++i) {
     std::string name = "pod-m" + std::to_string(i);
     if (DeclaresModel(name, pct) == model) return name;
@@ -39,7 +39,7 @@ std::string NameWhere(bool model, int pct) {
 }
 
 TracePod Named(TracePod p, bool model) {
-  p.name = NameWhere(model, 50);
+  p.name = PodNameWhere(model, 50);
   return p;
 }
 

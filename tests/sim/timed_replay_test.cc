@@ -39,7 +39,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeTopology;
 
-const std::string kOpenb = tessera::repo::OpenbDir();
+const std::string kOpenbTraces = tessera::repo::OpenbDir();
 
 TimedRun ReplayTrace(const Topology& t, const std::vector<TracePod>& pods,
                      const std::string& policy,
@@ -346,10 +346,10 @@ TEST(TimedReplay, RunTimedAllKeepsTheOrderOfItsRuns) {
 }
 
 TEST(TimedReplay, TheOpenbDefaultTraceReplaysSanely) {
-  const std::string nodes_file = kOpenb + "/openb_node_list_gpu_node.csv";
-  const std::string pods_file = kOpenb + "/openb_pod_list_default.csv";
+  const std::string nodes_file = kOpenbTraces + "/openb_node_list_gpu_node.csv";
+  const std::string pods_file = kOpenbTraces + "/openb_pod_list_default.csv";
   ASSERT_TRUE(std::filesystem::exists(pods_file))
-      << kOpenb << ": the openb trace is missing";
+      << kOpenbTraces << ": the openb trace is missing";
   auto nodes = LoadTraceNodes(nodes_file);
   auto pods = LoadTracePods(pods_file);
   ASSERT_TRUE(nodes && pods);
@@ -376,10 +376,10 @@ TEST(TimedReplay, TheOpenbDefaultTraceReplaysSanely) {
 // On 2% of the openb cluster the default trace queues: every pod still
 // starts, the cluster holds after every round, and the figures are sane.
 TEST(TimedReplay, TheOpenbDefaultTraceQueuesOnASmallerCluster) {
-  const std::string pods_file = kOpenb + "/openb_pod_list_default.csv";
+  const std::string pods_file = kOpenbTraces + "/openb_pod_list_default.csv";
   ASSERT_TRUE(std::filesystem::exists(pods_file))
-      << kOpenb << ": the openb trace is missing";
-  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+      << kOpenbTraces << ": the openb trace is missing";
+  auto nodes = LoadTraceNodes(kOpenbTraces + "/openb_node_list_gpu_node.csv");
   auto pods = LoadTracePods(pods_file);
   ASSERT_TRUE(nodes && pods);
   const Topology t =

@@ -27,7 +27,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kOpenb = tessera::repo::OpenbDir();
+const std::string kOpenbDir = tessera::repo::OpenbDir();
 
 std::string Write(const testlib::TempDir& dir, const std::string& name,
                   const std::string& text) {
@@ -36,18 +36,18 @@ std::string Write(const testlib::TempDir& dir, const std::string& name,
 }
 
 TEST(Trace, TheOpenbFilesLoadWhole) {
-  auto nodes = LoadTraceNodes(kOpenb + "/openb_node_list_gpu_node.csv");
+  auto nodes = LoadTraceNodes(kOpenbDir + "/openb_node_list_gpu_node.csv");
   ASSERT_TRUE(nodes) << nodes.error().message;
   EXPECT_EQ(nodes->rows.size(), 1213u);
   EXPECT_TRUE(nodes->skipped.empty());
   const Topology t = TraceTopology(nodes->rows, "openb", 32 * 1024);
   EXPECT_EQ(t.gpus.size(), 6212u);
-  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  auto pods = LoadTracePods(kOpenbDir + "/openb_pod_list_default.csv");
   ASSERT_TRUE(pods) << pods.error().message;
   EXPECT_EQ(pods->rows.size(), 8152u);
   EXPECT_TRUE(pods->skipped.empty());
   // The multi-GPU samples have only the five request columns.
-  auto multi = LoadTracePods(kOpenb + "/openb_pod_list_multigpu50.csv");
+  auto multi = LoadTracePods(kOpenbDir + "/openb_pod_list_multigpu50.csv");
   ASSERT_TRUE(multi) << multi.error().message;
   EXPECT_GT(multi->rows.size(), 9000u);
   EXPECT_EQ(multi->rows[0].creation_time, -1);
@@ -147,7 +147,7 @@ namespace {
 // The built-in workload the service's fgd and tessera scorers use is the
 // default pod list's: 35 shapes covering 95% of its pods (FGD_RESULTS.md).
 TEST(Trace, TheBuiltInWorkloadIsTheDefaultPodLists) {
-  auto pods = LoadTracePods(kOpenb + "/openb_pod_list_default.csv");
+  auto pods = LoadTracePods(kOpenbDir + "/openb_pod_list_default.csv");
   if (!pods) GTEST_SKIP() << pods.error().message;
   const Workload w = PodWorkload(pods->rows);
   const Workload& built_in = OpenbWorkload();

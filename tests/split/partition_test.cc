@@ -34,8 +34,8 @@ using testlib::TempDir;
 using testing::Load;
 
 // A plan over `num_devices` devices "d0", "d1", ... placing nodes by name.
-PlanAssignment MakePlan(int num_devices,
-                        std::vector<std::pair<std::string, int>> placement) {
+PlanAssignment MakeDevicePlan(
+    int num_devices, std::vector<std::pair<std::string, int>> placement) {
   PlanAssignment plan;
   plan.source = "plan.json";
   plan.algorithm = "test";
@@ -46,7 +46,8 @@ PlanAssignment MakePlan(int num_devices,
   return plan;
 }
 
-Result<Partition> Cut(const graph::Model& model, const PlanAssignment& plan) {
+Result<Partition> TryCut(const graph::Model& model,
+                         const PlanAssignment& plan) {
   const std::vector<std::string> names = graph::UniqueNodeNames(*model.graph);
   return PartitionGraph(*model.graph, names, plan);
 }
@@ -77,7 +78,8 @@ OnnxModelBuilder Chain() {
 
 TEST(PartitionGraph, OneDeviceIsOnePart) {
   const graph::Model model = Load(Chain());
-  auto p = Cut(model, MakePlan(2, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 1u);
   EXPECT_EQ(p->devices_used, 1);
@@ -99,7 +101,8 @@ TEST(PartitionGraph, OneDeviceIsOnePart) {
 // part 1.
 TEST(PartitionGraph, TwoDevicesMakeTwoPartsAndOneTransfer) {
   const graph::Model model = Load(Chain());
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_EQ(p->devices_used, 2);
@@ -123,7 +126,8 @@ TEST(PartitionGraph, TwoDevicesMakeTwoPartsAndOneTransfer) {
 // levels 0 and 2, and the three parts still run in index order.
 TEST(PartitionGraph, DeviceCycleGivesMorePartsThanDevices) {
   const graph::Model model = Load(Chain());
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 1}, {"c", 0}, {"d", 0}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 0}, {"b", 1}, {"c", 0}, {"d", 0}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 3u);
   EXPECT_EQ(p->devices_used, 2);
@@ -160,7 +164,8 @@ TEST(PartitionGraph, JoinAfterAnotherDeviceIsALaterPart) {
   m.AddNode("Add", {"tb", "tc"}, {"y"}, "d");
   m.AddOutput("y");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 1}, {"c", 0}, {"d", 0}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 0}, {"b", 1}, {"c", 0}, {"d", 0}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 3u);
   EXPECT_THAT(p->parts[0].nodes, ElementsAre(N(model, "a"), N(model, "c")));
@@ -190,7 +195,7 @@ TEST(PartitionGraph, IndependentBranchesShareALevel) {
   m.AddOutput("ya");
   m.AddOutput("yb");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 1}, {"b", 0}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 1}, {"b", 0}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_FALSE(p->device_cycle());
@@ -214,7 +219,8 @@ TEST(PartitionGraph, OutputsAreGraphOutputsThenSentTensors) {
   m.AddOutput("ta");
   m.AddOutput("tb");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_THAT(p->parts[0].outputs, ElementsAre(T(model, "ta"), T(model, "tb")));
@@ -233,7 +239,7 @@ TEST(PartitionGraph, GraphInputsKeepTheGraphsOrder) {
   m.AddNode("Mul", {"s", "x1"}, {"y"}, "b");
   m.AddOutput("y");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(1, {{"a", 0}, {"b", 0}}));
+  auto p = TryCut(model, MakeDevicePlan(1, {{"a", 0}, {"b", 0}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 1u);
   EXPECT_THAT(p->parts[0].inputs,
@@ -252,7 +258,8 @@ TEST(PartitionGraph, ConstantsAreCopiedIntoEachReadingPart) {
   m.AddOutput("yp");
   m.AddOutput("yq");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"k_node", 1}, {"p", 0}, {"q", 1}}));
+  auto p =
+      TryCut(model, MakeDevicePlan(2, {{"k_node", 1}, {"p", 0}, {"q", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   const NodeId k = N(model, "k_node");
   ASSERT_EQ(p->parts.size(), 2u);
@@ -288,12 +295,12 @@ TEST(PartitionGraph, WeightOnlyComputationsAreCopiedToo) {
   m.AddOutput("yq");
   m.AddOutput("ws");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"k_node", 1},
-                                   {"wr", 1},
-                                   {"wk", 1},
-                                   {"p", 0},
-                                   {"q", 1},
-                                   {"ws", 1}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"k_node", 1},
+                                            {"wr", 1},
+                                            {"wk", 1},
+                                            {"p", 0},
+                                            {"q", 1},
+                                            {"ws", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   for (const char* copied : {"k_node", "wr", "wk"}) {
     EXPECT_EQ(p->node_part[N(model, copied)], -1) << copied;
@@ -324,7 +331,7 @@ TEST(PartitionGraph, AnUnreadConstantIsAnOrdinaryNode) {
   m.AddOutput("y");
   m.AddOutput("k");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"k_node", 1}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 0}, {"k_node", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_EQ(p->node_part[N(model, "k_node")], 1);
@@ -346,7 +353,8 @@ TEST(PartitionGraph, ListsTheInitializersEachPartReads) {
   m.AddNode("Mul", {"t3", "w3"}, {"y"}, "d");
   m.AddOutput("y");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
+  auto p = TryCut(model,
+                  MakeDevicePlan(2, {{"a", 0}, {"b", 0}, {"c", 1}, {"d", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   auto sorted = [](std::vector<TensorId> v) {
@@ -372,7 +380,7 @@ TEST(PartitionGraph, ADeadEndPartReturnsItsUnreadValues) {
   m.AddNode("Relu", {"x"}, {"z"}, "b");
   m.AddOutput("y");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"a2", 0}, {"b", 1}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 0}, {"a2", 0}, {"b", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_THAT(p->parts[0].outputs, ElementsAre(T(model, "y")));
@@ -397,7 +405,7 @@ TEST(PartitionGraph, SubgraphCapturesAreReadByTheirNode) {
   m.AddIf("cond", {"y"}, "branch", then_branch.proto(), else_branch.proto());
   m.AddOutput("y");
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"branch", 1}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 0}, {"branch", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->parts.size(), 2u);
   EXPECT_THAT(p->parts[1].inputs, ElementsAre(T(model, "cond"), T(model, "t")));
@@ -416,12 +424,12 @@ TEST(PartitionGraph, SubgraphCapturesAreReadByTheirNode) {
 
 TEST(PartitionGraph, RejectsNodesTheModelLacks) {
   const graph::Model model = Load(Chain());
-  auto p = Cut(model, MakePlan(2, {{"a", 0},
-                                   {"b", 0},
-                                   {"ghost", 1},
-                                   {"c", 1},
-                                   {"d", 1},
-                                   {"phantom", 0}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 0},
+                                            {"b", 0},
+                                            {"ghost", 1},
+                                            {"c", 1},
+                                            {"d", 1},
+                                            {"phantom", 0}}));
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(p.error().message, HasSubstr("plan.json"));
@@ -432,7 +440,7 @@ TEST(PartitionGraph, RejectsNodesTheModelLacks) {
 
 TEST(PartitionGraph, RejectsAPlanThatLeavesNodesOut) {
   const graph::Model model = Load(Chain());
-  auto p = Cut(model, MakePlan(2, {{"a", 0}, {"b", 0}}));
+  auto p = TryCut(model, MakeDevicePlan(2, {{"a", 0}, {"b", 0}}));
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(p.error().message, HasSubstr("plan.json"));
@@ -452,7 +460,7 @@ TEST(PartitionGraph, MissingNodeListIsShortened) {
     m.AddOutput(name + "_out");
   }
   const graph::Model model = Load(m);
-  auto p = Cut(model, MakePlan(1, {{"n0", 0}}));
+  auto p = TryCut(model, MakeDevicePlan(1, {{"n0", 0}}));
   ASSERT_FALSE(p);
   EXPECT_THAT(p.error().message, HasSubstr("leaves out 7 of the model's 8"));
   EXPECT_THAT(p.error().message, HasSubstr("'n5'"));
@@ -474,7 +482,7 @@ TEST(PartitionGraph, UnnamedNodesAreAddressedByOpTypeAndIndex) {
   EXPECT_THAT(names, ElementsAre("Relu_1", "Relu_1_1", "Sigmoid_2"));
   auto p = PartitionGraph(
       *model.graph, names,
-      MakePlan(2, {{"Relu_1", 0}, {"Relu_1_1", 0}, {"Sigmoid_2", 1}}));
+      MakeDevicePlan(2, {{"Relu_1", 0}, {"Relu_1_1", 0}, {"Sigmoid_2", 1}}));
   ASSERT_TRUE(p) << p.error().message;
   EXPECT_THAT(p->node_device, ElementsAre(0, 0, 1));
   ASSERT_EQ(p->parts.size(), 2u);
@@ -482,7 +490,7 @@ TEST(PartitionGraph, UnnamedNodesAreAddressedByOpTypeAndIndex) {
 
   auto wrong = PartitionGraph(
       *model.graph, names,
-      MakePlan(2, {{"Relu_1", 0}, {"Relu_1", 0}, {"Sigmoid_2", 1}}));
+      MakeDevicePlan(2, {{"Relu_1", 0}, {"Relu_1", 0}, {"Sigmoid_2", 1}}));
   ASSERT_FALSE(wrong);
   EXPECT_THAT(wrong.error().message, HasSubstr("'Relu_1_1'"));
 }
@@ -726,7 +734,7 @@ TEST(PartitionGraph, RandomDagsSatisfyThePartitionInvariants) {
       placement.emplace_back(
           name, std::uniform_int_distribution<int>(0, c.devices - 1)(rng));
     }
-    const PlanAssignment plan = MakePlan(c.devices, placement);
+    const PlanAssignment plan = MakeDevicePlan(c.devices, placement);
     auto p = PartitionGraph(*model.graph, names, plan);
     ASSERT_TRUE(p) << p.error().message;
     CheckInvariants(model, plan, *p, "round " + std::to_string(round));

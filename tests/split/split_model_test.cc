@@ -32,7 +32,7 @@ using testlib::TempDir;
 
 using testing::LoadFile;
 
-PlanAssignment MakePlan(std::vector<std::pair<std::string, int>> placement) {
+PlanAssignment PlanOf(std::vector<std::pair<std::string, int>> placement) {
   PlanAssignment plan;
   plan.source = "plan.json";
   plan.algorithm = "m-etf";
@@ -42,17 +42,17 @@ PlanAssignment MakePlan(std::vector<std::pair<std::string, int>> placement) {
 }
 
 // conv, relu on gpu0; flatten, fc on gpu1.
-PlanAssignment CnnPlan() {
-  return MakePlan({{"conv", 0}, {"relu", 0}, {"flatten", 1}, {"fc", 1}});
+PlanAssignment CnnModelPlan() {
+  return PlanOf({{"conv", 0}, {"relu", 0}, {"flatten", 1}, {"fc", 1}});
 }
 
 // conv on gpu0, relu on gpu1, flatten and fc back on gpu0: three parts.
 PlanAssignment CyclePlan() {
-  return MakePlan({{"conv", 0}, {"relu", 1}, {"flatten", 0}, {"fc", 0}});
+  return PlanOf({{"conv", 0}, {"relu", 1}, {"flatten", 0}, {"fc", 0}});
 }
 
 PlanAssignment OneDevicePlan() {
-  return MakePlan({{"conv", 1}, {"relu", 1}, {"flatten", 1}, {"fc", 1}});
+  return PlanOf({{"conv", 1}, {"relu", 1}, {"flatten", 1}, {"fc", 1}});
 }
 
 std::string ReadText(const fs::path& path) {
@@ -86,7 +86,7 @@ TEST(SplitModel, WritesPartsManifestAndDeviceMap) {
   std::vector<std::string> stages;
   SplitOptions options = ws.Options();
   options.progress = [&](std::string_view s) { stages.emplace_back(s); };
-  auto r = SplitModel(model, CnnPlan(), options);
+  auto r = SplitModel(model, CnnModelPlan(), options);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_THAT(r->files, ElementsAre((ws.out / "part_0.onnx").string(),
                                     (ws.out / "part_1.onnx").string(),
@@ -111,7 +111,7 @@ TEST(SplitModel, WritesPartsManifestAndDeviceMap) {
 TEST(SplitModel, WrittenPartsParseBack) {
   Workspace ws;
   const graph::Model model = LoadFile(ws.Model(testlib::SmallCnn(1)));
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   const std::vector<std::vector<std::string>> nodes = {{"conv", "relu"},
                                                        {"flatten", "fc"}};
@@ -131,7 +131,7 @@ TEST(SplitModel, ManifestDescribesPartsTransfersAndOrder) {
   Workspace ws;
   const std::string path = ws.Model(testlib::SmallCnn(1));
   const graph::Model model = LoadFile(path);
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   const Json& m = r->manifest;
   EXPECT_EQ(m["format"], "tessera-split/1");
@@ -197,7 +197,7 @@ TEST(SplitModel, UnboundSymbolicDimsGiveNullBytes) {
   Workspace ws;
   const graph::Model model =
       LoadFile(ws.Model(testlib::SmallCnn(std::string("N"))));
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->manifest["transfers"].size(), 1u);
   EXPECT_TRUE(r->manifest["transfers"][0]["bytes"].is_null());
@@ -215,7 +215,7 @@ TEST(SplitModel, BoundSymbolicDimsGiveBytes) {
   auto model =
       graph::LoadModel(ws.Model(testlib::SmallCnn(std::string("N"))), options);
   ASSERT_TRUE(model) << model.error().message;
-  auto r = SplitModel(*model, CnnPlan(), ws.Options());
+  auto r = SplitModel(*model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->manifest["transfers"][0]["bytes"], 2 * 4 * 8 * 8 * 4);
 }
@@ -225,7 +225,7 @@ TEST(SplitModel, RefusesANonEmptyDirectory) {
   fs::create_directories(ws.out);
   std::ofstream(ws.out / "notes.txt") << "mine";
   const graph::Model model = LoadFile(ws.Model(testlib::SmallCnn(1)));
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(r.error().message, HasSubstr(ws.out.string()));
@@ -240,7 +240,7 @@ TEST(SplitModel, WritesIntoAnEmptyDirectory) {
   Workspace ws;
   fs::create_directories(ws.out);
   const graph::Model model = LoadFile(ws.Model(testlib::SmallCnn(1)));
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(fs::exists(ws.out / "part_1.onnx"));
 }
@@ -281,7 +281,7 @@ TEST(SplitModel, ForceKeepsTheUsersSymbolicLinks) {
   fs::create_directories(ws.out);
   std::ofstream(ws.root.path() / "notes.txt") << "mine";
   fs::create_symlink(ws.root.path() / "notes.txt", ws.out / "notes_link.txt");
-  auto r = SplitModel(model, CnnPlan(), ws.Options(true));
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options(true));
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(fs::is_symlink(ws.out / "notes_link.txt"));
 }
@@ -291,7 +291,7 @@ TEST(SplitModel, RefusesADirectoryPathThatIsAFile) {
   std::ofstream(ws.out) << "a file";
   const graph::Model model = LoadFile(ws.Model(testlib::SmallCnn(1)));
   for (const bool force : {false, true}) {
-    auto r = SplitModel(model, CnnPlan(), ws.Options(force));
+    auto r = SplitModel(model, CnnModelPlan(), ws.Options(force));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, ErrorCode::kBadInput);
     EXPECT_THAT(r.error().message, HasSubstr("not a directory"));
@@ -303,7 +303,7 @@ TEST(SplitModel, RefusesADirectoryPathThatIsAFile) {
 TEST(SplitModel, APlanThatDoesNotMatchWritesNothing) {
   Workspace ws;
   const graph::Model model = LoadFile(ws.Model(testlib::SmallCnn(1)));
-  PlanAssignment plan = CnnPlan();
+  PlanAssignment plan = CnnModelPlan();
   plan.placement.emplace_back("ghost", 0);
   auto r = SplitModel(model, plan, ws.Options());
   ASSERT_FALSE(r);
@@ -311,7 +311,7 @@ TEST(SplitModel, APlanThatDoesNotMatchWritesNothing) {
   EXPECT_THAT(r.error().message, HasSubstr("'ghost'"));
   EXPECT_FALSE(fs::exists(ws.out));
 
-  plan = MakePlan({{"conv", 0}});
+  plan = PlanOf({{"conv", 0}});
   r = SplitModel(model, plan, ws.Options());
   ASSERT_FALSE(r);
   EXPECT_THAT(r.error().message, HasSubstr("leaves out 3"));
@@ -339,7 +339,7 @@ TEST(SplitModel, ExternalWeightsAreLinkedNotCopied) {
   std::ofstream(ws.root.path() / "weights.bin", std::ios::binary)
       << std::string(432 + 10240, '\x02');
   const graph::Model model = LoadFile(path);
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->warnings.empty()) << r->warnings[0];
   for (int i = 0; i < 2; ++i) {
@@ -362,7 +362,7 @@ TEST(SplitModel, ExternalWeightsAreLinkedNotCopied) {
 TEST(SplitModel, MissingExternalDataIsAWarning) {
   Workspace ws;
   const graph::Model model = LoadFile(ws.Model(ExternalCnn()));
-  auto r = SplitModel(model, CnnPlan(), ws.Options());
+  auto r = SplitModel(model, CnnModelPlan(), ws.Options());
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_THAT(r->warnings[0], HasSubstr("weights.bin"));
@@ -380,7 +380,7 @@ TEST(SplitModel, CheckOffSkipsTheChecker) {
   b.AddNode("NoSuchOperator", {"t"}, {"y"}, "b");
   b.AddOutput("y", kFloat, std::vector<Dim>{2, 3});
   const graph::Model model = LoadFile(ws.Model(b));
-  const PlanAssignment plan = MakePlan({{"a", 0}, {"b", 0}});
+  const PlanAssignment plan = PlanOf({{"a", 0}, {"b", 0}});
   auto checked = SplitModel(model, plan, ws.Options());
   ASSERT_FALSE(checked);
   EXPECT_THAT(checked.error().message, HasSubstr("checker"));

@@ -51,10 +51,10 @@ Budget BudgetOf(const Cluster& c) {
 }
 
 // Builds problems by hand; one profile unless given.
-class Graph {
+class ListGraph {
  public:
-  explicit Graph(int profiles = 1, std::vector<int> device_profile = {0, 0},
-                 bool training = false)
+  explicit ListGraph(int profiles = 1, std::vector<int> device_profile = {0, 0},
+                     bool training = false)
       : profiles_(profiles),
         b_(profiles, std::move(device_profile), training) {}
   uint32_t Tensor(int64_t bytes, TensorRole role = TensorRole::kActivation) {
@@ -117,7 +117,7 @@ void CheckPlacement(const Problem& p, const Cluster& c, const Budget& budget,
 
 // Two chains of three 1 s ops, tiny tensors.
 Problem TwoChains() {
-  Graph g;
+  ListGraph g;
   for (int chain = 0; chain < 2; ++chain) {
     uint32_t t = g.Input();
     for (int i = 0; i < 3; ++i) {
@@ -150,7 +150,7 @@ TEST(MEtf, SplitsTwoIndependentChains) {
 TEST(MEtf, KeepsAForkOnOneDeviceWhenTensorsAreHugeAndTheLinkSlow) {
   // a -> {b, c} -> d, 2 GB tensors over 1 GB/s: a transfer costs 2 s,
   // more than running b and c one after the other.
-  Graph g;
+  ListGraph g;
   const uint32_t in = g.Input();
   const uint32_t ta = g.Tensor(2'000'000'000), tb = g.Tensor(2'000'000'000),
                  tc = g.Tensor(2'000'000'000), td = g.Tensor(8);
@@ -177,7 +177,7 @@ TEST(MEtf, KeepsAForkOnOneDeviceWhenTensorsAreHugeAndTheLinkSlow) {
 
 // A chain of six ops, each reading its own 1000-byte weight.
 Problem WeightChain() {
-  Graph g;
+  ListGraph g;
   uint32_t t = g.Input();
   for (int i = 0; i < 6; ++i) {
     const uint32_t w = g.Tensor(1000, TensorRole::kWeight);
@@ -212,7 +212,7 @@ TEST(BaechiAlgorithms, SplitWhenTheBudgetForcesIt) {
 }
 
 TEST(BaechiAlgorithms, InfeasibleWhenAnOpFitsNoDevice) {
-  Graph g(1, {0, 0, 0});
+  ListGraph g(1, {0, 0, 0});
   const uint32_t in = g.Input();
   const uint32_t w = g.Tensor(10'000, TensorRole::kWeight);
   const uint32_t t0 = g.Tensor(1), t1 = g.Tensor(1);
@@ -241,7 +241,7 @@ TEST(BaechiAlgorithms, InfeasibleWhenAnOpFitsNoDevice) {
 // Twelve independent 1 s ops after one source.
 Problem Fan(int profiles, std::vector<int> device_profile,
             const std::vector<double>& seconds) {
-  Graph g(profiles, std::move(device_profile));
+  ListGraph g(profiles, std::move(device_profile));
   const uint32_t in = g.Input();
   const uint32_t src = g.Tensor(8);
   g.Op({in}, {src}, {0.0});
@@ -279,7 +279,7 @@ TEST(MSct, KeepsTheFavouriteChildWithItsParent) {
   // 1 s. c comes first in the graph, so plain ETF runs c after a and sends
   // the large tensor to b elsewhere (done at 2.5 s); the LP makes b a's
   // favourite child, which keeps b with a (done at 2 s).
-  Graph g;
+  ListGraph g;
   const uint32_t in = g.Input();
   const uint32_t ta_big = g.Tensor(500'000'000), ta_small = g.Tensor(8);
   const OpId a = g.Op({in}, {ta_big, ta_small}, {1.0});
@@ -323,7 +323,7 @@ TEST(BaechiAlgorithms, MSctFindsTheFavouritesOfALargeGraphBesideTheEngine) {
 }
 
 TEST(BaechiAlgorithms, PlaceAnEmptyGraph) {
-  Graph g;
+  ListGraph g;
   const Problem p = std::move(g).Build();
   const Cluster c = UniformCluster(2, kGiB);
   for (const Named& a : Algorithms()) {

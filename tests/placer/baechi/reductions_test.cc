@@ -374,9 +374,9 @@ TEST(Reductions, CoPlaceAndCoarsenFollowTheirRulesExactly) {
 }
 
 // Builds small graphs by hand: ops named by their index.
-class Graph {
+class ReductionGraph {
  public:
-  explicit Graph(bool training = false) : b_(1, {0, 0}, training) {}
+  explicit ReductionGraph(bool training = false) : b_(1, {0, 0}, training) {}
   uint32_t Tensor(int64_t bytes, TensorRole role = TensorRole::kActivation) {
     return b_.AddTensor("t" + std::to_string(next_tensor_++), bytes, role);
   }
@@ -399,7 +399,7 @@ class Graph {
 };
 
 TEST(CoPlace, CollapsesAChainToOneGroup) {
-  Graph g;
+  ReductionGraph g;
   uint32_t t = g.Tensor(10, TensorRole::kInput);
   for (int i = 0; i < 6; ++i) {
     const uint32_t out = g.Tensor(100 + i);
@@ -416,7 +416,7 @@ TEST(CoPlace, JoinsOpsWithOneSuccessorOnly) {
   // a -> b, a -> c, b -> d, c -> d: b and c join d; a, with two
   // successors, stays apart (merged groups are not looked at again, or
   // every graph with one sink would become one group).
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t ta = g.Tensor(1), tb = g.Tensor(2), tc = g.Tensor(3),
                  td = g.Tensor(4);
@@ -433,7 +433,7 @@ TEST(CoPlace, JoinsOpsWithOneSuccessorOnly) {
 }
 
 TEST(CoPlace, KeepsAForkIntoTwoSinksApart) {
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t ta = g.Tensor(1), tb = g.Tensor(2), tc = g.Tensor(3);
   g.Op({in}, {ta});
@@ -446,7 +446,7 @@ TEST(CoPlace, KeepsAForkIntoTwoSinksApart) {
 
 TEST(FuseSharedWeights, JoinsParallelOpsReadingOneWeight) {
   // a feeds b and c; b and c read the same large weight.
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(kBigWeight, TensorRole::kWeight);
   const uint32_t ta = g.Tensor(1), tb = g.Tensor(2), tc = g.Tensor(3);
@@ -471,7 +471,7 @@ TEST(FuseSharedWeights, JoinsParallelOpsReadingOneWeight) {
 TEST(FuseSharedWeights, NeverCreatesACycle) {
   // a -> b -> c with a and c sharing a weight: fusing a and c would put b
   // both before and after their group.
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(kBigWeight, TensorRole::kWeight);
   const uint32_t ta = g.Tensor(1), tb = g.Tensor(2), tc = g.Tensor(3);
@@ -488,7 +488,7 @@ TEST(FuseSharedWeights, NeverCreatesACycle) {
 
 TEST(FuseSharedWeights, ContractsADirectEdge) {
   // a -> c directly, both reading the weight: one group is fine.
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(kBigWeight, TensorRole::kWeight);
   const uint32_t ta = g.Tensor(1), tc = g.Tensor(3);
@@ -499,7 +499,7 @@ TEST(FuseSharedWeights, ContractsADirectEdge) {
 }
 
 TEST(FuseSharedWeights, LeavesSmallWeightsAlone) {
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(64, TensorRole::kWeight);  // a shape constant
   const uint32_t ta = g.Tensor(1), tb = g.Tensor(2), tc = g.Tensor(3);
@@ -514,7 +514,7 @@ TEST(FuseSharedWeights, KeepsLaterMergesConsistentWithEarlierOnes) {
   // Two weights: W1 shared by x1 and y2, W2 shared by y1 and x2, on two
   // chains x1 -> x2 and y1 -> y2. Fusing {x1, y2} is fine alone, and so is
   // {y1, x2}, but not both: x1 -> x2 = y1 -> y2 = x1.
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w1 = g.Tensor(kBigWeight, TensorRole::kWeight);
   const uint32_t w2 = g.Tensor(kBigWeight, TensorRole::kWeight);
@@ -531,7 +531,7 @@ TEST(FuseSharedWeights, KeepsLaterMergesConsistentWithEarlierOnes) {
 }
 
 TEST(Coarsen, CutsATopologicalOrderIntoBalancedRuns) {
-  Graph g;
+  ReductionGraph g;
   uint32_t t = g.Tensor(10, TensorRole::kInput);
   for (int i = 0; i < 12; ++i) {
     const uint32_t out = g.Tensor(1);
@@ -550,7 +550,7 @@ TEST(Coarsen, CutsATopologicalOrderIntoBalancedRuns) {
 
 TEST(Contract, KeepsTensorsBetweenGroupsAndCountsInternalOnesAsExtra) {
   // a -> b -> c, a -> c; group {a, b}, group {c}.
-  Graph g(/*training=*/true);
+  ReductionGraph g(/*training=*/true);
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(7, TensorRole::kWeight);
   const uint32_t ta = g.Tensor(100), tb = g.Tensor(200), tc = g.Tensor(300);
@@ -593,7 +593,7 @@ TEST(Contract, KeepsTensorsBetweenGroupsAndCountsInternalOnesAsExtra) {
 TEST(Contract, TrainingKeepsTheLargestInternalTensorOfAGroup) {
   // a -> b -> c -> d, all one group: tb (the largest) stays a tensor.
   for (bool training : {false, true}) {
-    Graph g(training);
+    ReductionGraph g(training);
     const uint32_t in = g.Tensor(10, TensorRole::kInput);
     const uint32_t ta = g.Tensor(100), tb = g.Tensor(500), tc = g.Tensor(300);
     const uint32_t td = g.Tensor(1);
@@ -616,7 +616,7 @@ TEST(Contract, TrainingKeepsTheLargestInternalTensorOfAGroup) {
 }
 
 TEST(Contract, AConstantInsideItsConsumersGroupBecomesAPlainWeight) {
-  Graph g;
+  ReductionGraph g;
   const uint32_t in = g.Tensor(10, TensorRole::kInput);
   const uint32_t w = g.Tensor(1000, TensorRole::kWeight);
   const uint32_t ta = g.Tensor(100), tb = g.Tensor(100);

@@ -19,21 +19,21 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-const estimator::DeviceCatalog& Catalog() {
+const estimator::DeviceCatalog& ValidationCatalog() {
   static const estimator::DeviceCatalog catalog =
       estimator::DeviceCatalog::BuiltIn();
   return catalog;
 }
 
 // Joins lines with '\n', so that line numbers in expectations are indexes + 1.
-std::string Lines(std::initializer_list<std::string_view> lines) {
+std::string YamlLines(std::initializer_list<std::string_view> lines) {
   std::string out;
   for (std::string_view line : lines) out += std::string(line) + "\n";
   return out;
 }
 
-Result<Cluster> Parse(const std::string& yaml) {
-  return ParseCluster(yaml, "cluster.yaml", Catalog(), {});
+Result<Cluster> ParseYaml(const std::string& yaml) {
+  return ParseCluster(yaml, "cluster.yaml", ValidationCatalog(), {});
 }
 
 // ---- Validation -------------------------------------------------------------
@@ -49,7 +49,7 @@ void PrintTo(const BadSpec& s, std::ostream* os) { *os << s.name; }
 class ClusterValidation : public ::testing::TestWithParam<BadSpec> {};
 
 TEST_P(ClusterValidation, IsBadInputNamingSourceLineAndField) {
-  Result<Cluster> c = Parse(GetParam().yaml);
+  Result<Cluster> c = ParseYaml(GetParam().yaml);
   ASSERT_FALSE(c) << "accepted:\n" << GetParam().yaml;
   EXPECT_EQ(c.error().code, ErrorCode::kBadInput);
   EXPECT_THAT(c.error().message, StartsWith("cluster.yaml"));
@@ -60,15 +60,15 @@ TEST_P(ClusterValidation, IsBadInputNamingSourceLineAndField) {
 
 // A one-node spec whose single GPU entry (line 4) has `extra` on line 5.
 std::string OneGpu(std::string_view kind, std::string_view extra = "") {
-  return Lines({"nodes:", "  - name: node0",
-                "    gpus:", "      - kind: " + std::string(kind), extra});
+  return YamlLines({"nodes:", "  - name: node0",
+                    "    gpus:", "      - kind: " + std::string(kind), extra});
 }
 
 // Two a100s on node0, then `links:` from line 5 on.
 std::string WithLinks(std::initializer_list<std::string_view> links) {
   std::string out =
-      Lines({"nodes:", "  - name: node0",
-             "    gpus:", "      - {kind: a100-80gb, count: 2}", "links:"});
+      YamlLines({"nodes:", "  - name: node0",
+                 "    gpus:", "      - {kind: a100-80gb, count: 2}", "links:"});
   for (std::string_view l : links) out += std::string(l) + "\n";
   return out;
 }
@@ -80,7 +80,7 @@ const BadSpec kBadSpecs[] = {
      {"cluster.yaml:4: ", "nodes[0].gpus[0].kind", "unknown device 'a100-90gb'",
       "a100-80gb", "h100-sxm"}},
     {"MissingKind",
-     Lines({"nodes:", "  - gpus:", "      - count: 2"}),
+     YamlLines({"nodes:", "  - gpus:", "      - count: 2"}),
      {"cluster.yaml:3: ", "nodes[0].gpus[0]", "missing 'kind'"}},
     {"ShareZero",
      OneGpu("a100-80gb", "        compute_share: 0"),
@@ -132,68 +132,69 @@ const BadSpec kBadSpecs[] = {
      OneGpu("a100-80gb", "        count: 5000"),
      {"cluster.yaml:5: ", "count", "more than 1024 GPUs"}},
     {"TooManyGpusInAll",
-     Lines({"nodes:", "  - gpus:", "      - {kind: t4, count: 1000}",
-            "      - {kind: t4, count: 25}"}),
+     YamlLines({"nodes:", "  - gpus:", "      - {kind: t4, count: 1000}",
+                "      - {kind: t4, count: 25}"}),
      {"cluster.yaml:4: ", "nodes[0].gpus[1].count", "more than 1024 GPUs"}},
     {"OneGpuTooMany",
-     Lines({"nodes:", "  - gpus:", "      - {kind: t4, count: 1024}",
-            "      - {kind: t4}"}),
+     YamlLines({"nodes:", "  - gpus:", "      - {kind: t4, count: 1024}",
+                "      - {kind: t4}"}),
      {"cluster.yaml:4: ", "nodes[0].gpus[1]", "more than 1024 GPUs"}},
     // Nodes.
     {"DuplicateNodeNames",
-     Lines({"nodes:", "  - name: a", "    gpus: [{kind: t4}]", "  - name: a",
-            "    gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  - name: a", "    gpus: [{kind: t4}]",
+                "  - name: a", "    gpus: [{kind: t4}]"}),
      {"cluster.yaml:4: ", "nodes[1].name", "'a' appears twice"}},
     {"DefaultNameCollides",
-     Lines({"nodes:", "  - name: node1", "    gpus: [{kind: t4}]",
-            "  - gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  - name: node1", "    gpus: [{kind: t4}]",
+                "  - gpus: [{kind: t4}]"}),
      {"cluster.yaml:4: ", "nodes[1].name", "'node1' appears twice"}},
     {"NodeNameWithSlash",
-     Lines({"nodes:", "  - name: rack/a", "    gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  - name: rack/a", "    gpus: [{kind: t4}]"}),
      {"cluster.yaml:2: ", "nodes[0].name", "'rack/a'"}},
     {"UnknownInterconnect",
-     Lines(
+     YamlLines(
          {"nodes:", "  - interconnect: infiniband", "    gpus: [{kind: t4}]"}),
      {"cluster.yaml:2: ", "nodes[0].interconnect", "'infiniband'",
       "nvlink or pcie"}},
     {"MissingGpus",
-     Lines({"nodes:", "  - name: a"}),
+     YamlLines({"nodes:", "  - name: a"}),
      {"cluster.yaml:2: ", "nodes[0]", "missing the 'gpus:' list"}},
     {"NoGpus",
-     Lines({"nodes:", "  - name: a", "    gpus: []"}),
+     YamlLines({"nodes:", "  - name: a", "    gpus: []"}),
      {"cluster.yaml:3: ", "nodes[0].gpus", "node 'a' has no GPUs"}},
     {"GpusAScalar",
-     Lines({"nodes:", "  - name: a", "    gpus: a100-80gb"}),
+     YamlLines({"nodes:", "  - name: a", "    gpus: a100-80gb"}),
      {"cluster.yaml:3: ", "nodes[0].gpus", "got a single value 'a100-80gb'"}},
     {"GpuAScalar",
-     Lines({"nodes:", "  - name: a", "    gpus:", "      - a100-80gb"}),
+     YamlLines({"nodes:", "  - name: a", "    gpus:", "      - a100-80gb"}),
      {"cluster.yaml:4: ", "nodes[0].gpus[0]", "expected a map"}},
     {"NodeAScalar",
-     Lines({"nodes:", "  - node0"}),
+     YamlLines({"nodes:", "  - node0"}),
      {"cluster.yaml:2: ", "nodes[0]", "expected a map"}},
     // The whole spec.
     {"Empty", "", {"cluster.yaml: ", "empty", "'nodes:'"}},
     {"OnlyAComment", "# nothing\n", {"cluster.yaml: ", "empty"}},
     {"NoNodesKey",
-     Lines({"name: x"}),
+     YamlLines({"name: x"}),
      {"cluster.yaml:1: ", "missing the top-level 'nodes:' list"}},
     {"NoNodes",
-     Lines({"name: x", "nodes: []"}),
+     YamlLines({"name: x", "nodes: []"}),
      {"cluster.yaml:2: ", "nodes", "no nodes"}},
     {"NodesAMap",
-     Lines({"nodes:", "  node0:", "    gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  node0:", "    gpus: [{kind: t4}]"}),
      {"cluster.yaml:2: ", "nodes", "expected a list of nodes", "got a map"}},
     {"RootAList",
-     Lines({"- nodes: []"}),
+     YamlLines({"- nodes: []"}),
      {"cluster.yaml:1: ", "the spec", "expected a map"}},
     {"NameAList",
-     Lines({"name: [a, b]", "nodes: [{gpus: [{kind: t4}]}]"}),
+     YamlLines({"name: [a, b]", "nodes: [{gpus: [{kind: t4}]}]"}),
      {"cluster.yaml:1: ", "name", "got a list"}},
     {"SyntaxError",
-     Lines({"nodes:", "  - name: a", "    gpus: [{kind: t4}", "  - name: b"}),
+     YamlLines(
+         {"nodes:", "  - name: a", "    gpus: [{kind: t4}", "  - name: b"}),
      {"cluster.yaml:", "malformed YAML"}},
     {"BadIndentation",
-     Lines({"nodes:", "  - name: a", "     gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  - name: a", "     gpus: [{kind: t4}]"}),
      {"cluster.yaml:3: ", "malformed YAML"}},
     // Unknown keys, with a suggestion for typos.
     {"UnknownGpuKey",
@@ -201,16 +202,17 @@ const BadSpec kBadSpecs[] = {
      {"cluster.yaml:5: ", "unknown key 'memroy_free' in nodes[0].gpus[0]",
       "did you mean 'memory_free'?", "compute_share"}},
     {"UnknownNodeKey",
-     Lines({"nodes:", "  - name: a", "    interconect: pcie",
-            "    gpus: [{kind: t4}]"}),
+     YamlLines({"nodes:", "  - name: a", "    interconect: pcie",
+                "    gpus: [{kind: t4}]"}),
      {"cluster.yaml:3: ", "unknown key 'interconect' in nodes[0]",
       "did you mean 'interconnect'?"}},
     {"UnknownTopLevelKey",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "pools: [default]"}),
+     YamlLines({"nodes: [{gpus: [{kind: t4}]}]", "pools: [default]"}),
      {"cluster.yaml:2: ", "unknown key 'pools' at the top level",
       "known keys: name, nodes, network, links"}},
     {"UnknownNetworkKey",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "network:", "  bandwith: 1GB/s"}),
+     YamlLines(
+         {"nodes: [{gpus: [{kind: t4}]}]", "network:", "  bandwith: 1GB/s"}),
      {"cluster.yaml:3: ", "unknown key 'bandwith' in network",
       "did you mean 'bandwidth'?"}},
     {"UnknownLinkKey",
@@ -222,16 +224,17 @@ const BadSpec kBadSpecs[] = {
      {"cluster.yaml:5: ", "nodes[0].gpus[0].kind", "given twice"}},
     // Network.
     {"NetworkBandwidthMalformed",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "network: {bandwidth: fast}"}),
+     YamlLines({"nodes: [{gpus: [{kind: t4}]}]", "network: {bandwidth: fast}"}),
      {"cluster.yaml:2: ", "network.bandwidth", "'fast'"}},
     {"NetworkBandwidthZero",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "network: {bandwidth: 0GB/s}"}),
+     YamlLines(
+         {"nodes: [{gpus: [{kind: t4}]}]", "network: {bandwidth: 0GB/s}"}),
      {"cluster.yaml:2: ", "network.bandwidth", "must be positive"}},
     {"NetworkLatencyMalformed",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "network:", "  latency: 5"}),
+     YamlLines({"nodes: [{gpus: [{kind: t4}]}]", "network:", "  latency: 5"}),
      {"cluster.yaml:3: ", "network.latency", "'5'"}},
     {"NetworkAScalar",
-     Lines({"nodes: [{gpus: [{kind: t4}]}]", "network: 25GB/s"}),
+     YamlLines({"nodes: [{gpus: [{kind: t4}]}]", "network: 25GB/s"}),
      {"cluster.yaml:2: ", "network", "expected a map"}},
     // Links.
     {"UnknownLinkEndpoint",
@@ -279,13 +282,13 @@ INSTANTIATE_TEST_SUITE_P(ClusterSpec, ClusterValidation,
 
 TEST(ClusterSpec, ErrorsNameTheSourceGiven) {
   Result<Cluster> c =
-      ParseCluster(OneGpu("nope"), "specs/lab.yaml", Catalog(), {});
+      ParseCluster(OneGpu("nope"), "specs/lab.yaml", ValidationCatalog(), {});
   ASSERT_FALSE(c);
   EXPECT_THAT(c.error().message, StartsWith("specs/lab.yaml:4: "));
 }
 
 TEST(ClusterSpec, UnknownEndpointListsOnlyAFewIds) {
-  Result<Cluster> c = Parse(Lines({
+  Result<Cluster> c = ParseYaml(YamlLines({
       "nodes: [{gpus: [{kind: t4, count: 20}]}]",
       "links: [{between: [node0/gpu0, node0/gpu20], latency: 1us}]",
   }));

@@ -18,7 +18,7 @@
 namespace tessera::placer {
 namespace {
 
-Budget Budgets(const Cluster& c) {
+Budget IlpBudgets(const Cluster& c) {
   Budget b;
   for (const ClusterDevice& d : c.devices) b.push_back(d.memory_usable);
   return b;
@@ -70,7 +70,7 @@ void ExpectMatchesRelaxedModel(const Problem& p, const Cluster& c,
 TEST(IlpTest, IndependentOpsRunInParallel) {
   const Problem p = Small({1.0, 1.0}, {10, 10}, {0, 0}, {}, 2);
   const Cluster c = testing::UniformCluster(2, 1 << 20, 1e9, 1e-6);
-  const auto r = PlaceIlp(p, c, Budgets(c), Exact());
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   EXPECT_NEAR(*r->ilp_objective_s, 1.0, 1e-9);
@@ -85,7 +85,7 @@ TEST(IlpTest, ExpensiveLinkKeepsAChainOnOneDevice) {
   const Problem p =
       Small({1.0, 1.0, 0.5}, {1000, 1000, 10}, {0, 0, 0}, {{0, 1}, {0, 2}}, 2);
   const Cluster c = testing::UniformCluster(2, 1 << 20, 500.0, 0.0);
-  const auto r = PlaceIlp(p, c, Budgets(c), Exact());
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   EXPECT_EQ(r->placement.device[0], r->placement.device[1]);
@@ -99,7 +99,7 @@ TEST(IlpTest, CheapLinkSplitsAFork) {
   const Problem p =
       Small({1.0, 1.0, 1.0}, {1000, 10, 10}, {0, 0, 0}, {{0, 1}, {0, 2}}, 2);
   const Cluster c = testing::UniformCluster(2, 1 << 20, 1e6, 0.0);
-  const auto r = PlaceIlp(p, c, Budgets(c), Exact());
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
   // Not all on one device (3 s): 1 + 0.001 transfer + 1 (the relaxed
@@ -115,7 +115,7 @@ TEST(IlpTest, MemoryForcesASplit) {
   // device: b runs on the other device after the 100-byte transfer.
   const Problem p = Small({1.0, 1.0}, {100, 10}, {600, 600}, {{0, 1}}, 2);
   const Cluster c = testing::UniformCluster(2, 1000, 100.0, 0.5);
-  const Budget budget = Budgets(c);
+  const Budget budget = IlpBudgets(c);
   const auto r = PlaceIlp(p, c, budget, Exact());
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->ilp_status, SolveStatus::kOptimal);
@@ -131,7 +131,7 @@ TEST(IlpTest, MemoryForcesASplit) {
 TEST(IlpTest, NothingFitsIsInfeasible) {
   const Problem p = Small({1.0, 1.0}, {100, 10}, {600, 600}, {{0, 1}}, 2);
   const Cluster c = testing::UniformCluster(2, 500, 100.0, 0.5);
-  const auto r = PlaceIlp(p, c, Budgets(c), Exact());
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), Exact());
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ErrorCode::kInfeasible);
 }
@@ -141,7 +141,7 @@ TEST(IlpTest, TogetherTheyDoNotFitIsInfeasible) {
   const Problem p =
       Small({1.0, 1.0, 1.0}, {10, 10, 10}, {600, 600, 600}, {}, 2);
   const Cluster c = testing::UniformCluster(2, 1000, 100.0, 0.5);
-  const auto r = PlaceIlp(p, c, Budgets(c), Exact());
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), Exact());
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ErrorCode::kInfeasible);
 }
@@ -155,7 +155,7 @@ TEST(IlpTest, LargeGraphsAreCoarsenedFirst) {
   PlaceOptions o;
   o.ilp_max_groups = 12;
   o.ilp_time_limit_s = 2.0;
-  const auto r = PlaceIlp(p, c, Budgets(c), o);
+  const auto r = PlaceIlp(p, c, IlpBudgets(c), o);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_EQ(r->placement.device.size(), p.num_ops());
   ASSERT_EQ(r->placement.priority.size(), p.num_ops());
@@ -213,7 +213,7 @@ TEST(IlpTest, OptimalIsNotBeatenByAnyHeuristicUnderItsTimeModel) {
     }
     const Cluster c = testing::UniformCluster(ro.devices, memory, 2e3,
                                               1e-3 * (seed % 3), shares);
-    const Budget budget = Budgets(c);
+    const Budget budget = IlpBudgets(c);
     // The counts below must not hinge on how busy the machine is.
     PlaceOptions o = Exact(testing::kProofLimitS);
     o.ilp_max_groups = 64;

@@ -15,8 +15,8 @@
 namespace tessera::placer {
 namespace {
 
-MaxLoadNode Node(int64_t id, double time, int64_t size = 1, int64_t color = -1,
-                 bool backward = false) {
+MaxLoadNode UnitNode(int64_t id, double time, int64_t size = 1,
+                     int64_t color = -1, bool backward = false) {
   MaxLoadNode n;
   n.id = id;
   n.time = {time, time * 3};
@@ -44,8 +44,8 @@ TEST(MaxLoadUnits, ColorClassesAndFreeNodes) {
   // 0 -> 1 -> 2, 1 -> 3 (a free sink: no time, sends nothing),
   // 4 (a free source) -> 2, 5 (free, two predecessors) from 0 and 2;
   // 0 and 2 share a color.
-  p.nodes = {Node(0, 1, 1, 9), Node(1, 1), Node(2, 1, 1, 9),
-             Node(3, 0),       Node(4, 0), Node(5, 0)};
+  p.nodes = {UnitNode(0, 1, 1, 9), UnitNode(1, 1), UnitNode(2, 1, 1, 9),
+             UnitNode(3, 0),       UnitNode(4, 0), UnitNode(5, 0)};
   p.edges = {{0, 1, 1}, {1, 2, 1}, {1, 3, 1}, {4, 2, 1}, {0, 5, 1}, {2, 5, 1}};
   const MaxLoadUnits u = BuildMaxLoadUnits(p, /*order=*/false);
   EXPECT_EQ(u.unit_of[0], u.unit_of[2]);  // one color
@@ -78,8 +78,9 @@ TEST(MaxLoadUnits, BackwardNodesFollowTheirForwardTwins) {
   for (const bool mirrored : {false, true}) {
     MaxLoadProblem p;
     p.kinds = TarnawskiKinds(1 << 20, 2, 0);
-    for (int i = 0; i < 3; ++i) p.nodes.push_back(Node(i, 1, 1, i));
-    for (int i = 0; i < 3; ++i) p.nodes.push_back(Node(10 + i, 2, 1, i, true));
+    for (int i = 0; i < 3; ++i) p.nodes.push_back(UnitNode(i, 1, 1, i));
+    for (int i = 0; i < 3; ++i)
+      p.nodes.push_back(UnitNode(10 + i, 2, 1, i, true));
     p.edges = {{0, 1, 1}, {1, 2, 1}};
     if (mirrored) {
       p.edges.push_back({5, 4, 1});
@@ -103,7 +104,7 @@ TEST(MaxLoadUnits, UnitsOnACycleOfTheOrderAreMerged) {
   // color... here two forward nodes of one color around a third node.
   MaxLoadProblem p;
   p.kinds = TarnawskiKinds(1 << 20, 2, 0);
-  p.nodes = {Node(0, 1, 1, 5), Node(1, 1), Node(2, 1, 1, 5)};
+  p.nodes = {UnitNode(0, 1, 1, 5), UnitNode(1, 1), UnitNode(2, 1, 1, 5)};
   p.edges = {{0, 1, 1}, {1, 2, 1}};
   const MaxLoadUnits u = BuildMaxLoadUnits(p, true);
   EXPECT_EQ(u.members.size(), 1u);  // 1 lies between two halves of color 5
@@ -119,9 +120,9 @@ MaxLoadProblem RandomTraining(std::mt19937_64& rng, int f, int accelerators) {
   std::bernoulli_distribution edge(0.5), keep(0.3);
   MaxLoadProblem p;
   p.source = "training";
-  for (int i = 0; i < f; ++i) p.nodes.push_back(Node(i, time(rng), 1, i));
+  for (int i = 0; i < f; ++i) p.nodes.push_back(UnitNode(i, time(rng), 1, i));
   for (int i = 0; i < f; ++i) {
-    p.nodes.push_back(Node(100 + i, time(rng), 1, i, true));
+    p.nodes.push_back(UnitNode(100 + i, time(rng), 1, i, true));
   }
   for (int i = 0; i < f; ++i) {
     for (int j = i + 1; j < f; ++j) {

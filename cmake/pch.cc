@@ -1,2 +1,0 @@
-// The source of the precompiled headers the components share
-// (CMakeLists.txt, TESSERA_PCH).
