@@ -5,18 +5,13 @@
 # The includes are relative to the repository (found through its -I), so a
 # batch's text is the same in every clone and ccache serves it to a clone at
 # another path (CMake's own UNITY_BUILD writes absolute paths). Kept alone:
-# files outside the repository, files that are not .cc, and those named in
-# the target's TESSERA_COMPILE_ALONE property (set it before this runs when
-# a file cannot share a unit). A target with one eligible file is left as
-# it is. Test files share a batch's namespace scope: helpers in anonymous
-# namespaces need distinct names within a target (the build says which).
+# files outside the repository and files that are not .cc. A target with
+# one eligible file is left as it is. Test files share a batch's namespace
+# scope: helpers in anonymous namespaces need distinct names within a
+# target (the build says which).
 function(tessera_unity_batches target size)
   get_target_property(sources ${target} SOURCES)
   get_target_property(dir ${target} SOURCE_DIR)
-  get_target_property(alone ${target} TESSERA_COMPILE_ALONE)
-  if(NOT alone)
-    set(alone "")
-  endif()
   set(kept "")
   set(batched "")
   foreach(source IN LISTS sources)
@@ -24,7 +19,7 @@ function(tessera_unity_batches target size)
                OUTPUT_VARIABLE absolute)
     cmake_path(IS_PREFIX PROJECT_SOURCE_DIR "${absolute}" NORMALIZE inside)
     cmake_path(GET absolute FILENAME name)
-    if(NOT inside OR NOT name MATCHES "\\.cc$" OR name IN_LIST alone)
+    if(NOT inside OR NOT name MATCHES "\\.cc$")
       list(APPEND kept "${source}")
     else()
       cmake_path(RELATIVE_PATH absolute BASE_DIRECTORY "${PROJECT_SOURCE_DIR}"
