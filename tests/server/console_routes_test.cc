@@ -21,15 +21,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The value of header `name` in a reply's header block ("" if absent).
-std::string Header(const Reply& r, const std::string& name) {
-  const std::string key = "\r\n" + name + ": ";
-  const size_t at = r.headers.find(key);
-  if (at == std::string::npos) return "";
-  const size_t start = at + key.size();
-  return r.headers.substr(start, r.headers.find("\r\n", start) - start);
-}
-
 class ConsoleRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -77,20 +68,20 @@ class ConsoleRoutesTest : public ::testing::Test {
 TEST_F(ConsoleRoutesTest, TheConsoleIsServedWithoutATokenUnderAPolicy) {
   const Reply index = Http(port_, "GET", "/");
   ASSERT_EQ(index.status, 200);
-  EXPECT_THAT(Header(index, "Content-Type"), HasSubstr("text/html"));
+  EXPECT_THAT(index.Header("Content-Type"), HasSubstr("text/html"));
   EXPECT_THAT(index.body, HasSubstr("<script"));
-  const std::string policy = Header(index, "Content-Security-Policy");
+  const std::string policy = index.Header("Content-Security-Policy");
   EXPECT_THAT(policy, HasSubstr("script-src 'self'"));
   EXPECT_THAT(policy, HasSubstr("connect-src 'self'"));
   EXPECT_THAT(policy, HasSubstr("frame-ancestors 'none'"));
-  EXPECT_EQ(Header(index, "X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(index.Header("X-Content-Type-Options"), "nosniff");
   // Every embedded file, byte for byte, with its type.
   ASSERT_FALSE(console::Assets().empty());
   for (const console::Asset& a : console::Assets()) {
     const Reply r = Http(port_, "GET", "/console/" + std::string(a.name));
     EXPECT_EQ(r.status, 200) << a.name;
     EXPECT_EQ(r.body, a.body) << a.name;
-    EXPECT_EQ(Header(r, "Content-Type"), a.content_type) << a.name;
+    EXPECT_EQ(r.Header("Content-Type"), a.content_type) << a.name;
   }
   EXPECT_NE(console::FindAsset("index.html"), nullptr);
   EXPECT_NE(console::FindAsset("console.js"), nullptr);
@@ -104,14 +95,14 @@ TEST_F(ConsoleRoutesTest, TheConsoleIsServedWithoutATokenUnderAPolicy) {
 
 TEST_F(ConsoleRoutesTest, PolledAnswersCarryETagsAndUnchangedOnesAre304) {
   const Reply js = Http(port_, "GET", "/console/console.js");
-  const std::string tag = Header(js, "ETag");
+  const std::string tag = js.Header("ETag");
   ASSERT_FALSE(tag.empty());
   const Reply again = Http(port_, "GET", "/console/console.js", "", "",
                            "If-None-Match: " + tag + "\r\n");
   EXPECT_EQ(again.status, 304);
   EXPECT_TRUE(again.body.empty());
   const Reply cluster = Http(port_, "GET", "/v1/cluster", "alice-token");
-  const std::string cluster_tag = Header(cluster, "ETag");
+  const std::string cluster_tag = cluster.Header("ETag");
   ASSERT_FALSE(cluster_tag.empty());
   EXPECT_EQ(Http(port_, "GET", "/v1/cluster", "alice-token", "",
                  "If-None-Match: W/\"x\", " + cluster_tag + "\r\n")
@@ -123,7 +114,7 @@ TEST_F(ConsoleRoutesTest, PolledAnswersCarryETagsAndUnchangedOnesAre304) {
   const Reply changed = Http(port_, "GET", "/v1/cluster", "alice-token", "",
                              "If-None-Match: " + cluster_tag + "\r\n");
   EXPECT_EQ(changed.status, 200);
-  EXPECT_NE(Header(changed, "ETag"), cluster_tag);
+  EXPECT_NE(changed.Header("ETag"), cluster_tag);
   EXPECT_EQ(changed.Json()["gpus"][0]["reserved_milli"], 250);
   // Without a token: 401, never a 304 that would confirm a tag.
   EXPECT_EQ(Http(port_, "GET", "/v1/cluster", "", "",
@@ -230,7 +221,7 @@ TEST_F(ConsoleRoutesTest, ASplitJobsPlanPicturesAreServed) {
              "/v1/jobs/" + std::to_string(split) + "/plan/" + which + ".html",
              "bob-token");  // anyone may read
     ASSERT_EQ(r.status, 200) << which << ": " << r.body;
-    EXPECT_THAT(Header(r, "Content-Type"), HasSubstr("text/html"));
+    EXPECT_THAT(r.Header("Content-Type"), HasSubstr("text/html"));
     EXPECT_THAT(r.body, HasSubstr("<svg"));
     EXPECT_THAT(r.body, Not(HasSubstr("<script")));
   }

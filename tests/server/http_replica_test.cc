@@ -36,15 +36,6 @@ std::string Submission() {
       .dump();
 }
 
-// The value of header `name` in `headers` ("" when absent).
-std::string ReplyHeader(const Reply& r, const std::string& name) {
-  const std::string key = "\r\n" + name + ": ";
-  const size_t at = r.headers.find(key);
-  if (at == std::string::npos) return "";
-  const size_t from = at + key.size();
-  return r.headers.substr(from, r.headers.find("\r\n", from) - from);
-}
-
 std::string KeyHeader(const std::string& key) {
   return "Idempotency-Key: " + key + "\r\n";
 }
@@ -102,15 +93,15 @@ TEST_F(HttpReplicaTest, EveryAnswerNamesTheReplicaAndItsRole) {
     SCOPED_TRACE(path + " " + token);
     const Reply lead = Http(LeaderPort(), "GET", path, token);
     ASSERT_NE(lead.status, 0);
-    EXPECT_EQ(ReplyHeader(lead, "X-Tessera-Replica"), "r1");
-    EXPECT_EQ(ReplyHeader(lead, "X-Tessera-Role"), "leader");
+    EXPECT_EQ(lead.Header("X-Tessera-Replica"), "r1");
+    EXPECT_EQ(lead.Header("X-Tessera-Role"), "leader");
     EXPECT_THAT(lead.headers, Not(HasSubstr("X-Tessera-View-Age")));
     const Reply follow = Http(FollowerPort(), "GET", path, token);
     ASSERT_NE(follow.status, 0);
     EXPECT_EQ(follow.status, lead.status);
-    EXPECT_EQ(ReplyHeader(follow, "X-Tessera-Replica"), "r2");
-    EXPECT_EQ(ReplyHeader(follow, "X-Tessera-Role"), "follower");
-    const std::string age = ReplyHeader(follow, "X-Tessera-View-Age");
+    EXPECT_EQ(follow.Header("X-Tessera-Replica"), "r2");
+    EXPECT_EQ(follow.Header("X-Tessera-Role"), "follower");
+    const std::string age = follow.Header("X-Tessera-View-Age");
     ASSERT_FALSE(age.empty());
     EXPECT_GE(std::stod(age), 0);
     EXPECT_LT(std::stod(age), 5);
@@ -152,8 +143,8 @@ TEST_F(HttpReplicaTest, AFollowerSendsLeaderOnlyRoutesToTheLeader) {
     SCOPED_TRACE(c.method + " " + c.path);
     const Reply r = Http(FollowerPort(), c.method, c.path, c.token, c.body);
     EXPECT_EQ(r.status, 307) << r.body;
-    EXPECT_EQ(ReplyHeader(r, "Location"), LeaderUrl() + c.location);
-    EXPECT_EQ(ReplyHeader(r, "X-Tessera-Role"), "follower");
+    EXPECT_EQ(r.Header("Location"), LeaderUrl() + c.location);
+    EXPECT_EQ(r.Header("X-Tessera-Role"), "follower");
     const json body = r.Json();
     EXPECT_EQ(body.value("leader", ""), LeaderUrl());
     EXPECT_THAT(body.value("error", ""), HasSubstr("r1"));
@@ -170,7 +161,7 @@ TEST_F(HttpReplicaTest, AFollowerSendsLeaderOnlyRoutesToTheLeader) {
   const Reply submitted =
       Http(FollowerPort(), "POST", "/v1/jobs", "alice-token", Submission());
   ASSERT_EQ(submitted.status, 201) << submitted.body;
-  EXPECT_EQ(ReplyHeader(submitted, "Location").rfind("/v1/jobs/", 0), 0u);
+  EXPECT_EQ(submitted.Header("Location").rfind("/v1/jobs/", 0), 0u);
   const int64_t id = submitted.Json().value("id", int64_t{0});
   const Reply got = Http(FollowerPort(), "GET",
                          "/v1/jobs/" + std::to_string(id), "alice-token");
@@ -198,7 +189,7 @@ TEST_F(HttpReplicaTest, BothAreReadyButOnlyTheLeaderAsLeader) {
   EXPECT_EQ(not_leader.status, 503) << not_leader.body;
   EXPECT_EQ(not_leader.Json()["ready"], false);
   EXPECT_THAT(not_leader.Json().value("reason", ""), HasSubstr("r2 follows"));
-  EXPECT_EQ(ReplyHeader(not_leader, "X-Tessera-Role"), "follower");
+  EXPECT_EQ(not_leader.Header("X-Tessera-Role"), "follower");
 }
 
 TEST_F(HttpReplicaTest, AnIdempotencyKeyMakesRetriesOneJob) {
@@ -228,7 +219,7 @@ TEST_F(HttpReplicaTest, AnIdempotencyKeyMakesRetriesOneJob) {
                              Submission(), KeyHeader("retry-7"));
     EXPECT_EQ(again.status, 201) << again.body;
     EXPECT_EQ(again.Json().value("id", int64_t{0}), id);
-    EXPECT_EQ(ReplyHeader(again, "Location"), "/v1/jobs/" + std::to_string(id));
+    EXPECT_EQ(again.Header("Location"), "/v1/jobs/" + std::to_string(id));
   }
   // Another user's key of the same text is another job.
   const Reply roots = Http(FollowerPort(), "POST", "/v1/jobs", "root-token",

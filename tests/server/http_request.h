@@ -22,6 +22,14 @@ struct Reply {
   nlohmann::json Json() const {
     return nlohmann::json::parse(body, nullptr, false);
   }
+  // The value of header `name` in the header block ("" if absent).
+  std::string Header(const std::string& name) const {
+    const std::string key = "\r\n" + name + ": ";
+    const size_t at = headers.find(key);
+    if (at == std::string::npos) return "";
+    const size_t start = at + key.size();
+    return headers.substr(start, headers.find("\r\n", start) - start);
+  }
 };
 
 // One request on a fresh connection ("Connection: close"), read to EOF.
