@@ -32,8 +32,11 @@ B=build-fuzz
 # -O1 with line tables: the usual fuzzing build, and reports name lines.
 # No precompiled headers: ccache does not reuse clang's objects built with
 # them, so every build would be cold (docs/fuzzing.md, "Running them").
+# The components in unity batches (cmake/TesseraUnity.cmake), as in the
+# sanitizer builds of scripts/test.sh.
 CC=clang-16 CXX=clang++-16 cmake -S . -B "$B" -G Ninja -DTESSERA_FUZZ=ON \
   -DTESSERA_WERROR=ON -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF \
+  -DTESSERA_UNITY=ON \
   -DTESSERA_PCH=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   >/dev/null
 build_targets=()

@@ -194,10 +194,10 @@ nlohmann::json Service::QueueJson(const std::string& pool_filter) {
   const double now = m.Now();
   RoundSnapshot snap{m.state, {}, {}, {}, {}, 0, {}, {}, {}};
   m.FillDecisionInputs(snap, now);
-  const double kInf = std::numeric_limits<double>::infinity();
+  const double kNoEnd = std::numeric_limits<double>::infinity();
   const std::function<double(JobId)> ends_at = [&](JobId id) {
     auto it = snap.ends.find(id);
-    return it == snap.ends.end() ? kInf : it->second;
+    return it == snap.ends.end() ? kNoEnd : it->second;
   };
   json pools = json::array();
   for (const std::string& p : t.pools) {

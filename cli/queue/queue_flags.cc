@@ -31,13 +31,13 @@ http://127.0.0.1:8471); the token comes from --token or $TESSERA_TOKEN.
 Exit codes: 0 success, 2 the service refused the request (the message is
 the server's), 1 server error or no service at the URL.)";
 
-void AddClientOptions(CLI::App* cmd, ClientArgs& args, bool json = true) {
+void AddClientOptions(CLI::App* cmd, ClientArgs& args, bool with_json = true) {
   cmd->add_option("--url", args.url, "The service's URL (default $TESSERA_URL)")
       ->type_name("URL");
   cmd->add_option("--token", args.token,
                   "Bearer token (default $TESSERA_TOKEN)")
       ->type_name("TOKEN");
-  if (json) cmd->add_flag("--json", args.json, "Print the API's JSON");
+  if (with_json) cmd->add_flag("--json", args.json, "Print the API's JSON");
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ Examples:
   tessera logs 42
   tessera logs 42 --stderr --follow      # until the job ends
 )") + kClientFooter);
-  AddClientOptions(cmd, args.client, /*json=*/false);
+  AddClientOptions(cmd, args.client, /*with_json=*/false);
   cmd->add_option("id", args.id, "Job id")->required();
   cmd->add_flag("--stderr", args.stderr_log, "The job's stderr");
   cmd->add_flag("-f,--follow", args.follow,
