@@ -127,6 +127,7 @@ function(_tessera_unity_header_names header out)
   endif()
   # Set before recursing: a cycle of includes ends here, empty.
   set_property(GLOBAL PROPERTY _tessera_unity_seen_${key} "")
+  set_property(GLOBAL APPEND PROPERTY _tessera_unity_headers_read "${header}")
   _tessera_unity_scan("${header}" names includes)
   set(result "")
   foreach(name IN LISTS names)
@@ -288,6 +289,13 @@ function(tessera_unity_batches target size)
     return()
   endif()
   _tessera_unity_group("${batched}" ${size} batches)
+  # The batches follow the files' names, so an edit of a file or of a header
+  # it includes configures again (a second or two) and the batches are
+  # recomputed before anything compiles: a new helper that clashes moves
+  # its file to another batch instead of into a silent overload.
+  get_property(headers GLOBAL PROPERTY _tessera_unity_headers_read)
+  set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY
+               CMAKE_CONFIGURE_DEPENDS ${batched} ${headers})
   set(units "")
   set(i 0)
   foreach(batch IN LISTS batches)
