@@ -10,8 +10,9 @@
 # The includes are relative to the repository (found through its -I), so a
 # batch's text is the same in every clone and ccache serves it to a clone
 # at another path (CMake's own UNITY_BUILD writes absolute paths). Files
-# outside the repository and files that are not .cc are compiled alone, and
-# a target with one eligible file is left as it is.
+# outside the repository, generated files (under the build folder) and files
+# that are not .cc are compiled alone, and a target with one eligible file
+# is left as it is.
 #
 # Files that share a batch share its namespace scope, which is where unity
 # builds go wrong: two files' helpers of one name either fail to compile
@@ -277,8 +278,12 @@ function(tessera_unity_batches target size)
     cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${dir}" NORMALIZE
                OUTPUT_VARIABLE absolute)
     cmake_path(IS_PREFIX PROJECT_SOURCE_DIR "${absolute}" NORMALIZE inside)
+    # A build folder may sit inside the repository: what it holds is
+    # generated (console/assets_data.cc), perhaps not yet, so it is
+    # compiled alone.
+    cmake_path(IS_PREFIX CMAKE_BINARY_DIR "${absolute}" NORMALIZE generated)
     cmake_path(GET absolute FILENAME name)
-    if(NOT inside OR NOT name MATCHES "\\.cc$")
+    if(NOT inside OR generated OR NOT name MATCHES "\\.cc$")
       list(APPEND kept "${source}")
     else()
       list(APPEND batched "${absolute}")
