@@ -22,11 +22,14 @@
 # column 0 (clang-format leaves every namespace-scope declaration there):
 # functions (the word before the first parenthesis, unless qualified as a
 # member, Foo::Bar), classes, structs, unions and enums, aliases, `using`
-# declarations, variables with an initializer, and macros. Words in capitals
-# (macro calls: TEST, TEST_F) and words a function's line may begin with
+# declarations, variables with an initializer, and macros. GoogleTest's
+# macro calls (TEST, TEST_F, ...) and the words such a line may begin with
 # (template, namespace, extern) are not names. A declaration whose name is
-# on an indented continuation line is not seen; the rule errs towards
-# separating files, never towards joining them.
+# on an indented continuation line is not seen: clang-format keeps a
+# function's name on a line that starts in column 0, so what can be missed
+# is a variable's or a type's, which fails to compile rather than
+# overloading. Otherwise the rule errs towards separating files: a name
+# in two different namespaces counts as the same name.
 #
 # Names come in three kinds. A file's own (Name): declared in the .cc and
 # in none of the headers it includes, so a helper of that file; it clashes
