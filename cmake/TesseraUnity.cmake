@@ -301,7 +301,9 @@ function(tessera_unity_batches target size)
   # it includes configures again (a second or two) and the batches are
   # recomputed before anything compiles: a new helper that clashes moves
   # its file to another batch instead of into a silent overload.
+  # (Each header once: the list read since the last target is emptied.)
   get_property(headers GLOBAL PROPERTY _tessera_unity_headers_read)
+  set_property(GLOBAL PROPERTY _tessera_unity_headers_read "")
   set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY
                CMAKE_CONFIGURE_DEPENDS ${batched} ${headers})
   set(units "")
