@@ -16,7 +16,10 @@
 // Thread safety: safe to call from any thread, several at once. The child
 // of a multi-threaded caller holds only the calling thread, so `work` must
 // not take a lock another thread of the caller may hold (glibc's malloc is
-// safe: fork resets it); it must not start threads.
+// safe: fork resets it); it must not start threads. AddressSanitizer's
+// allocator (GCC 12's) is not reset: a child forked while another thread
+// allocates can hang on its lock until the deadline, so callers that run
+// many threads of their own (sim/replay.cc) fork after joining them.
 
 #include <algorithm>
 #include <cstdint>

@@ -57,6 +57,45 @@ std::vector<int> Arrivals(const std::vector<TracePod>& pods, int64_t limit,
   return order;
 }
 
+// The GPU milli a seed's arrivals stop at (options.inflation_pct of the
+// cluster's capacity).
+int64_t ArrivalLimit(const SnapshotOptions& options, double capacity) {
+  return static_cast<int64_t>(options.inflation_pct / 100.0 * capacity);
+}
+
+// The physical limit at each level `run` reached, from its seed's
+// arrivals. Each bound is solved in a forked child (replay_bound.cc); a
+// fork is safe only where no other thread of the process can hold a lock
+// the child needs (AddressSanitizer's allocator takes one in every
+// malloc), so RunSnapshot calls this after its worker threads have
+// joined. A bound whose child failed becomes the GPUs' capacity (a
+// valid, loose limit) with a note in run.notes.
+void FillLimits(const Topology& topology, const std::vector<TracePod>& pods,
+                const SnapshotOptions& options, SnapshotRun& run) {
+  const double capacity = static_cast<double>(GpuCapacityMilli(topology));
+  std::mt19937_64 rng(run.seed);  // as RunSnapshotSeed draws them
+  const std::vector<int> arrivals =
+      Arrivals(pods, ArrivalLimit(options, capacity), rng);
+  std::vector<const TracePod*> arrived;
+  for (LevelPoint& l : run.levels) {
+    if (!l.reached) continue;
+    arrived.clear();
+    for (int64_t k = 0; k < l.arrived_pods; ++k) {
+      arrived.push_back(&pods[arrivals[static_cast<size_t>(k)]]);
+    }
+    Result<double> milli =
+        GpuPackingBoundMilli(arrived, int64_t(topology.gpus.size()));
+    if (!milli) {
+      run.notes.push_back("the physical limit at " +
+                          std::to_string(l.level_pct) +
+                          "%: " + milli.error().message +
+                          "; the GPUs' capacity stands in for it");
+      milli = capacity;
+    }
+    l.bound_pct = 100.0 * *milli / capacity;
+  }
+}
+
 // One round: its pods in decreasing order of the GPU milli they ask
 // (whole GPUs count 1000 each; ties in arrival order), each placed where
 // the policy scores best on the cluster as the earlier ones left it, or
@@ -123,9 +162,8 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
   auto scorer = std::move(MakeScorer(options.scorer, scorer_options).value());
   std::mt19937_64 rng(seed);
   const double capacity = static_cast<double>(GpuCapacityMilli(topology));
-  const auto limit =
-      static_cast<int64_t>(options.inflation_pct / 100.0 * capacity);
-  const std::vector<int> arrivals = Arrivals(pods, limit, rng);
+  const std::vector<int> arrivals =
+      Arrivals(pods, ArrivalLimit(options, capacity), rng);
   // Ties go by one fixed random order of the nodes per seed.
   std::vector<int> node_order(topology.nodes.size());
   std::iota(node_order.begin(), node_order.end(), 0);
@@ -149,12 +187,10 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
   double failed_milli = 0;
   int next_percent = 1;
   JobId id = 0;
-  std::vector<const TracePod*> arrived_pods;
   const int round_pods = std::max(1, options.round_pods);
   std::vector<int> round;
   for (size_t i = 0; i < arrivals.size(); ++i) {
     const int p = arrivals[i];
-    if (options.bound) arrived_pods.push_back(&pods[p]);
     round.push_back(p);
     const int64_t milli = PodMilli(pods[p]);
     arrived += milli;
@@ -196,14 +232,10 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
       l.frag_pct = MeasureFragmentation(state, workload).ratio_pct();
       l.failed_pods = run.failed_pods;
       l.failed_gpus = failed_milli / kFullGpuMilli;
-      if (options.bound) {
-        l.bound_pct =
-            100.0 *
-            GpuPackingBoundMilli(arrived_pods, int64_t(topology.gpus.size())) /
-            capacity;
-      }
+      l.arrived_pods = static_cast<int64_t>(i + 1);
     }
   }
+  if (options.bound) FillLimits(topology, pods, options, run);
   run.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -227,13 +259,18 @@ Result<std::vector<SnapshotRun>> RunSnapshot(
   std::vector<SnapshotRun> runs(options.seeds);
   std::mutex progress_mu;
   int done = 0;
+  SnapshotOptions unbounded = options;  // the limits come after the threads
+  unbounded.bound = false;
   ParallelFor(options.seeds, options.threads, [&](int s) {
-    runs[s] = RunSnapshotSeed(topology, pods, workload, options,
+    runs[s] = RunSnapshotSeed(topology, pods, workload, unbounded,
                               options.first_seed + s);
     std::lock_guard lock(progress_mu);
     ++done;
     if (progress) progress(done);
   });
+  if (options.bound) {
+    for (SnapshotRun& run : runs) FillLimits(topology, pods, options, run);
+  }
   return runs;
 }
 

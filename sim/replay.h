@@ -53,12 +53,13 @@ struct SnapshotOptions {
 // The cluster when the arrived GPU requests first reached a level.
 struct LevelPoint {
   int level_pct = 0;
-  bool reached = false;     // false: the run ended below it
-  double arrived_pct = 0;   // arrived GPU requests / capacity
-  double alloc_pct = 0;     // allocated GPU / capacity
-  double frag_pct = 0;      // fragmented / idle GPU (fragmentation.h)
-  int64_t failed_pods = 0;  // pods that fitted nowhere so far
-  double failed_gpus = 0;   // their GPU requests, in GPUs
+  bool reached = false;      // false: the run ended below it
+  double arrived_pct = 0;    // arrived GPU requests / capacity
+  double alloc_pct = 0;      // allocated GPU / capacity
+  double frag_pct = 0;       // fragmented / idle GPU (fragmentation.h)
+  int64_t failed_pods = 0;   // pods that fitted nowhere so far
+  double failed_gpus = 0;    // their GPU requests, in GPUs
+  int64_t arrived_pods = 0;  // pods arrived so far (draws counted again)
   // The most any placement could allocate of the pods arrived so far, %
   // of capacity (options.bound; -1 otherwise).
   double bound_pct = -1;
@@ -70,17 +71,26 @@ struct SnapshotRun {
   // (arrived %, allocated %) each time arrival passes a whole percent.
   std::vector<std::pair<double, double>> curve;
   int64_t pods = 0, failed_pods = 0;
-  double seconds = 0;  // wall time of this seed
+  double seconds = 0;  // wall time of this seed (RunSnapshot: without limits)
+  // What went wrong on the way without stopping the run, for the user: a
+  // physical limit whose solve failed (the GPUs' capacity stands in).
+  std::vector<std::string> notes;
 };
 
-// One seed, on this thread. `pods` must be non-empty.
+// One seed, on this thread. `pods` must be non-empty. With options.bound
+// it also solves the limits, each in a forked child: call it so only where
+// no other thread of the process is running (RunSnapshot does not).
 SnapshotRun RunSnapshotSeed(const Topology& topology,
                             const std::vector<TracePod>& pods,
                             const Workload& workload,
                             const SnapshotOptions& options, uint64_t seed);
 
 // Every seed, in parallel. `progress` (may be empty) is called after each
-// seed with the number done, from the worker threads one at a time.
+// seed with the number done, from the worker threads one at a time. The
+// physical limits (options.bound) are solved after the seeds, on the
+// calling thread: each solve is a forked child, and a child forked while
+// other threads run may deadlock on a lock one of them held (it did under
+// AddressSanitizer).
 // kBadInput for an unknown scorer, no pods, or a cluster without GPUs.
 Result<std::vector<SnapshotRun>> RunSnapshot(
     const Topology& topology, const std::vector<TracePod>& pods,

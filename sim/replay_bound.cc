@@ -143,8 +143,8 @@ double PackingBound(const std::vector<const TracePod*>& pods, int64_t gpus) {
 
 }  // namespace
 
-double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
-                            int64_t gpus) {
+Result<double> GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
+                                    int64_t gpus) {
   // GLPK aborts the process on an internal error: the column generation
   // runs in a child (common/isolated.h); openb's largest snapshot
   // converges in well under a second.
@@ -156,13 +156,13 @@ double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
         return w.Take();
       },
       limits, "GLPK's packing bound");
+  if (!answer) return answer.error();
   double value = 0.0;
-  if (answer) {
-    ByteReader r(*answer);
-    if (r.Get(&value) && r.at_end()) return value;
+  ByteReader r(*answer);
+  if (!r.Get(&value) || !r.at_end()) {
+    return Internal("GLPK's packing bound: the child's answer is malformed");
   }
-  // The GPUs' capacity is a valid bound too, only a loose one.
-  return static_cast<double>(gpus) * kFullGpuMilli;
+  return value;
 }
 
 }  // namespace tessera::sim

@@ -12,13 +12,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/result.h"
 #include "sim/trace.h"
 
 namespace tessera::sim {
 
-// The largest GPU milli that `pods` could hold on `gpus` GPUs. Thread-safe.
-double GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
-                            int64_t gpus);
+// The largest GPU milli that `pods` could hold on `gpus` GPUs (the GPUs'
+// capacity where column generation does not converge: still a bound). It
+// is solved in a forked child (common/isolated.h); kInternal when the
+// child crashed or ran past its deadline. Thread-safe, but fork-safe only
+// where no other thread of the process can hold a lock the child needs.
+Result<double> GpuPackingBoundMilli(const std::vector<const TracePod*>& pods,
+                                    int64_t gpus);
 
 }  // namespace tessera::sim
 

@@ -129,6 +129,12 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
                         return r.levels[l].bound_pct;
                       }))}});
   }
+  nlohmann::json notes = nlohmann::json::array();
+  for (const SnapshotRun& r : bounded) {
+    for (const std::string& n : r.notes) {
+      notes.push_back("seed " + std::to_string(r.seed) + ": " + n);
+    }
+  }
   return {{"mode", "snapshot"},
           {"nodes_file", args.nodes},
           {"pods_file", args.pods},
@@ -143,6 +149,7 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
           {"pods", in.pods.size()},
           {"results", results},
           {"physical_limit", limit},
+          {"notes", notes},
           {"alloc_curves_pct", curves},
           {"timing", timing}};
 }
@@ -315,6 +322,12 @@ int RunSnapshotMode(const SimulateArgs& args) {
     }
     p.seconds = MonotonicSeconds() - start;
     p.runs = std::move(runs).value();
+    for (const SnapshotRun& r : p.runs) {
+      for (const std::string& n : r.notes) {
+        std::cerr << "tessera simulate: note: seed " << r.seed << ": " << n
+                  << "\n";
+      }
+    }
     all.push_back(std::move(p));
   }
   progress.Done();

@@ -93,6 +93,9 @@ TEST(SimulateCli, JsonHasTheIssuesKeysForEveryPolicyAndLevel) {
                                              "gpu-clustering", "gpu-packing",
                                              "best-fit", "fgd", "tessera"}));
   ASSERT_EQ(j["physical_limit"].size(), 5u);
+  // Every limit was solved: none stood in for by the GPUs' capacity.
+  EXPECT_EQ(j["notes"], Json::array()) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("note:")));
   EXPECT_TRUE(j["alloc_curves_pct"].contains("tessera"));
 }
 
