@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testlib/sanitized.h"
+
 namespace tessera {
 namespace {
 
@@ -101,11 +103,7 @@ TEST(RunIsolated, PastTheDeadlineTheChildIsKilled) {
 // Sanitizers reserve their own memory and report an allocation over
 // RLIMIT_AS as their own error (an abort): the cap still holds, only the
 // message differs.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using testlib::kSanitized;
 
 TEST(RunIsolated, TheMemoryCapStopsAnAllocationPastIt) {
   IsolationLimits limits;

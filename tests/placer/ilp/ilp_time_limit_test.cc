@@ -21,6 +21,7 @@
 
 #include "placer/core/place.h"
 #include "tests/placer/zoo_problems.h"
+#include "tests/testlib/sanitized.h"
 
 namespace tessera::placer {
 namespace {
@@ -34,11 +35,7 @@ const std::vector<std::string> kClusters = {"default", "example", "slivers",
 // Under the sanitizers each run costs ~10x (forking a process with their
 // shadow memory, CBC instrumented): the normal build's 240 runs are the
 // regression test, the sanitized builds' 60 check the same paths.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using testlib::kSanitized;
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);

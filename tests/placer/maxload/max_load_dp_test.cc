@@ -22,6 +22,7 @@
 #include "tests/placer/maxload/max_load_brute_force.h"
 #include "tests/placer/test_problems.h"
 #include "tests/testlib/repo_paths.h"
+#include "tests/testlib/sanitized.h"
 
 namespace tessera::placer {
 namespace {
@@ -118,7 +119,8 @@ Brute BruteForce(const MaxLoadProblem& p) {
 TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
   std::mt19937_64 rng(20201206);
   int compared = 0, strictly_better_non_contiguous = 0;
-  for (int trial = 0; trial < 120; ++trial) {
+  const int trials = testlib::SweepSize(120, 3);  // tests/testlib/sanitized.h
+  for (int trial = 0; trial < trials; ++trial) {
     const int n = 2 + trial % 6;  // 2..7 nodes
     const int accelerators = 1 + trial % 3;
     const int cpus = trial % 2;
@@ -141,7 +143,7 @@ TEST(MaxLoadDp, EqualsBruteForceOverContiguousSplits) {
     EXPECT_NEAR(e.max_load, dp->max_load, 1e-9) << "trial " << trial;
     EXPECT_TRUE(Contiguous(p, dp->placement.device, accelerators + cpus));
   }
-  EXPECT_GT(compared, 80);
+  EXPECT_GT(compared, trials * 2 / 3);
   // The brute force is not vacuous: some instances gain from a
   // non-contiguous split (the ILP's business).
   EXPECT_GT(strictly_better_non_contiguous, 0);
@@ -163,7 +165,8 @@ MaxLoadNode Node(int64_t id, double acc, double cpu, int64_t size) {
 TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
   std::mt19937_64 rng(20201207);
   int compared = 0, beat_the_dp = 0;
-  for (int trial = 0; trial < 60; ++trial) {
+  const int trials = testlib::SweepSize(60, 3);
+  for (int trial = 0; trial < trials; ++trial) {
     const int n = 2 + trial % 6;
     const MaxLoadProblem p = RandomProblem(rng, n, 1 + trial % 3, trial % 2);
     const Brute brute = BruteForce(p);
@@ -191,7 +194,7 @@ TEST(MaxLoadIlp, EqualsBruteForceOverAllPlacements) {
     EXPECT_NEAR(e.max_load, ilp->max_load, 1e-9);
     if (contiguous && ilp->max_load < dp->max_load - 1e-9) ++beat_the_dp;
   }
-  EXPECT_GT(compared, 40);
+  EXPECT_GT(compared, trials * 2 / 3);
   EXPECT_GT(beat_the_dp, 0);  // non-contiguous splits help somewhere
 }
 
