@@ -5,7 +5,10 @@
 # write the per-GPU sub-models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --target tessera build
+# The components in unity batches, configured as scripts/test.sh
+# configures build/, so that the second README command reuses what this
+# one built (docs/contributing.md, "Builds and CI time").
+bash scripts/setup.sh --target tessera build -DTESSERA_UNITY=ON
 echo
 echo "$ tessera inspect models/zoo/resnet50.onnx"
 ./build/cli/tessera inspect models/zoo/resnet50.onnx

