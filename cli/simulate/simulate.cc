@@ -11,6 +11,8 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/output.h"
 #include "cli/simulate/svg_chart.h"
@@ -71,6 +73,18 @@ double LimitAt(const std::vector<PolicyRuns>& all, size_t l) {
   return sim::PhysicalLimitAt(all.front().runs, l);
 }
 
+// The runs' notes (a physical limit that fell back), each naming its seed:
+// what the JSON lists and stderr says.
+std::vector<std::string> SeedNotes(const std::vector<SnapshotRun>& runs) {
+  std::vector<std::string> out;
+  for (const SnapshotRun& r : runs) {
+    for (const std::string& n : r.notes) {
+      out.push_back("seed " + std::to_string(r.seed) + ": " + n);
+    }
+  }
+  return out;
+}
+
 nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
                             const std::vector<PolicyRuns>& all) {
   nlohmann::json results = nlohmann::json::array();
@@ -129,12 +143,6 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
                         return r.levels[l].bound_pct;
                       }))}});
   }
-  nlohmann::json notes = nlohmann::json::array();
-  for (const SnapshotRun& r : bounded) {
-    for (const std::string& n : r.notes) {
-      notes.push_back("seed " + std::to_string(r.seed) + ": " + n);
-    }
-  }
   return {{"mode", "snapshot"},
           {"nodes_file", args.nodes},
           {"pods_file", args.pods},
@@ -149,7 +157,7 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
           {"pods", in.pods.size()},
           {"results", results},
           {"physical_limit", limit},
-          {"notes", notes},
+          {"notes", SeedNotes(bounded)},
           {"alloc_curves_pct", curves},
           {"timing", timing}};
 }
@@ -322,11 +330,8 @@ int RunSnapshotMode(const SimulateArgs& args) {
     }
     p.seconds = MonotonicSeconds() - start;
     p.runs = std::move(runs).value();
-    for (const SnapshotRun& r : p.runs) {
-      for (const std::string& n : r.notes) {
-        std::cerr << "tessera simulate: note: seed " << r.seed << ": " << n
-                  << "\n";
-      }
+    for (const std::string& n : SeedNotes(p.runs)) {
+      std::cerr << "tessera simulate: note: " << n << "\n";
     }
     all.push_back(std::move(p));
   }
