@@ -19,7 +19,8 @@
 // safe: fork resets it); it must not start threads. AddressSanitizer's
 // allocator (GCC 12's) is not reset: a child forked while another thread
 // allocates can hang on its lock until the deadline, so callers that run
-// many threads of their own (sim/replay.cc) fork after joining them.
+// many threads of their own fork after joining them (sim/replay.cc) or
+// before starting them (sim/model_workload.cc).
 
 #include <algorithm>
 #include <cstdint>

@@ -242,12 +242,24 @@ Result<SizedModel> SizeModel(const ModelRequest& request,
   return Size(std::move(model).value(), request, kind);
 }
 
-Result<SizedModel> SizeModel(const ModelRequest& request,
-                             const std::string& kind) {
+Result<graph::Model> LoadRequestedModel(const ModelRequest& request) {
   Result<graph::LoadOptions> options = LoadOptionsOf(request);
   if (!options) return options.error();
   auto model = graph::LoadModel(request.path, *options);
   if (!model) return model.error().WithContext("model.path");
+  return model;
+}
+
+Result<SizedModel> SizeLoadedModel(graph::Model model,
+                                   const ModelRequest& request,
+                                   const std::string& kind) {
+  return Size(std::move(model), request, kind);
+}
+
+Result<SizedModel> SizeModel(const ModelRequest& request,
+                             const std::string& kind) {
+  auto model = LoadRequestedModel(request);
+  if (!model) return model.error();
   return Size(std::move(model).value(), request, kind);
 }
 

@@ -77,6 +77,15 @@ double FractionSpeed(const SizedModel& sized, const InterferenceLaw& law,
 // unbound.
 Result<SizedModel> SizeModel(const ModelRequest& request,
                              const std::string& kind);
+// The two halves of SizeModel(request, kind), for callers that size many
+// models on threads of their own (sim/model_workload.cc): loading runs
+// ONNX's shape inference in a forked child (common/isolated.h), so call
+// LoadRequestedModel where no other thread of the caller is busy; sizing
+// forks nothing and may run on any thread.
+Result<graph::Model> LoadRequestedModel(const ModelRequest& request);
+Result<SizedModel> SizeLoadedModel(graph::Model model,
+                                   const ModelRequest& request,
+                                   const std::string& kind);
 
 // Which model files the queue service reads for its users
 // (docs/serve_config.md, model_roots): regular files under the admin's

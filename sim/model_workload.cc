@@ -12,6 +12,7 @@
 
 #include "common/strings.h"
 #include "estimator/estimator.h"
+#include "graph/graph.h"
 #include "scheduler/parallel.h"
 #include "sim/model_workload.h"
 
@@ -19,11 +20,12 @@ namespace tessera::sim {
 
 // What this file uses of scheduler/, beyond what its headers name.
 using scheduler::kFullGpuMilli;
+using scheduler::LoadRequestedModel;
 using scheduler::ModelDemand;
 using scheduler::ModelRequest;
 using scheduler::NodeInfo;
 using scheduler::ParallelFor;
-using scheduler::SizeModel;
+using scheduler::SizeLoadedModel;
 
 namespace {
 
@@ -37,13 +39,19 @@ std::optional<double> ParseNumber(std::string_view text) {
   return v;
 }
 
-Result<ModelJobKind> SizeKind(const std::string& path, int batch,
-                              const std::string& kind, double headroom) {
+ModelRequest TrainingRequest(const std::string& path, int batch) {
   ModelRequest request;
   request.path = path;
   request.batch = batch;
   request.train = true;
-  auto sized = SizeModel(request, kind);
+  return request;
+}
+
+Result<ModelJobKind> SizeKind(graph::Model model, const std::string& path,
+                              int batch, const std::string& kind,
+                              double headroom) {
+  auto sized =
+      SizeLoadedModel(std::move(model), TrainingRequest(path, batch), kind);
   if (!sized) return sized.error().WithContext("paths");
   ModelJobKind k;
   k.path = path;
@@ -166,13 +174,24 @@ Result<std::vector<ModelJobKind>> SizeModelJobKinds(
     }
   }
   const int total = static_cast<int>(paths.size() * batches.size());
+  // Loaded here, one after another, and sized on the threads: loading forks
+  // ONNX's shape inference, which must not happen beside busy threads
+  // (common/isolated.h).
+  std::vector<std::optional<Result<graph::Model>>> loaded(total);
+  for (int i = 0; i < total; ++i) {
+    const size_t p = static_cast<size_t>(i) / batches.size();
+    const size_t b = static_cast<size_t>(i) % batches.size();
+    loaded[i] = LoadRequestedModel(TrainingRequest(paths[p], batches[b]));
+    if (!*loaded[i]) return loaded[i]->error().WithContext("paths");
+  }
   std::vector<std::optional<Result<ModelJobKind>>> out(total);
   std::mutex mu;
   int done = 0;
   ParallelFor(total, threads, [&](int i) {
     const size_t p = static_cast<size_t>(i) / batches.size();
     const size_t b = static_cast<size_t>(i) % batches.size();
-    out[i] = SizeKind(paths[p], batches[b], kind, headroom);
+    out[i] = SizeKind(std::move(*loaded[i]).value(), paths[p], batches[b], kind,
+                      headroom);
     std::lock_guard lock(mu);
     ++done;
     if (progress) progress(done, total);
