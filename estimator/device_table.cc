@@ -38,7 +38,7 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 // the H100's (not measured there) fitted to its runs relative to it
 // (bench/estimator/gpu_truth_bench --fit, docs/estimator.md).
 constexpr double kH200HostEagerOpS = 7.558e-6;
-constexpr double kH100HostEagerOpS = 8.41e-6;
+constexpr double kH100HostEagerOpS = 8.82e-6;
 
 // Halves a bidirectional link figure from a datasheet.
 constexpr double PerDirection(double bidirectional_gbps) {

@@ -89,6 +89,7 @@ std::vector<Knob> Knobs(estimator::RuntimeCosts& c,
       {"conv_fft_steady", &c.conv_fft_steady},
       {"conv_fft_efficiency", &c.conv_fft_efficiency},
       {"conv_fft_half_flops", &c.conv_fft_half_flops},
+      {"conv_layout_traffic", &c.conv_layout_traffic},
       {"kernel_s", &s.kernel_s},
       {"elementwise_bw", &s.elementwise_bandwidth},
       {"normalization_bw", &s.normalization_bandwidth},
@@ -154,6 +155,8 @@ void NeutralStart(Model& m) {
       v = 2e-6;
     else if (n == "conv_workspace_fraction")
       v = 1.0;
+    else if (n == "conv_layout_traffic")
+      v = 2.0;
     else if (n == "h100_host_eager_op_s")
       v = estimator::kReferenceEagerOpS;
     *k.value = v;

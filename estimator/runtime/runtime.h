@@ -113,6 +113,14 @@ struct RuntimeCosts {
   // filters' spectra through memory. 0: no FFT path.
   double conv_fft_efficiency = 0;
   double conv_fft_half_flops = 1e7;
+  // Autocast convolutions on NCHW tensors (PyTorch's default layout): the
+  // fast bf16/fp16 cuDNN kernels take NHWC, so cuDNN transposes the input
+  // in and the output back, two more kernels whose traffic is this
+  // multiple of the convolution's activations (input and output, in the
+  // low precision; 2 would be each read once and written once, the fit
+  // gives 1.44). Depthwise convolutions run PyTorch's own NCHW kernels and
+  // pay none. 0: none.
+  double conv_layout_traffic = 0;
   // The caching allocator: requests round up to `round_bytes`; requests up
   // to `small_limit` come from `small_segment` segments, larger ones below
   // `mid_limit` from `mid_segment` ones, the rest from segments rounded up
