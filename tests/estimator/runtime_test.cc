@@ -302,6 +302,34 @@ TEST(RuntimeEstimate, Fp32ConvolutionsTakeFftOnlyWhereItIsFaster) {
                    conv_s(small, Amp::kNone, false));
 }
 
+// Autocast convolutions pay cuDNN's NCHW <-> NHWC transposes, traffic
+// that grows with the activations; fp32 ones run on NCHW and pay none.
+TEST(RuntimeEstimate, AutocastConvolutionsPayTheLayoutTransposes) {
+  auto conv_s = [](const graph::Model& m, Amp amp, bool layout) {
+    RuntimeOptions o;
+    o.amp = amp;
+    if (!layout) o.costs.conv_layout_traffic = 0;
+    const auto costs = CostAll(*m.graph);
+    auto e = EstimateRuntime(m, costs, CatalogH100(), o);
+    EXPECT_TRUE(e.has_value());
+    return e ? e->conv_forward_s : 0.0;
+  };
+  ASSERT_GT(RuntimeOptions{}.costs.conv_layout_traffic, 0);
+  const graph::Model wide = OneConv(32, 256, 56, 1);
+  const graph::Model narrow = OneConv(32, 256, 28, 1);
+  const double wide_extra =
+      conv_s(wide, Amp::kBf16, true) - conv_s(wide, Amp::kBf16, false);
+  const double narrow_extra =
+      conv_s(narrow, Amp::kBf16, true) - conv_s(narrow, Amp::kBf16, false);
+  EXPECT_GT(narrow_extra, 0);
+  // Four times the activations: close to four times the traffic (less the
+  // two kernels' fixed cost).
+  EXPECT_GT(wide_extra, 2.5 * narrow_extra);
+  EXPECT_LT(wide_extra, 4 * narrow_extra);
+  EXPECT_DOUBLE_EQ(conv_s(wide, Amp::kNone, true),
+                   conv_s(wide, Amp::kNone, false));
+}
+
 // The runs of `runs` that `keep` accepts, predicted with the shipped
 // constants on the built-in catalog's entry of the GPU each ran on, by
 // precision ("fp32", "bf16", "tf32").
