@@ -20,7 +20,9 @@
 // allocator (GCC 12's) is not reset: a child forked while another thread
 // allocates can hang on its lock until the deadline, so callers that run
 // many threads of their own fork after joining them (sim/replay.cc) or
-// before starting them (sim/model_workload.cc).
+// before starting them (sim/model_workload.cc), and m-SCT's LP, forked
+// beside the list scheduler's thread, waits in such a build until that
+// thread allocates no more (placer/baechi/m_sct.cc).
 
 #include <algorithm>
 #include <cstdint>
@@ -29,8 +31,15 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/sanitizers.h"
 
 namespace tessera {
+
+// Whether this build's allocator can hang a child forked while another
+// thread allocates (AddressSanitizer's, above): callers that fork beside a
+// thread of their own wait, in such a build only, until that thread has
+// stopped allocating (placer/baechi/m_sct.cc).
+inline constexpr bool kForkWaitsForQuietThreads = kAddressSanitizer;
 
 struct IsolationLimits {
   // Wall-clock seconds the child may run; past them it is killed (SIGKILL).

@@ -142,6 +142,7 @@ class Engine {
     // which only Run needs.
     if (beside.joinable() && favourites && o.tables_built) o.tables_built();
     if (here) FillProduced();
+    if (beside.joinable() && favourites && o.joining) o.joining();
     if (beside.joinable()) beside.join();
     for (const int64_t g : growth_) max_growth_ = std::max(max_growth_, g);
     sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;

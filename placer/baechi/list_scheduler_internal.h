@@ -61,6 +61,10 @@ struct ListScheduleOptions {
   // (the engine's thread fills little new memory). It may do work of the
   // favourites' own that the engine's thread would otherwise wait for.
   std::function<void()> tables_built;
+  // m-SCT: called once, when `favourites` runs on the second thread, on
+  // the engine's thread just before it waits for them: from then on that
+  // thread allocates nothing until they return.
+  std::function<void()> joining;
   // From this many ops, the ops' growth bounds (or the favourites) and the
   // memory ledger's bookkeeping run on a second thread (when the machine
   // has two cores); below it, a thread costs more than it saves. Plans are

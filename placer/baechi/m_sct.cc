@@ -263,7 +263,11 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
 // 8 devices), then the bytes on x's edges, which it finds where it would
 // otherwise wait for the favourites (18 ms off their critical path at
 // 10^6 x 8; the mapping, which needs them, comes last). Both on the
-// engine's thread (ListScheduleOptions::tables_built).
+// engine's thread (ListScheduleOptions::tables_built). Last, the word that
+// the engine's thread waits for the favourites and allocates no more
+// (ListScheduleOptions::joining): under AddressSanitizer, whose allocator
+// a fork beside an allocating thread can hang (common/isolated.h), the
+// LP's child waits for it when the favourites run on their own thread.
 class EngineHandoff {
  public:
   explicit EngineHandoff(const Problem& x) : x_(x) {}
@@ -274,6 +278,9 @@ class EngineHandoff {
     bytes_found_.set_value();
   }
   void WaitForTables() const { tables_.wait(); }
+  // On the engine's thread, once, when the favourites run on their own.
+  void Joining() { joining_.set_value(); }
+  void WaitForQuiet() const { quiet_.wait(); }
   // SuccessorBytes(x), once the engine's thread has found them.
   const std::vector<int64_t>& SuccBytes() const {
     bytes_.get();
@@ -282,17 +289,19 @@ class EngineHandoff {
 
  private:
   const Problem& x_;
-  std::promise<void> built_, bytes_found_;
+  std::promise<void> built_, bytes_found_, joining_;
   const std::shared_future<void> tables_ = built_.get_future().share();
   const std::shared_future<void> bytes_ = bytes_found_.get_future().share();
+  const std::shared_future<void> quiet_ = joining_.get_future().share();
   std::vector<int64_t> succ_bytes_;
 };
 
 // The favourites of x's ops and a note on how they were found: from the
 // LP over x co-placed and coarsened to at most `max_groups` groups and
-// kMaxLpEdges edges between them; none when the LP fails.
+// kMaxLpEdges edges between them; none when the LP fails. `beside`: on a
+// thread of their own, beside the engine's.
 Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
-                                   uint32_t max_groups,
+                                   uint32_t max_groups, bool beside,
                                    const EngineHandoff& engine,
                                    std::vector<OpId>& child,
                                    std::vector<OpId>& parent) {
@@ -313,6 +322,7 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
                                   kMaxLpEdges / static_cast<double>(edges))));
   }
   engine.WaitForTables();
+  if (kForkWaitsForQuietThreads && beside) engine.WaitForQuiet();
   Result<LpResult> lp = SolveFavouriteLp(lg);
   if (!lp) {
     return "m-sct: the favourite-child LP failed (" + lp.error().message +
@@ -337,11 +347,13 @@ Result<AlgoOutput> MSct(const Problem& x, const Cluster& c,
   const std::thread::id caller = std::this_thread::get_id();
   EngineHandoff engine(x);
   so.tables_built = [&engine] { engine.TablesBuilt(); };
+  so.joining = [&engine] { engine.Joining(); };
   so.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
-    note = FindFavourites(x, c, max_groups, engine, child, parent);
+    const bool beside = std::this_thread::get_id() != caller;
+    note = FindFavourites(x, c, max_groups, beside, engine, child, parent);
     // GLPK's environment is per thread (placer/solver/glpk.h): the one the
-    // engine's thread made for the LP ends with it.
-    if (std::this_thread::get_id() != caller) ReleaseThreadSolverMemory();
+    // second thread made for the LP ends with it.
+    if (beside) ReleaseThreadSolverMemory();
   };
   auto out = ListSchedule(x, c, budget, so);
   if (!note) return note.error();

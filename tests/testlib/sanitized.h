@@ -8,19 +8,11 @@
 // plain build's full sweep is the regression test, the sanitized builds'
 // smaller one walks the same code paths for memory and thread errors.
 
+#include "common/sanitizers.h"
+
 namespace tessera::testlib {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
+inline constexpr bool kSanitized = kAddressSanitizer || kThreadSanitizer;
 
 // `full` cases in a plain build, `full / divisor` (at least 1) under a
 // sanitizer.

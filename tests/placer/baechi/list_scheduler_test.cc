@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <future>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -320,6 +324,55 @@ TEST(BaechiAlgorithms, MSctFindsTheFavouritesOfALargeGraphBesideTheEngine) {
   const std::string& note = sct->notes.back();
   EXPECT_NE(note.find("m-sct: LP over"), std::string::npos) << note;
   EXPECT_EQ(note.find(" 0 favourite children"), std::string::npos) << note;
+}
+
+TEST(ListSchedule, TheFavouritesHooksComeInOrderOnTheEngineThread) {
+  // m-SCT's LP forks a child; under AddressSanitizer it waits for
+  // `joining`, the word that the engine's thread allocates no more. So
+  // `joining` comes on the engine's thread, after `tables_built`, while the
+  // favourites still run beside it, and only when they run beside it.
+  const Problem p = TwoChains();
+  const Cluster c = UniformCluster(2, kGiB, 1e9);
+  for (const bool beside : {true, false}) {
+    const std::thread::id engine = std::this_thread::get_id();
+    std::mutex mu;
+    std::vector<std::string> events;
+    auto log = [&](const std::string& e) {
+      const std::lock_guard<std::mutex> lock(mu);
+      events.push_back(e);
+    };
+    std::promise<void> joined;
+    std::shared_future<void> joined_seen = joined.get_future().share();
+    ListScheduleOptions o;
+    o.second_thread_from_ops = beside ? 0 : size_t{1} << 30;
+    o.tables_built = [&] {
+      log(std::this_thread::get_id() == engine ? "tables" : "tables elsewhere");
+    };
+    o.joining = [&] {
+      log(std::this_thread::get_id() == engine ? "joining"
+                                               : "joining elsewhere");
+      joined.set_value();
+    };
+    o.favourites = [&](std::vector<OpId>& child, std::vector<OpId>& parent) {
+      const bool other = std::this_thread::get_id() != engine;
+      // Beside the engine, the favourites can wait for `joining`: it comes
+      // before the engine waits for them.
+      if (other && joined_seen.wait_for(std::chrono::seconds(60)) !=
+                       std::future_status::ready) {
+        log("no joining");
+      }
+      log(other ? "favourites beside" : "favourites here");
+      child.assign(p.num_ops(), kNoOp);
+      parent.assign(p.num_ops(), kNoOp);
+    };
+    auto out = ListSchedule(p, c, BudgetOf(c), o);
+    ASSERT_TRUE(out) << out.error().message;
+    const std::vector<std::string> want =
+        beside
+            ? std::vector<std::string>{"tables", "joining", "favourites beside"}
+            : std::vector<std::string>{"tables", "favourites here"};
+    EXPECT_EQ(events, want) << (beside ? "beside" : "on the engine's thread");
+  }
 }
 
 TEST(BaechiAlgorithms, PlaceAnEmptyGraph) {
