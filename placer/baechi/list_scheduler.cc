@@ -93,6 +93,7 @@ class Engine {
     }
     // What the second thread does not do, this one does.
     const bool here = !beside.joinable() || favourites;
+    const bool favourites_beside = beside.joinable() && favourites;
     if (here) growth();
     const MeanCosts mean = ComputeMeanCosts(p, c);
     priority_ = BottomLevels(p, mean);
@@ -140,9 +141,9 @@ class Engine {
     // m-SCT: the favourites may fork the LP's child now, and the hook
     // does some of their work here (tables_built); then the inputs' table,
     // which only Run needs.
-    if (beside.joinable() && favourites && o.tables_built) o.tables_built();
+    if (favourites_beside && o.tables_built) o.tables_built();
     if (here) FillProduced();
-    if (beside.joinable() && favourites && o.joining) o.joining();
+    if (favourites_beside && o.joining) o.joining();
     if (beside.joinable()) beside.join();
     for (const int64_t g : growth_) max_growth_ = std::max(max_growth_, g);
     sct_ = fav_child_.size() == n_ && fav_parent_.size() == n_;
