@@ -20,9 +20,11 @@
 // allocator (GCC 12's) is not reset: a child forked while another thread
 // allocates can hang on its lock until the deadline, so callers that run
 // many threads of their own fork after joining them (sim/replay.cc) or
-// before starting them (sim/model_workload.cc), and m-SCT's LP, forked
-// beside the list scheduler's thread, waits in such a build until that
-// thread allocates no more (placer/baechi/m_sct.cc).
+// before starting them (sim/model_workload.cc), and m-SCT's LP, which runs
+// beside the list scheduler's thread and is forked when it cannot be
+// spawned (RunSpawned, below), waits in such a build until that thread
+// allocates no more (placer/baechi/m_sct.cc). A spawned child has none of
+// these hazards: nothing runs between its start and its exec.
 
 #include <algorithm>
 #include <cstdint>
@@ -63,6 +65,48 @@ Result<std::string> RunIsolated(const std::function<std::string()>& work,
                                 const std::string& what,
                                 std::string* fallback_note = nullptr);
 
+// Work run in a fresh start of this program rather than a fork of it.
+// A fork of a large process copies its page tables and write-protects its
+// pages: while the child lives, every page the caller's threads write is
+// copied, and every first write after it faults (on m-SCT's LP beside the
+// list scheduler at 10^6 ops, 33,000 faults and ~400 ms of its 1.1 s;
+// docs/placer_baechi.md). A spawned child shares no page with the caller:
+// its input goes to it as bytes, its answer comes back as bytes, under
+// the same limits and with the same errors as RunIsolated's.
+//
+// The child is /proc/self/exe started again with arguments that name a
+// SpawnEntry; the entry is registered by TESSERA_SPAWN_ENTRY before any
+// static object of the program is built, and the child runs it then, so
+// that neither the program's main nor its static objects run in it. Its
+// standard input is /dev/null and its standard output goes to the caller's
+// standard error (a library's message cannot corrupt tessera's --json).
+struct SpawnEntry {
+  const char* name;  // unique in the program
+  std::string (*run)(const std::string& input);
+};
+
+// Makes `entry` runnable in a spawned child: call it from
+// TESSERA_SPAWN_ENTRY, at namespace scope of the file defining the entry.
+void RegisterSpawnEntry(const SpawnEntry* entry);
+
+// A constructor of priority 201: it runs before the program's static
+// objects and before the child serves its entry (priority 202).
+#define TESSERA_SPAWN_ENTRY(entry)                                   \
+  __attribute__((constructor(201))) static void Register_##entry() { \
+    ::tessera::RegisterSpawnEntry(&(entry));                         \
+  }
+
+// Runs entry.run(input) in a spawned child and returns its bytes; errors
+// as RunIsolated's. When the program cannot be started again (no
+// /proc/self/exe, a process limit) or does not know the entry (tessera
+// built into a shared library another program loaded), the entry runs in
+// a fork (RunIsolated), with a note in `*fallback_note` when non-null.
+Result<std::string> RunSpawned(const SpawnEntry& entry,
+                               const std::string& input,
+                               const IsolationLimits& limits,
+                               const std::string& what,
+                               std::string* fallback_note = nullptr);
+
 // Appends and reads back plain values of the child's answer (native byte
 // order: parent and child are the same binary).
 class ByteWriter {
@@ -72,6 +116,15 @@ class ByteWriter {
     bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
   void PutDoubles(const double* v, size_t n);
+  // The count, then the values.
+  template <typename T>
+  void PutArray(const std::vector<T>& v) {
+    Put(static_cast<uint64_t>(v.size()));
+    if (!v.empty()) {  // an empty vector's data() may be null
+      bytes_.append(reinterpret_cast<const char*>(v.data()),
+                    v.size() * sizeof(T));
+    }
+  }
   std::string Take() { return std::move(bytes_); }
 
  private:
@@ -90,6 +143,20 @@ class ByteReader {
     return true;
   }
   bool GetDoubles(size_t n, std::vector<double>* out);
+  // What PutArray wrote: false (and nothing allocated) when the count is
+  // more than the bytes left hold.
+  template <typename T>
+  bool GetArray(std::vector<T>* out) {
+    uint64_t n = 0;
+    if (!Get(&n) || (bytes_.size() - pos_) / sizeof(T) < n) return ok_ = false;
+    out->resize(n);
+    if (n > 0) {
+      std::copy_n(bytes_.data() + pos_, n * sizeof(T),
+                  reinterpret_cast<char*>(out->data()));
+    }
+    pos_ += n * sizeof(T);
+    return true;
+  }
   bool at_end() const { return ok_ && pos_ == bytes_.size(); }
 
  private:

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <functional>
 #include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +51,7 @@ const IsolationLimits kLpLimits{60.0, int64_t{1} << 30};
 struct LpResult {
   std::vector<OpId> child;  // per op of the LP's problem
   double makespan_s = 0.0;
+  std::string where;  // where the LP ran, when not in a spawned child
 };
 
 // The LP's cost of each edge (indexed like lg.succ): the mean transfer time
@@ -149,36 +151,71 @@ void LoadLp(glp_prob* lp, uint32_t ne, uint32_t k, const LpRows& rows) {
 struct LpAnswer {
   double objective = 0.0;
   std::vector<double> x;
+  std::string where;  // RunSpawned's fallback note
 };
 
-// Solves `lp` (with `ne` edge columns). GLPK aborts the process on an
-// internal error: the simplex runs in a child (common/isolated.h), which
-// answers the status, the objective and each edge's x.
-Result<LpAnswer> RunSimplex(glp_prob* lp, uint32_t ne) {
-  auto solve = [lp, ne]() {
-    glp_smcp parm;
-    glp_init_smcp(&parm);
-    parm.msg_lev = GLP_MSG_OFF;
-    // GLPK's dual simplex solves these LPs 2-3x faster than its primal one
-    // (measured on layered DAGs of 200-800 ops).
-    parm.meth = GLP_DUALP;
-    const int rc = glp_simplex(lp, &parm);
-    ByteWriter out;
-    out.Put(rc);
-    out.Put(glp_get_status(lp));
-    out.Put(glp_get_obj_val(lp));
-    std::vector<double> x(ne);
-    for (uint32_t e = 0; e < ne; ++e) {
-      x[e] = glp_get_col_prim(lp, 1 + static_cast<int>(e));
-    }
-    out.PutDoubles(x.data(), x.size());
-    return out.Take();
-  };
+// The LP as the simplex's child receives it: the edges, the ops and the
+// rows.
+std::string EncodeLp(uint32_t ne, uint32_t k, const LpRows& rows) {
+  ByteWriter out;
+  out.Put(ne);
+  out.Put(k);
+  out.PutArray(rows.ia);
+  out.PutArray(rows.ja);
+  out.PutArray(rows.ar);
+  out.PutArray(rows.row_lo);
+  return out.Take();
+}
+
+// In the simplex's child: loads the LP EncodeLp wrote, solves it and
+// answers the return code, the status, the objective and each edge's x.
+std::string SolveEncodedLp(const std::string& bytes) {
+  uint32_t ne = 0, k = 0;
+  LpRows rows;
+  ByteReader in(bytes);
+  if (!in.Get(&ne) || !in.Get(&k) || !in.GetArray(&rows.ia) ||
+      !in.GetArray(&rows.ja) || !in.GetArray(&rows.ar) ||
+      !in.GetArray(&rows.row_lo) || !in.at_end() ||
+      rows.ja.size() != rows.ia.size() || rows.ar.size() != rows.ia.size()) {
+    throw std::invalid_argument("m-sct: the LP does not decode");
+  }
+  const GlpkProblem problem;
+  glp_prob* lp = problem.get();
+  LoadLp(lp, ne, k, rows);
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  // GLPK's dual simplex solves these LPs 2-3x faster than its primal one
+  // (measured on layered DAGs of 200-800 ops).
+  parm.meth = GLP_DUALP;
+  const int rc = glp_simplex(lp, &parm);
+  ByteWriter out;
+  out.Put(rc);
+  out.Put(glp_get_status(lp));
+  out.Put(glp_get_obj_val(lp));
+  std::vector<double> x(ne);
+  for (uint32_t e = 0; e < ne; ++e) {
+    x[e] = glp_get_col_prim(lp, 1 + static_cast<int>(e));
+  }
+  out.PutDoubles(x.data(), x.size());
+  return out.Take();
+}
+
+// GLPK aborts the process on an internal error, so the simplex runs in a
+// child; a spawned one (common/isolated.h): a fork of a placer holding
+// 10^6 ops would slow the list scheduler's thread beside it by ~400 ms
+// (docs/placer_baechi.md).
+const SpawnEntry kSimplexEntry{"m-sct-simplex", &SolveEncodedLp};
+TESSERA_SPAWN_ENTRY(kSimplexEntry)
+
+// Solves the LP of `ne` edges and `k` ops in the simplex's child.
+Result<LpAnswer> RunSimplex(uint32_t ne, uint32_t k, const LpRows& rows) {
+  LpAnswer a;
   Result<std::string> answer =
-      RunIsolated(solve, kLpLimits, "GLPK's simplex (m-sct)");
+      RunSpawned(kSimplexEntry, EncodeLp(ne, k, rows), kLpLimits,
+                 "GLPK's simplex (m-sct)", &a.where);
   if (!answer) return answer.error();
   int rc = 0, status = 0;
-  LpAnswer a;
   ByteReader reader(*answer);
   if (!reader.Get(&rc) || !reader.Get(&status) || !reader.Get(&a.objective) ||
       !reader.GetDoubles(ne, &a.x) || !reader.at_end()) {
@@ -198,17 +235,14 @@ Result<LpAnswer> RunSimplex(glp_prob* lp, uint32_t ne) {
 Result<LpResult> SolveFavouriteLp(const LpGraph& q) {
   const uint32_t k = q.size();
   const auto ne = static_cast<uint32_t>(q.succ.size());
-  const LpRows rows = BuildLpRows(q, EdgeCosts(q));
-  const GlpkProblem problem;
-  glp_prob* lp = problem.get();
-  LoadLp(lp, ne, k, rows);
-  Result<LpAnswer> answer = RunSimplex(lp, ne);
+  Result<LpAnswer> answer = RunSimplex(ne, k, BuildLpRows(q, EdgeCosts(q)));
   if (!answer) return answer.error();
   const std::vector<double>& x = answer->x;
   // Each op's first out-edge with x below the threshold whose head has no
   // favourite parent yet is its favourite child.
   LpResult r;
   r.makespan_s = answer->objective / kLpTimeScale;
+  r.where = std::move(answer->where);
   r.child.assign(k, kNoOp);
   std::vector<uint8_t> has_parent(k, 0);
   for (OpId u = 0; u < k; ++u) {
@@ -257,17 +291,17 @@ ListScheduleOptions MapFavourites(const Problem& x, const Grouping& g,
 }
 
 // What the engine's thread hands the favourites' thread: the word that
-// its tables are built (the LP's child may fork from then on: a fork
-// stalls a thread filling new memory, its page faults wait for the fork
-// and what it writes while the child lives is copied; 80 ms at 10^6 ops x
-// 8 devices), then the bytes on x's edges, which it finds where it would
-// otherwise wait for the favourites (18 ms off their critical path at
-// 10^6 x 8; the mapping, which needs them, comes last). Both on the
-// engine's thread (ListScheduleOptions::tables_built). Last, the word that
-// the engine's thread waits for the favourites and allocates no more
+// its tables are built (the LP's child starts from then on: should it be
+// forked, RunSpawned's fallback, a fork stalls a thread filling new
+// memory, 80 ms at 10^6 ops x 8 devices), then the bytes on x's edges, which it
+// finds where it would otherwise wait for the favourites (18 ms off their
+// critical path at 10^6 x 8; the mapping, which needs them, comes last). Both
+// on the engine's thread (ListScheduleOptions::tables_built). Last, the word
+// that the engine's thread waits for the favourites and allocates no more
 // (ListScheduleOptions::joining): under AddressSanitizer, whose allocator
 // a fork beside an allocating thread can hang (common/isolated.h), the
-// LP's child waits for it when the favourites run on their own thread.
+// LP's child waits for it when the favourites run on their own thread, in
+// case it is forked (RunSpawned's fallback).
 class EngineHandoff {
  public:
   explicit EngineHandoff(const Problem& x) : x_(x) {}
@@ -336,7 +370,7 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
   return "m-sct: LP over " + std::to_string(g.num_groups) + " groups and " +
          std::to_string(lg.succ.size()) + " edges (relaxed makespan " +
          FormatMs(lp->makespan_s) + " ms), " + std::to_string(favourites) +
-         " favourite children";
+         " favourite children" + (lp->where.empty() ? "" : "; " + lp->where);
 }
 
 // The list schedule with favourites, found while the engine prepares.

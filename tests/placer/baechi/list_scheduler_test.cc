@@ -304,6 +304,10 @@ TEST(MSct, KeepsTheFavouriteChildWithItsParent) {
   ASSERT_FALSE(sct->notes.empty());
   EXPECT_NE(sct->notes.back().find("1 favourite child"), std::string::npos)
       << sct->notes.back();
+  // The LP ran in a spawned child (common/isolated.h), not in a fork of
+  // this process: a fork would have said so.
+  EXPECT_EQ(sct->notes.back().find("ran in a fork"), std::string::npos)
+      << sct->notes.back();
 }
 
 TEST(BaechiAlgorithms, MSctFindsTheFavouritesOfALargeGraphBesideTheEngine) {
@@ -327,7 +331,8 @@ TEST(BaechiAlgorithms, MSctFindsTheFavouritesOfALargeGraphBesideTheEngine) {
 }
 
 TEST(ListSchedule, TheFavouritesHooksComeInOrderOnTheEngineThread) {
-  // m-SCT's LP forks a child; under AddressSanitizer it waits for
+  // m-SCT's LP may fork a child (when it cannot spawn one, common/
+  // isolated.h); under AddressSanitizer it waits for
   // `joining`, the word that the engine's thread allocates no more. So
   // `joining` comes on the engine's thread, after `tables_built`, while the
   // favourites still run beside it, and only when they run beside it.
