@@ -278,6 +278,27 @@ TEST(BaechiAlgorithms, TheFasterDeviceGetsMoreWork) {
   }
 }
 
+TEST(ListSchedule, AWeightMadeByAnOpIsNeverSent) {
+  // k (a Constant) makes 1 MB that x and y read (1 s each); at 1,000 B/s
+  // sending it would take 1,000 s. As a weight each device holds its own
+  // copy, so x and y run side by side at k's finish; as an activation it
+  // would be sent, and y waits for x on k's device instead.
+  for (const TensorRole role : {TensorRole::kWeight, TensorRole::kActivation}) {
+    ListGraph g;
+    const uint32_t w = g.Tensor(1'000'000, role);
+    const OpId k = g.Op({}, {w}, {0.5});
+    const OpId x = g.Op({w}, {g.Tensor(8)}, {1.0});
+    const OpId y = g.Op({w}, {g.Tensor(8)}, {1.0});
+    const Problem p = std::move(g).Build();
+    ASSERT_EQ(p.tensors[w].producer, k);
+    const Cluster cluster = UniformCluster(2, kGiB, 1e3);
+    auto etf = PlaceMEtf(p, cluster, BudgetOf(cluster), NoReductions());
+    ASSERT_TRUE(etf) << etf.error().message;
+    EXPECT_EQ(etf->placement.device[x] != etf->placement.device[y],
+              role == TensorRole::kWeight);
+  }
+}
+
 TEST(MSct, KeepsTheFavouriteChildWithItsParent) {
   // a -> b (a large tensor: 0.5 s to send) and a -> c (tiny); b and c take
   // 1 s. c comes first in the graph, so plain ETF runs c after a and sends
