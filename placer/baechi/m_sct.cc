@@ -202,18 +202,25 @@ std::string SolveEncodedLp(const std::string& bytes) {
 }
 
 // GLPK aborts the process on an internal error, so the simplex runs in a
-// child; a spawned one (common/isolated.h): a fork of a placer holding
-// 10^6 ops would slow the list scheduler's thread beside it by ~400 ms
-// (docs/placer_baechi.md).
+// child (common/isolated.h). Beside the engine's thread (large graphs) a
+// spawned one: a fork of a placer holding 10^6 ops would slow that thread
+// by ~400 ms. Otherwise a fork: the placer is small and nothing runs
+// beside it, and a fork starts in ~1 ms where a start of the program
+// takes ~7 (docs/placer_baechi.md).
 const SpawnEntry kSimplexEntry{"m-sct-simplex", &SolveEncodedLp};
 TESSERA_SPAWN_ENTRY(kSimplexEntry)
 
-// Solves the LP of `ne` edges and `k` ops in the simplex's child.
-Result<LpAnswer> RunSimplex(uint32_t ne, uint32_t k, const LpRows& rows) {
+// Solves the LP of `ne` edges and `k` ops in the simplex's child, spawned
+// when `spawn`, else forked.
+Result<LpAnswer> RunSimplex(uint32_t ne, uint32_t k, const LpRows& rows,
+                            bool spawn) {
   LpAnswer a;
+  const std::string lp = EncodeLp(ne, k, rows);
+  const char* what = "GLPK's simplex (m-sct)";
   Result<std::string> answer =
-      RunSpawned(kSimplexEntry, EncodeLp(ne, k, rows), kLpLimits,
-                 "GLPK's simplex (m-sct)", &a.where);
+      spawn
+          ? RunSpawned(kSimplexEntry, lp, kLpLimits, what, &a.where)
+          : RunIsolated([&lp] { return SolveEncodedLp(lp); }, kLpLimits, what);
   if (!answer) return answer.error();
   int rc = 0, status = 0;
   ByteReader reader(*answer);
@@ -232,10 +239,11 @@ Result<LpAnswer> RunSimplex(uint32_t ne, uint32_t k, const LpRows& rows) {
   return a;
 }
 
-Result<LpResult> SolveFavouriteLp(const LpGraph& q) {
+Result<LpResult> SolveFavouriteLp(const LpGraph& q, bool spawn) {
   const uint32_t k = q.size();
   const auto ne = static_cast<uint32_t>(q.succ.size());
-  Result<LpAnswer> answer = RunSimplex(ne, k, BuildLpRows(q, EdgeCosts(q)));
+  Result<LpAnswer> answer =
+      RunSimplex(ne, k, BuildLpRows(q, EdgeCosts(q)), spawn);
   if (!answer) return answer.error();
   const std::vector<double>& x = answer->x;
   // Each op's first out-edge with x below the threshold whose head has no
@@ -357,7 +365,7 @@ Result<std::string> FindFavourites(const Problem& x, const Cluster& c,
   }
   engine.WaitForTables();
   if (kForkWaitsForQuietThreads && beside) engine.WaitForQuiet();
-  Result<LpResult> lp = SolveFavouriteLp(lg);
+  Result<LpResult> lp = SolveFavouriteLp(lg, beside);
   if (!lp) {
     return "m-sct: the favourite-child LP failed (" + lp.error().message +
            "); scheduled without favourites";
