@@ -261,7 +261,13 @@ bool Spawn(const SpawnEntry& entry, int64_t memory_bytes, pid_t* pid, int* fd,
   }
   // Above the descriptors the child's dup2s write (0, 1, 3).
   const int child_end = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+  const int dup_errno = errno;
   close(sv[1]);
+  if (child_end < 0) {
+    close(sv[0]);
+    *why = std::string("no descriptor: ") + std::strerror(dup_errno);
+    return false;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, child_end, kSpawnFd);
@@ -272,11 +278,10 @@ bool Spawn(const SpawnEntry& entry, int64_t memory_bytes, pid_t* pid, int* fd,
               cap = std::to_string(memory_bytes), program = "tessera-spawned";
   char* args[] = {program.data(), flag.data(), name.data(),
                   parent.data(),  cap.data(),  nullptr};
-  const int rc = child_end < 0 ? errno
-                               : posix_spawn(pid, "/proc/self/exe", &actions,
-                                             nullptr, args, environ);
+  const int rc =
+      posix_spawn(pid, "/proc/self/exe", &actions, nullptr, args, environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (child_end >= 0) close(child_end);
+  close(child_end);
   if (rc != 0) {
     close(sv[0]);
     *why = std::string("it could not be started again: ") + std::strerror(rc);
@@ -375,26 +380,6 @@ Result<std::string> RunIsolated(const std::function<std::string()>& work,
   const std::string why = Failure(status, ex.killed, limits, what);
   if (!why.empty()) return Internal(why);
   return ex.bytes;
-}
-
-void ByteWriter::PutDoubles(const double* v, size_t n) {
-  Put(static_cast<uint64_t>(n));
-  if (n > 0)
-    bytes_.append(reinterpret_cast<const char*>(v), n * sizeof(double));
-}
-
-bool ByteReader::GetDoubles(size_t n, std::vector<double>* out) {
-  uint64_t count = 0;
-  if (!Get(&count) || count != n ||
-      (bytes_.size() - pos_) / sizeof(double) < n) {
-    return ok_ = false;
-  }
-  out->resize(n);
-  if (n > 0) {  // an empty vector's data() may be null
-    std::memcpy(out->data(), bytes_.data() + pos_, n * sizeof(double));
-  }
-  pos_ += n * sizeof(double);
-  return true;
 }
 
 }  // namespace tessera

@@ -115,16 +115,19 @@ class ByteWriter {
   void Put(const T& v) {
     bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
-  void PutDoubles(const double* v, size_t n);
-  // The count, then the values.
+  // The count, then the values (GetArray, GetDoubles read them back).
   template <typename T>
-  void PutArray(const std::vector<T>& v) {
-    Put(static_cast<uint64_t>(v.size()));
-    if (!v.empty()) {  // an empty vector's data() may be null
-      bytes_.append(reinterpret_cast<const char*>(v.data()),
-                    v.size() * sizeof(T));
+  void PutValues(const T* v, size_t n) {
+    Put(static_cast<uint64_t>(n));
+    if (n > 0) {  // an empty vector's data() may be null
+      bytes_.append(reinterpret_cast<const char*>(v), n * sizeof(T));
     }
   }
+  template <typename T>
+  void PutArray(const std::vector<T>& v) {
+    PutValues(v.data(), v.size());
+  }
+  void PutDoubles(const double* v, size_t n) { PutValues(v, n); }
   std::string Take() { return std::move(bytes_); }
 
  private:
@@ -142,13 +145,15 @@ class ByteReader {
     pos_ += sizeof *v;
     return true;
   }
-  bool GetDoubles(size_t n, std::vector<double>* out);
-  // What PutArray wrote: false (and nothing allocated) when the count is
-  // more than the bytes left hold.
+  // What PutValues wrote: false (and nothing allocated) when the count is
+  // more than the bytes left hold, or is not `expected` when that is given.
   template <typename T>
-  bool GetArray(std::vector<T>* out) {
+  bool GetArray(std::vector<T>* out, uint64_t expected = kAnyCount) {
     uint64_t n = 0;
-    if (!Get(&n) || (bytes_.size() - pos_) / sizeof(T) < n) return ok_ = false;
+    if (!Get(&n) || (expected != kAnyCount && n != expected) ||
+        (bytes_.size() - pos_) / sizeof(T) < n) {
+      return ok_ = false;
+    }
     out->resize(n);
     if (n > 0) {
       std::copy_n(bytes_.data() + pos_, n * sizeof(T),
@@ -157,9 +162,13 @@ class ByteReader {
     pos_ += n * sizeof(T);
     return true;
   }
+  bool GetDoubles(size_t n, std::vector<double>* out) {
+    return GetArray(out, n);
+  }
   bool at_end() const { return ok_ && pos_ == bytes_.size(); }
 
  private:
+  static constexpr uint64_t kAnyCount = ~uint64_t{0};
   const std::string& bytes_;
   size_t pos_ = 0;
   bool ok_ = true;

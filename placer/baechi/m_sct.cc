@@ -51,7 +51,7 @@ const IsolationLimits kLpLimits{60.0, int64_t{1} << 30};
 struct LpResult {
   std::vector<OpId> child;  // per op of the LP's problem
   double makespan_s = 0.0;
-  std::string where;  // where the LP ran, when not in a spawned child
+  std::string where;  // RunSpawned's fallback note: empty unless it forked
 };
 
 // The LP's cost of each edge (indexed like lg.succ): the mean transfer time
