@@ -6,17 +6,20 @@
 #include <chrono>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "scheduler/admission.h"
 #include "scheduler/parallel.h"
 #include "sim/replay_bound_internal.h"
+#include "sim/replay_reserve_internal.h"
 
 namespace tessera::sim {
 
 // What this file uses of scheduler/, beyond what its headers name.
 using scheduler::AdmissionCache;
 using scheduler::AdmissionOptions;
+using scheduler::Allocation;
 using scheduler::ClusterState;
 using scheduler::FindAllocation;
 using scheduler::JobId;
@@ -106,36 +109,52 @@ void FillLimits(const Topology& topology, const std::vector<TracePod>& pods,
 // whole round left, and tries each failed pod again: a large fraction
 // placed first did not see the small ones after it, and now may join the
 // GPU one of them took (an 810-milli pod beside a 160) instead of holding
-// an idle GPU alone. A pod always fits where it was, so the pass never
-// fails a placed pod. Whole-GPU pods keep their place (re-placing them
-// gained nothing measurable). A round of one pod is the paper's
-// one-at-a-time replay. Returns whether each pod (in `round`'s order) was
-// placed.
+// an idle GPU alone. A pod always may go back where it was (the reserve
+// does not refuse that), so the pass never fails a placed pod. Whole-GPU
+// pods keep their place (re-placing them gained nothing measurable). A
+// round of one pod is the paper's one-at-a-time replay. `reserve` (may be
+// null) refuses fractions the idle GPUs it keeps. Returns whether each
+// pod (in `round`'s order) was placed.
 std::vector<bool> DecideRound(ClusterState& state, const std::string& pool,
                               const std::vector<PlacementRequest>& requests,
                               const std::vector<TracePod>& pods,
                               const std::vector<int>& round, bool repack,
                               const scheduler::GpuScorer& scorer,
-                              const AdmissionOptions& admission, JobId& id) {
+                              const AdmissionOptions& admission,
+                              IdleReserve* reserve, JobId& id) {
   std::vector<size_t> order(round.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return PodMilli(pods[round[a]]) > PodMilli(pods[round[b]]);
   });
   std::vector<JobId> job(round.size(), 0);  // 0: failed
-  const auto place = [&](size_t k) {
+  // `was`: where the pod was before the second pass took it back.
+  const auto place = [&](size_t k, const Allocation* was) {
     auto a = FindAllocation(state, pool, requests[round[k]], scorer, admission);
-    if (a && state.Reserve(++id, *a).ok()) job[k] = id;
+    if (a && reserve != nullptr &&
+        reserve->Refuses(state, pods[round[k]], *a) &&
+        !(was != nullptr && a->gpus == was->gpus)) {
+      if (was == nullptr) return;
+      a = *was;
+    }
+    if (a && state.Reserve(++id, *a).ok()) {
+      job[k] = id;
+      if (reserve != nullptr) reserve->Update(state, *a);
+    }
   };
-  for (const size_t k : order) place(k);
+  for (const size_t k : order) place(k, nullptr);
   if (repack && round.size() > 1) {
     for (auto k = order.rbegin(); k != order.rend(); ++k) {
-      if (job[*k] != 0) {
-        if (pods[round[*k]].gpu_milli >= kFullGpuMilli) continue;
-        state.Release(job[*k]);
-        job[*k] = 0;
+      if (job[*k] == 0) {
+        place(*k, nullptr);
+        continue;
       }
-      place(*k);
+      if (pods[round[*k]].gpu_milli >= kFullGpuMilli) continue;
+      const Allocation was = *state.AllocationOf(job[*k]);
+      state.Release(job[*k]);
+      job[*k] = 0;
+      if (reserve != nullptr) reserve->Update(state, was);
+      place(*k, &was);
     }
   }
   std::vector<bool> placed(round.size());
@@ -175,6 +194,14 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
   for (const TracePod& p : pods) requests.push_back(PodRequest(p));
 
   ClusterState state(topology);
+  std::optional<IdleReserve> reserve;
+  if (options.reserve_share > 0) {
+    reserve.emplace(
+        state,
+        IdleReserve::Need{workload.cpu_per_milli * kFullGpuMilli,
+                          workload.memory_mib_per_milli * kFullGpuMilli},
+        ReserveGpus(pods, options.reserve_share, topology.gpus.size()));
+  }
   AdmissionCache cache;
   AdmissionOptions admission;
   admission.node_order = node_order;
@@ -207,7 +234,7 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
     // Decide the round.
     const std::vector<bool> placed =
         DecideRound(state, pool, requests, pods, round, options.repack_rounds,
-                    *scorer, admission, id);
+                    *scorer, admission, reserve ? &*reserve : nullptr, id);
     for (size_t r = 0; r < round.size(); ++r) {
       const int64_t m = PodMilli(pods[round[r]]);
       if (placed[r]) {
@@ -252,6 +279,9 @@ Result<std::vector<SnapshotRun>> RunSnapshot(
   if (pods.empty()) return BadInput("the pod list has no pods");
   if (topology.gpus.empty()) return BadInput("the cluster has no GPUs");
   if (options.seeds < 1) return BadInput("seeds: must be at least 1");
+  if (!(options.reserve_share >= 0 && options.reserve_share <= 1)) {
+    return BadInput("reserve_share: must be a share of the GPUs in [0, 1]");
+  }
   const Workload own =
       options.workload != nullptr ? Workload{} : PodWorkload(pods);
   const Workload& workload =

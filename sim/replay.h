@@ -48,6 +48,12 @@ struct SnapshotOptions {
   // and the round's failed pods are tried again. False: largest first
   // only (docs/simulate.md, "Rounds").
   bool repack_rounds = true;
+  // Idle GPUs kept for whole-GPU pods (0: none). The reserve is this share
+  // of the GPUs times the share of the pods' GPU milli that whole one-GPU
+  // pods ask; once no more idle GPUs than that are left on nodes with the
+  // CPU and memory the workload asks per GPU, a fraction that would open
+  // one of them fails instead (docs/simulate.md, "Keeping idle GPUs").
+  double reserve_share = 0;
 };
 
 // The cluster when the arrived GPU requests first reached a level.
@@ -91,7 +97,8 @@ SnapshotRun RunSnapshotSeed(const Topology& topology,
 // calling thread: each solve is a forked child, and a child forked while
 // other threads run may deadlock on a lock one of them held (it did under
 // AddressSanitizer).
-// kBadInput for an unknown scorer, no pods, or a cluster without GPUs.
+// kBadInput for an unknown scorer, no pods, a cluster without GPUs, or a
+// reserve_share outside [0, 1].
 Result<std::vector<SnapshotRun>> RunSnapshot(
     const Topology& topology, const std::vector<TracePod>& pods,
     const SnapshotOptions& options,

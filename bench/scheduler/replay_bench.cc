@@ -7,11 +7,14 @@
 //   scheduler_replay_bench [--openb DIR] [--seeds N] [--traces a,b,...]
 //                          [--policies a,b,...] [--level PCT] [--threads N]
 //                          [--speed 0|1] [--round-pods N] [--repack 0|1]
+//                          [--reserve SHARE]
 //
 // --round-pods N decides N consecutive arrivals together (SnapshotOptions::
 // round_pods; 1, the default, one at a time as the paper); --repack 0
 // places a round's pods largest first only, without the second pass
-// (SnapshotOptions::repack_rounds, on by default).
+// (SnapshotOptions::repack_rounds, on by default). --reserve SHARE keeps
+// idle GPUs for whole-GPU pods (SnapshotOptions::reserve_share; 0, the
+// default, keeps none).
 // --speed 1 (the default) first times the two targets on the default
 // trace: one fgd seed on one thread (median of 5), and the six published
 // policies x 10 seeds on every core (wall time).
@@ -116,6 +119,7 @@ int main(int argc, char** argv) {
   std::string dir = tessera::repo::OpenbDir();
   int seeds = 10, threads = 0, level = 100, speed = 1, round_pods = 1;
   bool repack = true;
+  double reserve = 0;
   std::vector<std::string> traces = {
       "default",     "gpushare20", "gpushare40", "gpushare60", "gpushare80",
       "gpushare100", "multigpu20", "multigpu30", "multigpu40", "multigpu50"};
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
     if (a == "--speed") speed = std::stoi(v);
     if (a == "--round-pods") round_pods = std::stoi(v);
     if (a == "--repack") repack = std::stoi(v) != 0;
+    if (a == "--reserve") reserve = std::stod(v);
   }
   auto nodes = LoadTraceNodes(dir + "/openb_node_list_gpu_node.csv");
   if (!nodes) {
@@ -179,9 +184,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "openb: %zu nodes, %zu GPUs; %d seeds; rounds of %d pods%s; "
-      "allocation %% at arrived = %d%%\n\n",
+      "reserve %g; allocation %% at arrived = %d%%\n\n",
       topology.nodes.size(), topology.gpus.size(), seeds, round_pods,
-      round_pods > 1 && !repack ? " (largest first only)" : "", level);
+      round_pods > 1 && !repack ? " (largest first only)" : "", reserve, level);
   std::printf("%-12s %-15s %8s %8s %8s %9s %7s %9s %9s %8s\n", "trace",
               "policy", "mean", "min", "max", "published", "gap", "frag %",
               "s/seed", "limit");
@@ -201,6 +206,7 @@ int main(int argc, char** argv) {
       options.levels_pct = {level};
       options.round_pods = round_pods;
       options.repack_rounds = repack;
+      options.reserve_share = reserve;
       const auto t0 = std::chrono::steady_clock::now();
       auto runs = RunSnapshot(topology, pods->rows, options);
       const double wall =

@@ -29,7 +29,8 @@ using sim::SnapshotRun;
 
 // The snapshot replay's fields (sim::SnapshotOptions) its errors name, and
 // their flags (WithFlagNames).
-constexpr FieldFlag kSnapshotFlags[] = {{"seeds", "--seeds"}};
+constexpr FieldFlag kSnapshotFlags[] = {{"seeds", "--seeds"},
+                                        {"reserve_share", "--reserve"}};
 
 // Skipped rows and unplaceable pods listed by name before "and N more".
 constexpr size_t kListed = 5;
@@ -151,6 +152,7 @@ nlohmann::json SnapshotJson(const SimulateArgs& args, const TraceInput& in,
           {"inflation_pct", args.inflation_pct},
           {"round_pods", args.round_pods},
           {"repack_rounds", args.round_pods > 1 && !args.no_repack},
+          {"reserve_share", args.reserve_share},
           {"cluster",
            {{"nodes", in.topology.nodes.size()},
             {"gpus", in.topology.gpus.size()}}},
@@ -180,6 +182,10 @@ void PrintSnapshot(const SimulateArgs& args, const TraceInput& in,
                                           : " (largest request first, then "
                                             "each fraction again, smallest "
                                             "first)")
+                    : std::string())
+            << (args.reserve_share > 0
+                    ? ", idle GPUs kept for whole-GPU pods (--reserve " +
+                          Fixed(args.reserve_share, 4) + ")"
                     : std::string())
             << "\n\n"
             << "GPU allocation (% of capacity) when the arrived requests "
@@ -316,6 +322,7 @@ int RunSnapshotMode(const SimulateArgs& args) {
     options.threads = args.threads;
     options.round_pods = args.round_pods;
     options.repack_rounds = !args.no_repack;
+    options.reserve_share = args.reserve_share;
     options.bound = all.empty();
     PolicyRuns p{policy, {}, 0};
     const double start = MonotonicSeconds();

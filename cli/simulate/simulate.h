@@ -28,6 +28,7 @@ struct SimulateArgs {
   int threads = 0;             // 0: one per core
   int round_pods = 1;          // snapshot: pods decided together
   bool no_repack = false;      // snapshot: rounds largest first only
+  double reserve_share = 0;    // snapshot: idle GPUs kept for whole pods
   bool strict = false;         // a bad CSV row or an unplaceable pod fails
   bool json = false;
   std::string plot;  // --plot FILE.svg

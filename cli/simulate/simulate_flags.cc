@@ -11,6 +11,9 @@ Examples:
                    --pods data/openb/openb_pod_list_default.csv \
                    --policy fgd --seeds 10 --json
   tessera simulate --nodes N.csv --pods P.csv --policy all --plot alloc.svg
+  tessera simulate --nodes N.csv --pods P.csv --policy tessera \
+                   --round-pods 128 --reserve 0.0625
+                                           # rounds, idle GPUs kept for whole pods
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy tessera \
                    --queue-policy all --cluster-fraction 0.02 --plot util.svg
   tessera simulate --nodes N.csv --pods P.csv --mode timed --policy fgd \
@@ -82,6 +85,13 @@ void AddSimulate(CLI::App& app, SimulateArgs& args) {
   cmd->add_flag("--no-repack", args.no_repack,
                 "snapshot: with --round-pods, place a round's pods largest "
                 "first only (no second pass)");
+  cmd->add_option("--reserve", args.reserve_share,
+                  "snapshot: keep idle GPUs for whole-GPU pods: this share "
+                  "of the GPUs times the whole one-GPU pods' share of the "
+                  "GPU requests; a fraction that would open one of the last "
+                  "ones fails (0: keep none)")
+      ->type_name("SHARE")
+      ->capture_default_str();
   cmd->add_option("--threads", args.threads,
                   "Seeds run in parallel on this many threads (0: one per "
                   "core)")

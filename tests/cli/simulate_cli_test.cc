@@ -135,6 +135,29 @@ TEST(SimulateCli, DecidesArrivalsInRoundsWhenAsked) {
   }
 }
 
+TEST(SimulateCli, KeepsIdleGpusForWholePodsWhenAsked) {
+  SmallTrace t;
+  RunResult r =
+      RunTessera(t.Args() +
+                     " --policy tessera --seeds 2 --round-pods 4 --reserve 0.5 "
+                     "--json",
+                 t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["reserve_share"], 0.5);
+  r = RunTessera(t.Args() + " --policy tessera --seeds 1 --reserve 0.5", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("idle GPUs kept for whole-GPU pods"));
+  r = RunTessera(t.Args() + " --policy tessera --seeds 1 --json", t.dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["reserve_share"], 0.0);
+  for (const char* bad : {"-0.5", "2", "nan"}) {
+    r = RunTessera(t.Args() + " --seeds 1 --reserve " + std::string(bad),
+                   t.dir);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--reserve")) << bad;
+  }
+}
+
 TEST(SimulateCli, PlotsAnSvgChart) {
   SmallTrace t;
   const std::string svg = t.dir.File("alloc.svg");

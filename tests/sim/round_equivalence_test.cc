@@ -79,7 +79,7 @@ Topology Cluster() {
 // `count` trace pods: fractions of one GPU, one or two whole GPUs, with
 // CPU and memory; arrivals in whole seconds (some at the same instant),
 // durations 30..600 s. Enough load that jobs queue.
-std::vector<TracePod> Workload(int count, uint64_t seed) {
+std::vector<TracePod> RandomPods(int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const auto pick = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
@@ -395,7 +395,7 @@ TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameRounds) {
     for (const uint64_t seed : {1u, 2u}) {
       SCOPED_TRACE(x.scorer + ", " + x.policy + ", seed " +
                    std::to_string(seed));
-      const std::vector<TracePod> pods = Workload(60, seed);
+      const std::vector<TracePod> pods = RandomPods(60, seed);
       const Timeline replay = ReplayTimeline(topology, pods, x);
       const Timeline service = ServiceTimeline(topology, pods, x);
       ExpectSameTimelines(pods, replay, service);
@@ -417,7 +417,7 @@ TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameQueueTree) {
     for (const uint64_t seed : {1u, 2u}) {
       SCOPED_TRACE(scorer + ", queue tree, seed " + std::to_string(seed));
       const Policy x = Rules(scorer, "fifo", 2, queues);
-      const std::vector<TracePod> pods = Workload(60, seed);
+      const std::vector<TracePod> pods = RandomPods(60, seed);
       ExpectSameTimelines(pods, ReplayTimeline(topology, pods, x),
                           ServiceTimeline(topology, pods, x));
     }
@@ -440,13 +440,13 @@ TEST(RoundEquivalence, TheServiceAndTheReplayRunTheSameElasticRounds) {
     for (const uint64_t seed : {1u, 2u}) {
       SCOPED_TRACE(x.scorer + ", " + x.policy + ", elastic, seed " +
                    std::to_string(seed));
-      std::vector<TracePod> pods = Workload(60, seed);
+      std::vector<TracePod> pods = RandomPods(60, seed);
       std::mt19937_64 rng(seed + 100);
       x.elastic.assign(pods.size(), 0);
       for (size_t i = 0; i < pods.size(); ++i) {
         TracePod& p = pods[i];
         if (p.gpu_milli < kFullGpuMilli) continue;
-        // Wider gangs than Workload's, so that jobs have room to grow.
+        // Wider gangs than RandomPods', so that jobs have room to grow.
         p.num_gpu = std::uniform_int_distribution<int>(1, 4)(rng);
         x.elastic[i] = p.num_gpu >= 2 && rng() % 3 != 0 ? 1 : 0;
       }
