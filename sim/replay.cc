@@ -109,11 +109,11 @@ void FillLimits(const Topology& topology, const std::vector<TracePod>& pods,
 // whole round left, and tries each failed pod again: a large fraction
 // placed first did not see the small ones after it, and now may join the
 // GPU one of them took (an 810-milli pod beside a 160) instead of holding
-// an idle GPU alone. A pod always may go back where it was (the reserve
+// an idle GPU alone. A pod may always go back where it was (the reserve
 // does not refuse that), so the pass never fails a placed pod. Whole-GPU
 // pods keep their place (re-placing them gained nothing measurable). A
 // round of one pod is the paper's one-at-a-time replay. `reserve` (may be
-// null) refuses fractions the idle GPUs it keeps. Returns whether each
+// null) keeps fractions off the idle GPUs it holds back. Returns whether each
 // pod (in `round`'s order) was placed.
 std::vector<bool> DecideRound(ClusterState& state, const std::string& pool,
                               const std::vector<PlacementRequest>& requests,
